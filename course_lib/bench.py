@@ -1,0 +1,353 @@
+"""Timing on the GPU, always side by side with cuBLAS, and recording with provenance.
+
+On a GPU, :func:`bench` times a stage and cuBLAS *in the same call*: the two are measured in
+alternating rounds with CUDA events, after a warm-up that also checks the stage's output against
+cuBLAS's, with the L2 cache flushed before every timed run; it reports the median and the 20th/80th
+percentiles, the TFLOP/s (2*M*N*K / t) and the ratio to cuBLAS. Only ratios measured side by side are
+compared across runs: the GPU's clocks drift under sustained load.
+
+On the CPU nothing is timed (the simulator and interpreter say nothing about GPU speed):
+:func:`bench` returns the results recorded on the reference GPU and says so.
+
+Command line (on a GPU)::
+
+    python -m course_lib.bench --record            # every stage, every dtype, 1024..8192 + sweep
+    python -m course_lib.bench naive --dtype fp32 --size 4096
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+
+from course_lib import backend
+from course_lib.gemm import flops, random_inputs
+from course_lib.registry import Stage, get_stage, stage_or_callable, stages
+from course_lib.results import RESULTS_DIR, Results, load, save, slug, validate
+
+Shape = tuple[int, int, int]
+
+SQUARE_SIZES = (1024, 2048, 4096, 8192)
+# The size sweep: powers of two and sizes that are not, square and not (wave quantisation on 132
+# SMs shows between neighbouring sizes), plus the seed document's Triton experiment shape.
+SWEEP_SHAPES: tuple[Shape, ...] = (
+    (256, 256, 256),
+    (512, 512, 512),
+    (768, 768, 768),
+    (1000, 1000, 1000),
+    (1536, 1536, 1536),
+    (3000, 3000, 3000),
+    (6144, 6144, 6144),
+    (8192, 2048, 4096),
+    (2048, 8192, 1024),
+    (8192, 6144, 4096),
+)
+
+_FLUSH_BYTES = 256 * 2**20  # larger than the H200's 60 MB L2, as triton.testing.do_bench does
+
+
+class NoGPUError(RuntimeError):
+    """Raised when something would time kernels on a machine without a GPU."""
+
+
+def _require_gpu(what: str) -> None:
+    if not backend.get().is_gpu:
+        raise NoGPUError(
+            f"{what} times kernels and needs the GPU backend; this is the "
+            f"{backend.get().name} backend, where the simulator and the interpreter say nothing "
+            "about GPU speed. Use course_lib.bench.bench(...), which returns the recorded results."
+        )
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+    runs: int
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    i = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[i]
+
+
+def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int = 3, max_runs: int = 300) -> Timing:
+    """Time ``fn`` on the GPU with CUDA events: one warm-up, then as many runs as fit the budget.
+
+    Before each run the L2 cache is flushed (a 256 MB memset), which also lets the CPU enqueue the
+    launch before the GPU reaches it, so Python's launch overhead stays out of small timings.
+    """
+    _require_gpu("time_fn")
+    fn()
+    torch.cuda.synchronize()
+    flush = torch.empty(_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    estimate = max(start.elapsed_time(end), 1e-3)
+    runs = int(min(max_runs, max(min_runs, budget_ms // estimate)))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
+    for s, e in events:
+        flush.zero_()
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in events)
+    return Timing(statistics.median(times), _quantile(times, 0.2), _quantile(times, 0.8), runs)
+
+
+def _rel_error(c: torch.Tensor, ref: torch.Tensor) -> float:
+    ref = ref.double()
+    return float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref).clamp_min(1e-30))
+
+
+# A stage whose output differs from cuBLAS's by more than this is not timed: a fast wrong kernel is
+# not a result. (Loose on purpose: check() is the strict test; this catches a broken build.)
+_SANITY = {"fp32": 1e-3, "tf32": 2e-2, "fp16": 5e-2, "bf16": 5e-2}
+
+
+def measure(gemm: str | Stage | Callable, dtype: str, shape: Shape, *, rounds: int = 3, budget_ms: float = 100.0) -> dict[str, Any]:
+    """Time one stage and cuBLAS on the same inputs in alternating rounds; return one record."""
+    _require_gpu("measure")
+    label, fn = stage_or_callable(gemm, dtype)
+    cublas = get_stage("cublas").gemm(dtype)
+    M, N, K = shape
+    a, b = random_inputs(M, N, K, dtype)
+    c, ref = fn(a, b), cublas(a, b)
+    err = _rel_error(c, ref)
+    if not err <= _SANITY[dtype]:
+        raise AssertionError(
+            f"{label} ({dtype}) at {M}x{N}x{K} differs from cuBLAS by {err:.2e}; not timing a wrong kernel"
+        )
+    del c, ref
+    mine: list[Timing] = []
+    theirs: list[Timing] = []
+    for _ in range(rounds):
+        mine.append(time_fn(lambda: fn(a, b), budget_ms=budget_ms))
+        theirs.append(time_fn(lambda: cublas(a, b), budget_ms=budget_ms))
+    ms = statistics.median(t.median_ms for t in mine)
+    cms = statistics.median(t.median_ms for t in theirs)
+    tf = flops(M, N, K) / (ms * 1e-3) / 1e12
+    ctf = flops(M, N, K) / (cms * 1e-3) / 1e12
+    return {
+        "stage": label,
+        "dtype": dtype,
+        "M": M,
+        "N": N,
+        "K": K,
+        "ms": ms,
+        "ms_p20": min(t.p20_ms for t in mine),
+        "ms_p80": max(t.p80_ms for t in mine),
+        "tflops": tf,
+        "cublas_ms": cms,
+        "cublas_tflops": ctf,
+        "ratio_to_cublas": tf / ctf,
+        "runs": sum(t.runs for t in mine),
+        "rel_error_vs_cublas": err,
+    }
+
+
+def copy_bandwidth_gbs(nbytes: int = 2 * 2**30) -> float:
+    """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written."""
+    _require_gpu("copy_bandwidth_gbs")
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    t = time_fn(lambda: dst.copy_(src), budget_ms=300)
+    return 2 * nbytes / (t.median_ms * 1e-3) / 1e9
+
+
+def _driver_version() -> str:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=30, check=True,
+        )
+        return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown (nvidia-smi not available)"
+
+
+def provenance(command: str = "") -> dict[str, Any]:
+    """Where and with what a measurement was made."""
+    _require_gpu("provenance")
+    props = torch.cuda.get_device_properties(0)
+    versions = backend.versions()
+    return {
+        "gpu": props.name,
+        "sm_count": props.multi_processor_count,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "memory_gib": round(props.total_memory / 2**30, 1),
+        "driver": _driver_version(),
+        "cuda": torch.version.cuda,
+        "torch": versions["torch"],
+        "triton": versions["triton"],
+        "numba": versions["numba"],
+        "numba_cuda": versions["numba-cuda"],
+        "numpy": versions["numpy"],
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "method": "CUDA events, L2 flushed before each run, median of alternating rounds stage/cuBLAS",
+    }
+
+
+class _Progress:
+    """A one-line text progress bar on stderr (works in a terminal and in a notebook)."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.done, self.label, self.t0 = max(total, 1), 0, label, time.time()
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        width = 30
+        fill = int(width * self.done / self.total)
+        bar = "#" * fill + "." * (width - fill)
+        sys.stderr.write(f"\r{self.label} [{bar}] {self.done}/{self.total} {what[:48]:<48}")
+        if self.done == self.total:
+            sys.stderr.write(f" ({time.time() - self.t0:.0f} s)\n")
+        sys.stderr.flush()
+
+
+def bench(
+    gemm: str | Stage | Callable,
+    dtype: str = "fp32",
+    shapes: Iterable[Shape] | None = None,
+    *,
+    rounds: int = 3,
+    progress: bool = True,
+) -> Results:
+    """Time a stage against cuBLAS on this GPU, or, without one, return what was recorded.
+
+    The returned :class:`~course_lib.results.Results` says which it is in ``.label``.
+    """
+    shapes = [tuple(s) for s in (shapes if shapes is not None else [(n, n, n) for n in SQUARE_SIZES])]
+    if not backend.get().is_gpu:
+        if not isinstance(gemm, (str, Stage)):
+            raise NoGPUError(
+                "without a GPU there is nothing recorded for your own function, and the CPU "
+                "backend cannot time it; check it with course_lib.check instead"
+            )
+        name = gemm if isinstance(gemm, str) else gemm.name
+        rec = load()
+        rows = rec.select(name, dtype, shapes)
+        if not rows:
+            raise LookupError(
+                f"nothing recorded for {name} ({dtype}) at {shapes} in {rec.path.name}; recorded "
+                f"shapes: {sorted({(r['M'], r['N'], r['K']) for r in rec.select(name, dtype)})}"
+            )
+        print(f"No GPU here: these numbers were {rec.label} (not measured on this machine).")
+        return Results(rec.path, rec.provenance, rec.ceilings, tuple(rows))
+    bar = _Progress(len(shapes), "bench") if progress else None
+    records = []
+    for shape in shapes:
+        records.append(measure(gemm, dtype, shape, rounds=rounds))
+        if bar:
+            r = records[-1]
+            bar.step(f"{shape}: {r['tflops']:.1f} TF, {100 * r['ratio_to_cublas']:.0f}% of cuBLAS")
+    prov = provenance("course_lib.bench.bench")
+    prov["live"] = True
+    return validate({"provenance": prov, "ceilings": {"copy_bandwidth_gbs": copy_bandwidth_gbs()}, "records": records})
+
+
+# ---- recording ---------------------------------------------------------------------------------
+def record_plan(selected: Sequence[str] | None = None, sweep: bool = True) -> list[tuple[str, str, Shape]]:
+    """(stage, dtype, shape) triples a recording run measures: every GPU stage and dtype at the
+    square sizes, and the size sweep for the fastest stage of each backend."""
+    plan = []
+    for st in stages():
+        if st.name == "cublas" or (selected and st.name not in selected):
+            continue
+        for dtype in st.dtypes:
+            shapes = [(n, n, n) for n in SQUARE_SIZES]
+            if sweep and st.sweep:
+                shapes += list(SWEEP_SHAPES)
+            for shape in shapes:
+                plan.append((st.name, dtype, shape))
+    return plan
+
+
+def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sweep: bool = True, command: str = "") -> Path:
+    """Measure the plan and write a results file with provenance; returns its path."""
+    _require_gpu("record")
+    prov = provenance(command)
+    out = out or RESULTS_DIR / f"{slug(prov['gpu'])}.json"
+    ceilings: dict[str, Any] = {"copy_bandwidth_gbs": copy_bandwidth_gbs()}
+    records: list[dict[str, Any]] = []
+    # cuBLAS against itself at every size of the plan: the reference rows of every chart.
+    plan = record_plan(selected, sweep)
+    cublas_shapes = sorted({(d, s) for _, d, s in plan} | {(d, (n, n, n)) for d in ("fp32", "tf32", "fp16", "bf16") for n in SQUARE_SIZES})
+    full = [("cublas", d, s) for d, s in cublas_shapes] + plan
+    bar = _Progress(len(full), "record")
+    failures = []
+    for name, dtype, shape in full:
+        try:
+            records.append(measure(name, dtype, shape))
+            r = records[-1]
+            bar.step(f"{name} {dtype} {shape}: {r['tflops']:.1f} TF")
+        except Exception as e:  # noqa: BLE001 - one failing stage must not lose the others; listed below
+            failures.append(f"{name} {dtype} {shape}: {type(e).__name__}: {e}")
+            bar.step(f"{name} {dtype} {shape}: FAILED")
+    peaks: dict[str, float] = {}
+    for r in records:
+        if r["stage"] == "cublas":
+            peaks[r["dtype"]] = max(peaks.get(r["dtype"], 0.0), r["tflops"])
+    ceilings["cublas_peak_tflops"] = peaks
+    prov["failures"] = failures
+    path = save(Results(out, prov, ceilings, tuple(records)), out)
+    for f in failures:
+        print("FAILED:", f, file=sys.stderr)
+    return path
+
+
+def _table(rows: Iterable[dict[str, Any]]) -> str:
+    lines = [f"{'stage':<28}{'dtype':<6}{'M':>6}{'N':>6}{'K':>6}{'ms':>10}{'TFLOP/s':>9}{'cuBLAS':>9}{'ratio':>8}"]
+    for r in rows:
+        lines.append(
+            f"{r['stage']:<28}{r['dtype']:<6}{r['M']:>6}{r['N']:>6}{r['K']:>6}{r['ms']:>10.3f}"
+            f"{r['tflops']:>9.1f}{r['cublas_tflops']:>9.1f}{100 * r['ratio_to_cublas']:>7.1f}%"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m course_lib.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("stage", nargs="?", help="a registered stage (omit with --record)")
+    p.add_argument("--dtype", default="fp32")
+    p.add_argument("--size", type=int, nargs="*", help="square sizes (default 1024 2048 4096 8192)")
+    p.add_argument("--record", action="store_true", help="record every stage into course_lib/results/<gpu>.json")
+    p.add_argument("--stages", help="with --record: comma-separated stages only")
+    p.add_argument("--no-sweep", action="store_true", help="with --record: square sizes only")
+    p.add_argument("--out", type=Path, help="with --record: where to write (default course_lib/results/<gpu>.json)")
+    args = p.parse_args(argv)
+    if args.record:
+        selected = args.stages.split(",") if args.stages else None
+        path = record(args.out, selected, sweep=not args.no_sweep, command="python -m course_lib.bench " + " ".join(argv or sys.argv[1:]))
+        res = load(path)
+        print(f"wrote {path} ({len(res.records)} records, {res.label})")
+        print(_table(res.records))
+        return 0
+    if not args.stage:
+        p.error("name a stage, or pass --record")
+    sizes = args.size or list(SQUARE_SIZES)
+    res = bench(args.stage, args.dtype, [(n, n, n) for n in sizes])
+    print(res.label if not res.provenance.get("live") else f"measured live on {res.provenance['gpu']}")
+    print(_table(res.records))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,190 @@
+"""What every GEMM of the course shares: its dtypes, its argument checks, its output allocation.
+
+Every course GEMM has one signature, ``fn(a, b) -> c`` with ``a`` of shape (M, K) and ``b`` of shape
+(K, N). Its wrapper does three things in order (the habit of Triton's tutorials): check the
+arguments with :func:`prepare`, allocate the output with :func:`new_output`, launch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+
+from course_lib import backend
+
+# The course's names for the arithmetic a GEMM does. "fp32" means exact IEEE fp32 multiply-adds;
+# "tf32" means fp32 inputs rounded to TensorFloat-32 (10-bit mantissa) inside the tensor cores,
+# accumulated in fp32. Both take and return torch.float32 tensors.
+TORCH_DTYPES: dict[str, torch.dtype] = {
+    "fp32": torch.float32,
+    "tf32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+}
+DTYPES = tuple(TORCH_DTYPES)
+_NAME_OF_TORCH_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+GemmFn = Callable[[object, object], object]
+
+
+def dtype_of(x: object) -> str:
+    """The course dtype name of a tensor or array's element type ("fp32", "fp16", "bf16")."""
+    t = _as_tensor(x, "input")
+    try:
+        return _NAME_OF_TORCH_DTYPE[t.dtype]
+    except KeyError:
+        raise TypeError(
+            f"element type {t.dtype} is not one the course's GEMMs take; use float32, float16 or "
+            "bfloat16 (for example a.float())"
+        ) from None
+
+
+def check_dtype_name(dtype: str) -> str:
+    if dtype not in TORCH_DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}: the course uses one of {', '.join(DTYPES)}")
+    return dtype
+
+
+def _as_tensor(x: object, name: str) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x)
+    raise TypeError(
+        f"{name} must be a torch.Tensor or a numpy.ndarray, not {type(x).__name__}; "
+        "make one with course_lib.random_inputs(M, N, K) or torch.as_tensor(...)"
+    )
+
+
+@dataclass(frozen=True)
+class Operands:
+    """Checked operands of one GEMM call, as torch tensors, plus how to hand the result back."""
+
+    a: torch.Tensor
+    b: torch.Tensor
+    M: int
+    N: int
+    K: int
+    dtype: str  # course dtype name of the inputs ("fp32", "fp16", "bf16")
+    as_numpy: bool  # the caller passed numpy arrays and gets a numpy array back
+
+    def give_back(self, c: torch.Tensor) -> object:
+        return c.numpy() if self.as_numpy else c
+
+
+def prepare(
+    a: object,
+    b: object,
+    *,
+    stage: str,
+    dtypes: tuple[str, ...],
+    contiguous: bool = False,
+    shape_multiple: int = 1,
+) -> Operands:
+    """Check the operands of ``stage`` and say what to do when they are wrong.
+
+    Raises ``TypeError`` for the wrong kind of object or element type and ``ValueError`` for wrong
+    shapes, empty matrices, the wrong device or a layout the kernel cannot read.
+    """
+    ta, tb = _as_tensor(a, "a"), _as_tensor(b, "b")
+    as_numpy = isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+    for name, t in (("a", ta), ("b", tb)):
+        if t.dim() != 2:
+            raise ValueError(
+                f"{stage}: {name} must be a 2-D matrix, but its shape is {tuple(t.shape)}; "
+                "reshape it (for a vector use x.reshape(1, -1) or x.reshape(-1, 1))"
+            )
+    M, K = ta.shape
+    K2, N = tb.shape
+    if K != K2:
+        raise ValueError(
+            f"{stage}: inner dimensions differ: a is {M}x{K} and b is {K2}x{N}; "
+            "a.shape[1] must equal b.shape[0] (did you mean b.T?)"
+        )
+    if M == 0 or N == 0 or K == 0:
+        raise ValueError(
+            f"{stage}: empty matrix (M={M}, N={N}, K={K}); every dimension must be at least 1"
+        )
+    if ta.dtype != tb.dtype:
+        raise TypeError(
+            f"{stage}: a is {ta.dtype} but b is {tb.dtype}; convert both to one type first"
+        )
+    dt = dtype_of(ta)
+    accepted = {TORCH_DTYPES[d] for d in dtypes}
+    if ta.dtype not in accepted:
+        names = ", ".join(sorted({str(TORCH_DTYPES[d]).replace("torch.", "") for d in dtypes}))
+        raise TypeError(f"{stage}: takes {names} inputs, not {ta.dtype}; convert them, e.g. a.to(torch.{names.split(', ')[0]})")
+    want = backend.get().torch_device
+    for name, t in (("a", ta), ("b", tb)):
+        if t.device.type != want:
+            hint = "a.cuda()" if want == "cuda" else "a.cpu()"
+            raise ValueError(
+                f"{stage}: {name} is on {t.device} but the {backend.get().name} backend runs this "
+                f"kernel with inputs on '{want}'; move it there ({hint.replace('a.', name + '.')})"
+            )
+    if contiguous:
+        for name, t in (("a", ta), ("b", tb)):
+            if not t.is_contiguous():
+                raise ValueError(
+                    f"{stage}: {name} is not contiguous (strides {t.stride()}); this kernel reads "
+                    f"row-major memory: pass {name}.contiguous()"
+                )
+    if shape_multiple > 1:
+        bad = [f"{n}={v}" for n, v in (("M", M), ("N", N), ("K", K)) if v % shape_multiple]
+        if bad:
+            raise ValueError(
+                f"{stage}: needs M, N and K to be multiples of {shape_multiple}, but "
+                f"{', '.join(bad)}; pad the matrices with zeros to the next multiple"
+            )
+    return Operands(ta, tb, M, N, K, dt, as_numpy)
+
+
+# ---- output allocation -----------------------------------------------------------------------
+# course_lib.check poisons every output with NaN before a GEMM runs, so an element the kernel never
+# writes cannot pass by holding an old (perhaps correct) value left in recycled memory.
+_poison_depth = 0
+
+
+@contextlib.contextmanager
+def poisoned_outputs() -> Iterator[None]:
+    """Within this block, :func:`new_output` fills every new output with NaN."""
+    global _poison_depth
+    _poison_depth += 1
+    try:
+        yield
+    finally:
+        _poison_depth -= 1
+
+
+def poisoning() -> bool:
+    return _poison_depth > 0
+
+
+def new_output(M: int, N: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """The output matrix of a GEMM: uninitialised, or NaN while ``check`` runs."""
+    if poisoning():
+        return torch.full((M, N), math.nan, dtype=dtype, device=device)
+    return torch.empty((M, N), dtype=dtype, device=device)
+
+
+def random_inputs(
+    M: int, N: int, K: int, dtype: str = "fp32", *, seed: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random operands a (M x K) and b (K x N), standard normal, on the backend's device."""
+    torch_dtype = TORCH_DTYPES[check_dtype_name(dtype)]
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(int(seed) if seed is not None else int(torch.randint(0, 2**62, (1,)).item()))
+    a = torch.randn(M, K, generator=gen, dtype=torch.float32).to(torch_dtype)
+    b = torch.randn(K, N, generator=gen, dtype=torch.float32).to(torch_dtype)
+    device = backend.get().torch_device
+    return a.to(device), b.to(device)
+
+
+def flops(M: int, N: int, K: int) -> int:
+    """Floating-point operations of one GEMM: a multiply and an add per (m, n, k)."""
+    return 2 * M * N * K

@@ -1,0 +1,75 @@
+"""Execute the course's notebooks top to bottom (the outputs CI compares come from here).
+
+    python -m course_lib.notebooks                       # CPU backend, outputs stored in place
+    python -m course_lib.notebooks --backend gpu --out DIR   # live on a GPU, executed copies to DIR
+
+On the CPU backend the notebooks are executed in place, so their stored outputs are exactly what
+a CPU run prints; nbval then re-runs them in CI and compares. On a GPU the committed notebooks are
+left alone and the executed copies go to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def notebook_paths(names: list[str] | None = None) -> list[Path]:
+    paths = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+    if names:
+        paths = [p for p in paths if any(p.stem.startswith(n) or p.name == n for n in names)]
+        if not paths:
+            raise SystemExit(f"no notebook matches {names} in {NOTEBOOK_DIR}")
+    return paths
+
+
+def _tidy(nb) -> None:
+    """Drop metadata that changes on every run (timings), so re-running gives a small diff."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+
+
+def execute(path: Path, backend: str, out: Path | None, timeout: int) -> float:
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    os.environ["COURSE_BACKEND"] = backend
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    t0 = time.time()
+    client.execute()
+    _tidy(nb)
+    target = (out / path.name) if out else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    return time.time() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m course_lib.notebooks", description=__doc__.split("\n\n")[0])
+    p.add_argument("names", nargs="*", help="notebook name prefixes (default: all)")
+    p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument("--out", type=Path, help="write executed copies here instead of in place")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    args = p.parse_args(argv)
+    if args.backend == "gpu" and args.out is None:
+        p.error("--backend gpu needs --out: the committed notebooks keep their CPU outputs")
+    failed = []
+    for path in notebook_paths(args.names):
+        try:
+            seconds = execute(path, args.backend, args.out, args.timeout)
+            print(f"{path.name}: executed on the {args.backend} backend in {seconds:.0f} s", flush=True)
+        except Exception as e:  # noqa: BLE001 - report every notebook, then fail
+            failed.append(path.name)
+            print(f"{path.name}: FAILED: {type(e).__name__}: {str(e)[-2000:]}", file=sys.stderr, flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

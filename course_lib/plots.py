@@ -1,0 +1,119 @@
+"""Charts of results: stages against cuBLAS, size sweeps, the roofline.
+
+Every chart takes a :class:`~course_lib.results.Results` (recorded or measured live) and puts its
+label ("recorded on NVIDIA H200 on 2026-11-29" or "measured live on ...") in the title, so a number
+is never shown without where it came from. Ceilings come from the results file (measured on the GPU),
+not from a datasheet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from course_lib.registry import get_stage
+from course_lib.results import Results
+
+Shape = tuple[int, int, int]
+
+
+def _title(stage_name: str) -> str:
+    try:
+        return get_stage(stage_name).title
+    except KeyError:
+        return stage_name
+
+
+def _by_stage(records: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        out.setdefault(r["stage"], []).append(r)
+    return out
+
+
+def plot_stages(results: Results, dtype: str, shape: Shape, stages: Sequence[str] | None = None) -> Figure:
+    """Bars of TFLOP/s and of % of cuBLAS (measured in the same call) for each stage at one shape."""
+    rows = [r for r in results.select(dtype=dtype, shapes=[shape]) if r["stage"] != "cublas"]
+    if stages is not None:
+        rows = [r for r in rows if r["stage"] in stages]
+        rows.sort(key=lambda r: list(stages).index(r["stage"]))
+    if not rows:
+        raise LookupError(f"no {dtype} results at {shape} for {stages or 'any stage'} ({results.label})")
+    names = [_title(r["stage"]) for r in rows]
+    cublas = sorted(r["cublas_tflops"] for r in rows)[len(rows) // 2]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.55 * len(rows) + 1.8), sharey=True)
+    y = range(len(rows))
+    ax1.barh(y, [r["tflops"] for r in rows], color="tab:blue")
+    ax1.axvline(cublas, color="black", ls="--", lw=1, label=f"cuBLAS ≈ {cublas:.0f} TFLOP/s")
+    ax1.set_xlabel("TFLOP/s")
+    ax1.legend(loc="lower right", fontsize=8)
+    ax2.barh(y, [100 * r["ratio_to_cublas"] for r in rows], color="tab:orange")
+    ax2.axvline(100, color="black", ls="--", lw=1)
+    ax2.set_xlabel("% of cuBLAS (measured in the same call)")
+    for i, r in enumerate(rows):
+        ax1.text(r["tflops"], i, f" {r['tflops']:.1f}", va="center", fontsize=8)
+        ax2.text(100 * r["ratio_to_cublas"], i, f" {100 * r['ratio_to_cublas']:.0f}%", va="center", fontsize=8)
+    ax1.set_yticks(list(y), names)
+    ax1.invert_yaxis()
+    M, N, K = shape
+    fig.suptitle(f"{dtype}, M={M}, N={N}, K={K} — {results.label}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_sweep(results: Results, dtype: str, stages: Sequence[str] | None = None, *, ratio: bool = False) -> Figure:
+    """TFLOP/s (or % of cuBLAS) of each stage over every recorded shape, smallest work first."""
+    rows = results.select(dtype=dtype)
+    groups = _by_stage([r for r in rows if stages is None or r["stage"] in stages or r["stage"] == "cublas"])
+    if not groups:
+        raise LookupError(f"no {dtype} results for {stages or 'any stage'} ({results.label})")
+    shapes = sorted({(r["M"], r["N"], r["K"]) for g in groups.values() for r in g}, key=lambda s: (s[0] * s[1] * s[2], s))
+    x = {s: i for i, s in enumerate(shapes)}
+    fig, ax = plt.subplots(figsize=(11, 4))
+    for name, g in groups.items():
+        if ratio and name == "cublas":
+            continue
+        g = sorted(g, key=lambda r: x[(r["M"], r["N"], r["K"])])
+        ys = [100 * r["ratio_to_cublas"] if ratio else r["tflops"] for r in g]
+        style = dict(color="black", ls="--") if name == "cublas" else {}
+        ax.plot([x[(r["M"], r["N"], r["K"])] for r in g], ys, marker="o", label=_title(name), **style)
+    ax.set_xticks(range(len(shapes)), [f"{m}×{n}×{k}" for m, n, k in shapes], rotation=45, ha="right", fontsize=8)
+    ax.set_xlabel("M×N×K")
+    ax.set_ylabel("% of cuBLAS" if ratio else "TFLOP/s")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{dtype} size sweep — {results.label}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_roofline(results: Results, dtype: str, points: Sequence[tuple[str, float, float]]) -> Figure:
+    """The roofline of the recording GPU for ``dtype`` with ``points`` (label, FLOP/byte, TFLOP/s).
+
+    The slanted roof is the measured copy bandwidth; the flat roof the best cuBLAS rate measured for
+    ``dtype`` in the same recording (a measured ceiling, lower than the datasheet's peak).
+    """
+    bw = float(results.ceilings["copy_bandwidth_gbs"]) * 1e9  # bytes/s
+    peaks = results.ceilings.get("cublas_peak_tflops", {})
+    if dtype not in peaks:
+        raise LookupError(f"the results file has no cuBLAS peak for {dtype}")
+    peak = float(peaks[dtype]) * 1e12
+    ridge = peak / bw
+    xs = [ridge / 64, ridge, ridge * 64]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(xs, [min(peak, x * bw) / 1e12 for x in xs], color="black")
+    ax.annotate(f"memory: {bw / 1e12:.2f} TB/s (measured copy)", (xs[0], xs[0] * bw / 1e12), fontsize=8, rotation=20, va="bottom")
+    ax.annotate(f"{dtype} peak: {peak / 1e12:.0f} TFLOP/s (best cuBLAS)", (ridge, peak / 1e12), fontsize=8, va="bottom")
+    for label, intensity, tflops in points:
+        ax.plot([intensity], [tflops], "o")
+        ax.annotate(label, (intensity, tflops), fontsize=8, xytext=(4, -10), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
+    ax.set_ylabel("TFLOP/s")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title(f"Roofline, {dtype} — {results.label}", fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,163 @@
+"""GPU results recorded with their provenance, stored as JSON in ``course_lib/results/``.
+
+A results file holds what one recording run measured on one GPU:
+
+* ``provenance``: the GPU, its SM count, driver, CUDA, library versions, date and the command;
+* ``ceilings``: what the same run measured as the machine's limits (copy bandwidth, and the best
+  cuBLAS rate per dtype) — the roofline is drawn from these, never from a datasheet;
+* ``records``: one entry per (stage, dtype, M, N, K) with the stage's time and TFLOP/s and cuBLAS's,
+  measured in the same call, and their ratio.
+
+Files are validated when loaded, so a corrupt or hand-edited file fails here with a clear message
+instead of deep inside a plot.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from course_lib.gemm import DTYPES
+
+RESULTS_DIR = Path(__file__).parent / "results"
+DEFAULT_GPU_FILE = RESULTS_DIR / "nvidia_h200.json"
+
+PROVENANCE_KEYS = ("gpu", "sm_count", "driver", "cuda", "torch", "triton", "numba", "date")
+RECORD_KEYS = {
+    "stage": str,
+    "dtype": str,
+    "M": int,
+    "N": int,
+    "K": int,
+    "ms": float,
+    "tflops": float,
+    "cublas_ms": float,
+    "cublas_tflops": float,
+    "ratio_to_cublas": float,
+}
+
+
+class ResultsFileError(ValueError):
+    """A results file is missing, unreadable or not in the expected form."""
+
+
+@dataclass(frozen=True)
+class Results:
+    """A validated results file."""
+
+    path: Path | None
+    provenance: dict[str, Any]
+    ceilings: dict[str, Any]
+    records: tuple[dict[str, Any], ...]
+
+    @property
+    def label(self) -> str:
+        p = self.provenance
+        if p.get("live"):
+            return f"measured live on {p['gpu']} in this run"
+        return f"recorded on {p['gpu']} on {str(p['date'])[:10]}"
+
+    def select(
+        self,
+        stage: str | None = None,
+        dtype: str | None = None,
+        shapes: Iterable[tuple[int, int, int]] | None = None,
+    ) -> list[dict[str, Any]]:
+        wanted = None if shapes is None else {tuple(s) for s in shapes}
+        out = []
+        for r in self.records:
+            if stage is not None and r["stage"] != stage:
+                continue
+            if dtype is not None and r["dtype"] != dtype:
+                continue
+            if wanted is not None and (r["M"], r["N"], r["K"]) not in wanted:
+                continue
+            out.append(r)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provenance": self.provenance,
+            "ceilings": self.ceilings,
+            "records": list(self.records),
+        }
+
+
+def slug(gpu_name: str) -> str:
+    """File stem for a GPU name: 'NVIDIA H200' -> 'nvidia_h200'."""
+    return re.sub(r"[^a-z0-9]+", "_", gpu_name.lower()).strip("_") or "gpu"
+
+
+def _bad(path: Path | None, what: str) -> ResultsFileError:
+    where = str(path) if path else "results"
+    return ResultsFileError(
+        f"{where}: {what}. Restore the file from git (git checkout -- course_lib/results) or record "
+        "it again on a GPU with `python -m course_lib.bench --record`."
+    )
+
+
+def validate(data: Any, path: Path | None = None) -> Results:
+    """Check the structure and values of parsed results and return them as :class:`Results`."""
+    if not isinstance(data, dict):
+        raise _bad(path, "the top level is not a JSON object")
+    for key in ("provenance", "ceilings", "records"):
+        if key not in data:
+            raise _bad(path, f"the key {key!r} is missing")
+    prov = data["provenance"]
+    if not isinstance(prov, dict):
+        raise _bad(path, "'provenance' is not an object")
+    missing = [k for k in PROVENANCE_KEYS if k not in prov]
+    if missing:
+        raise _bad(path, f"provenance lacks {', '.join(missing)}")
+    ceilings = data["ceilings"]
+    if not isinstance(ceilings, dict):
+        raise _bad(path, "'ceilings' is not an object")
+    bw = ceilings.get("copy_bandwidth_gbs")
+    if not isinstance(bw, (int, float)) or not bw > 0:
+        raise _bad(path, "ceilings.copy_bandwidth_gbs must be a positive number")
+    records = data["records"]
+    if not isinstance(records, list) or not records:
+        raise _bad(path, "'records' must be a non-empty list")
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise _bad(path, f"record {i} is not an object")
+        for key, typ in RECORD_KEYS.items():
+            if key not in r:
+                raise _bad(path, f"record {i} lacks {key!r}")
+            value = r[key]
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) if typ is float else isinstance(value, typ) and not isinstance(value, bool)
+            if not ok:
+                raise _bad(path, f"record {i}: {key} = {value!r} is not a {typ.__name__}")
+            if typ in (int, float) and not (value > 0 and math.isfinite(value)):
+                raise _bad(path, f"record {i}: {key} = {value!r} must be positive and finite")
+        if r["dtype"] not in DTYPES:
+            raise _bad(path, f"record {i}: dtype {r['dtype']!r} is not one of {DTYPES}")
+        expect = r["tflops"] / r["cublas_tflops"]
+        if abs(r["ratio_to_cublas"] - expect) > 1e-3 * max(1.0, expect):
+            raise _bad(path, f"record {i}: ratio_to_cublas {r['ratio_to_cublas']} != tflops / cublas_tflops")
+    return Results(path, prov, ceilings, tuple(records))
+
+
+def load(path: str | Path | None = None) -> Results:
+    """Load and validate a results file (default: the recorded H200 results)."""
+    p = Path(path) if path is not None else DEFAULT_GPU_FILE
+    if not p.is_file():
+        raise _bad(p, "no such file")
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _bad(p, f"cannot be read as JSON ({e})") from None
+    return validate(data, p)
+
+
+def save(results: Results, path: str | Path) -> Path:
+    """Validate and write ``results`` as indented JSON (validation first: never write a bad file)."""
+    validate(results.to_json(), Path(path))
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(results.to_json(), indent=1) + "\n")
+    return p

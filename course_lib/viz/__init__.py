@@ -1,0 +1,1 @@
+"""Visualisations: functions of plain data that return a figure or a widget."""

@@ -1,0 +1,161 @@
+"""Which block, warp and thread computes each element of the output matrix.
+
+:func:`thread_mapping` is plain data: for a launch of ``grid`` blocks of ``block`` threads over an
+``n_rows`` x ``n_cols`` output (threadIdx.x along columns, as in ``cuda.grid(2)`` with
+``col, row = cuda.grid(2)``), it says for every element which block, warp and thread owns it, and
+counts the threads that fall past the edge and must be stopped by a bounds check.
+:func:`mapping_widget` draws it and lets the learner move sliders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+WARP_SIZE = 32
+
+
+@dataclass(frozen=True)
+class Mapping:
+    n_rows: int
+    n_cols: int
+    block: tuple[int, int]  # (threads along x = columns, threads along y = rows)
+    grid: tuple[int, int]  # (blocks along x, blocks along y)
+    block_id: np.ndarray  # (n_rows, n_cols): linear block index, blockIdx.y * grid_x + blockIdx.x
+    warp_id: np.ndarray  # warp index inside the block
+    thread_id: np.ndarray  # linear thread index inside the block, threadIdx.y * block_x + threadIdx.x
+
+    @property
+    def threads_launched(self) -> int:
+        return self.grid[0] * self.grid[1] * self.block[0] * self.block[1]
+
+    @property
+    def idle_threads(self) -> int:
+        """Threads whose (row, col) is outside the matrix: the bounds check must stop them."""
+        return self.threads_launched - self.n_rows * self.n_cols
+
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.block[0] * self.block[1] // WARP_SIZE)
+
+    def describe(self) -> str:
+        bx, by = self.block
+        gx, gy = self.grid
+        return (
+            f"{self.n_rows}x{self.n_cols} output, blocks of {bx}x{by} = {bx * by} threads "
+            f"({self.warps_per_block} warps), grid {gx}x{gy} = {gx * gy} blocks, "
+            f"{self.threads_launched} threads launched, {self.idle_threads} idle past the edge"
+        )
+
+
+def blocks_needed(n: int, threads: int) -> int:
+    """Blocks of ``threads`` needed to cover ``n`` elements: ceil(n / threads), e.g. (n + 15) // 16."""
+    if n < 1 or threads < 1:
+        raise ValueError(f"need n >= 1 and threads >= 1, got n={n}, threads={threads}")
+    return (n + threads - 1) // threads
+
+
+def thread_mapping(n_rows: int, n_cols: int, block: tuple[int, int] = (16, 16), grid: tuple[int, int] | None = None) -> Mapping:
+    """The owner of every output element for a 2-D launch (grid computed to cover if not given)."""
+    bx, by = block
+    if bx < 1 or by < 1 or bx * by > 1024:
+        raise ValueError(f"a block has 1..1024 threads, got {bx}x{by} = {bx * by}")
+    if grid is None:
+        grid = (blocks_needed(n_cols, bx), blocks_needed(n_rows, by))
+    gx, gy = grid
+    if gx * bx < n_cols or gy * by < n_rows:
+        raise ValueError(
+            f"grid {gx}x{gy} of {bx}x{by} blocks covers only {gy * by}x{gx * bx} elements, "
+            f"less than {n_rows}x{n_cols}: use grid = ({blocks_needed(n_cols, bx)}, {blocks_needed(n_rows, by)})"
+        )
+    rows, cols = np.indices((n_rows, n_cols))
+    tid = (rows % by) * bx + (cols % bx)
+    return Mapping(
+        n_rows, n_cols, (bx, by), (gx, gy),
+        block_id=(rows // by) * gx + (cols // bx),
+        warp_id=tid // WARP_SIZE,
+        thread_id=tid,
+    )
+
+
+def draw_mapping(m: Mapping, color_by: str = "block", ax=None):
+    """Colour the output matrix by owner ('block', 'warp' or 'thread'); returns the figure."""
+    import matplotlib.pyplot as plt
+
+    if color_by not in ("block", "warp", "thread"):
+        raise ValueError("color_by is 'block', 'warp' or 'thread'")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    else:
+        fig = ax.figure
+    bx, by = m.block
+    gx, gy = m.grid
+    if color_by == "block":
+        values, cmap = m.block_id, "tab20"
+    elif color_by == "warp":
+        values, cmap = m.block_id * m.warps_per_block + m.warp_id, "tab20"
+    else:
+        values, cmap = m.thread_id, "viridis"
+    # Draw the whole launched area; the part past the matrix is grey (idle threads).
+    full = np.full((gy * by, gx * bx), np.nan)
+    full[: m.n_rows, : m.n_cols] = values
+    ax.imshow(np.where(np.isnan(full), -1, full) % 20 if cmap == "tab20" else full, cmap=cmap, interpolation="nearest")
+    if m.idle_threads:
+        idle = np.zeros_like(full)
+        idle[m.n_rows :, :] = 1
+        idle[:, m.n_cols :] = 1
+        ax.imshow(np.ma.masked_where(idle == 0, idle), cmap="Greys", vmin=0, vmax=1.5, alpha=0.9, interpolation="nearest")
+    for x in range(0, gx * bx + 1, bx):
+        ax.axvline(x - 0.5, color="white", lw=1.2)
+    for y in range(0, gy * by + 1, by):
+        ax.axhline(y - 0.5, color="white", lw=1.2)
+    ax.plot([-0.5, m.n_cols - 0.5, m.n_cols - 0.5, -0.5, -0.5], [-0.5, -0.5, m.n_rows - 0.5, m.n_rows - 0.5, -0.5], color="red", lw=1.5)
+    ax.set_xlabel("column of C (threadIdx.x direction)")
+    ax.set_ylabel("row of C (threadIdx.y direction)")
+    ax.set_title(f"coloured by {color_by}; grey = idle threads past the edge (red)", fontsize=9)
+    return fig
+
+
+def mapping_widget(n: int = 64, block: int = 16):
+    """Sliders for the matrix size and the block shape; the picture and a summary update.
+
+    Returns the widget; its ``.mapping`` attribute always holds the :class:`Mapping` on display, so
+    a test can set slider values and assert on the data without a browser.
+    """
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    n_slider = w.IntSlider(value=n, min=1, max=1024, description="N (square)", continuous_update=False)
+    bx = w.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128], value=block, description="block x")
+    by = w.Dropdown(options=[1, 2, 4, 8, 16, 32], value=block, description="block y")
+    color = w.ToggleButtons(options=["block", "warp", "thread"], value="block", description="colour by")
+    summary = w.HTML()
+    out = w.Output()
+    box = w.VBox([w.HBox([n_slider, color]), w.HBox([bx, by]), summary, out])
+
+    def update(_=None) -> None:
+        try:
+            m = thread_mapping(n_slider.value, n_slider.value, (bx.value, by.value))
+        except ValueError as e:
+            summary.value = f"<b style='color:#b00'>{e}</b>"
+            return
+        box.mapping = m
+        summary.value = (
+            f"{m.describe()}<br>grid = (({m.n_cols} + {bx.value - 1}) // {bx.value}, "
+            f"({m.n_rows} + {by.value - 1}) // {by.value}) = {m.grid}"
+        )
+        with out:
+            out.clear_output(wait=True)
+            if m.n_rows * m.n_cols > 512 * 512:
+                return
+            fig = draw_mapping(m, color.value)
+            display(fig)
+            plt.close(fig)
+
+    for control in (n_slider, bx, by, color):
+        control.observe(update, names="value")
+    box.controls = {"n": n_slider, "block_x": bx, "block_y": by, "color_by": color}
+    update()
+    return box

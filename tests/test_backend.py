@@ -1,0 +1,71 @@
+"""The backend is chosen once, can be forced, and is described in one line."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from course_lib import backend
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if k not in ("COURSE_BACKEND", "NUMBA_ENABLE_CUDASIM", "TRITON_INTERPRET")}
+    full.update(env)
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=300)
+
+
+def test_forced_cpu_configures_simulator_and_interpreter():
+    r = _run(
+        "import course_lib, os, numba.cuda, sys\n"
+        "from numba import config\n"
+        "print(course_lib.backend.get().name, os.environ['TRITON_INTERPRET'], config.ENABLE_CUDASIM, sys.getswitchinterval())",
+        COURSE_BACKEND="cpu",
+    )
+    assert r.returncode == 0, r.stderr
+    name, interp, sim, interval = r.stdout.split()
+    assert (name, interp, sim) == ("cpu", "1", "1")
+    assert float(interval) < 0.005  # shorter than Python's default
+
+
+def test_forced_gpu_without_gpu_fails_clearly():
+    if backend.get().is_gpu:
+        pytest.skip("this machine has a GPU")
+    r = _run("import course_lib", COURSE_BACKEND="gpu")
+    assert r.returncode != 0
+    assert "COURSE_BACKEND=gpu" in r.stderr and "no CUDA device" in r.stderr
+
+
+def test_unknown_backend_value_is_rejected():
+    r = _run("import course_lib", COURSE_BACKEND="tpu")
+    assert r.returncode != 0 and "'cpu', 'gpu' or 'auto'" in r.stderr
+
+
+def test_auto_without_gpu_is_cpu():
+    if backend.get().is_gpu:
+        pytest.skip("this machine has a GPU")
+    r = _run("import course_lib; print(course_lib.backend.get().name)")
+    assert r.returncode == 0 and r.stdout.strip() == "cpu"
+
+
+def test_numba_imported_first_in_other_mode_is_an_error():
+    r = _run("import numba.cuda\nimport course_lib", COURSE_BACKEND="cpu")
+    assert r.returncode != 0 and "import course_lib before numba" in r.stderr
+
+
+def test_simulator_warning_is_silenced():
+    r = _run(
+        "import course_lib\nfrom numba import cuda\ne1, e2 = cuda.event(), cuda.event()\n"
+        "e1.record(); e2.record(); e1.elapsed_time(e2)",
+        COURSE_BACKEND="cpu",
+    )
+    assert r.returncode == 0 and "bogus" not in r.stderr
+
+
+def test_describe_is_one_line_with_versions(capsys):
+    backend.describe()
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    for lib in backend.LIBRARIES:
+        assert lib in out
+    assert f"backend {backend.get().name}" in out

@@ -1,0 +1,103 @@
+"""Results files round-trip and are validated on load; bench never times on the CPU."""
+
+import copy
+import json
+
+import pytest
+
+from course_lib import backend, bench, results
+
+
+def _sample():
+    return {
+        "provenance": {
+            "gpu": "NVIDIA H200", "sm_count": 132, "driver": "580", "cuda": "13.0", "torch": "2.11",
+            "triton": "3.6", "numba": "0.68", "date": "2026-11-29T12:00:00+00:00",
+        },
+        "ceilings": {"copy_bandwidth_gbs": 4300.0, "cublas_peak_tflops": {"fp32": 51.0}},
+        "records": [
+            {"stage": "cublas", "dtype": "fp32", "M": 1024, "N": 1024, "K": 1024, "ms": 0.05,
+             "tflops": 42.9, "cublas_ms": 0.05, "cublas_tflops": 42.9, "ratio_to_cublas": 1.0},
+            {"stage": "naive", "dtype": "fp32", "M": 1024, "N": 1024, "K": 1024, "ms": 2.0,
+             "tflops": 1.07, "cublas_ms": 0.05, "cublas_tflops": 42.9, "ratio_to_cublas": 1.07 / 42.9},
+        ],
+    }
+
+
+def test_round_trip(tmp_path):
+    r = results.validate(_sample())
+    path = results.save(r, tmp_path / "x.json")
+    back = results.load(path)
+    assert back.to_json() == r.to_json()
+    assert back.label == "recorded on NVIDIA H200 on 2026-11-29"
+    assert [x["stage"] for x in back.select(dtype="fp32", shapes=[(1024, 1024, 1024)])] == ["cublas", "naive"]
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(results.ResultsFileError, match="no such file.*--record"):
+        results.load(tmp_path / "nope.json")
+
+
+def test_corrupt_json_is_a_clear_error(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('{"provenance": {')
+    with pytest.raises(results.ResultsFileError, match="cannot be read as JSON"):
+        results.load(p)
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda d: d.pop("records"), "'records' is missing"),
+        (lambda d: d["provenance"].pop("gpu"), "provenance lacks gpu"),
+        (lambda d: d["records"][1].pop("cublas_tflops"), "lacks 'cublas_tflops'"),
+        (lambda d: d["records"][1].update(tflops="fast"), "is not a float"),
+        (lambda d: d["records"][1].update(ms=-1.0), "must be positive"),
+        (lambda d: d["records"][1].update(dtype="fp64"), "dtype 'fp64'"),
+        (lambda d: d["records"][1].update(ratio_to_cublas=0.5), "ratio_to_cublas"),
+        (lambda d: d["ceilings"].pop("copy_bandwidth_gbs"), "copy_bandwidth_gbs"),
+    ],
+)
+def test_validation_names_what_is_wrong(damage, message):
+    d = copy.deepcopy(_sample())
+    damage(d)
+    with pytest.raises(results.ResultsFileError, match=message):
+        results.validate(d)
+
+
+def test_save_refuses_invalid_results(tmp_path):
+    bad = results.Results(None, {"gpu": "x"}, {}, ())
+    with pytest.raises(results.ResultsFileError):
+        results.save(bad, tmp_path / "bad.json")
+    assert not (tmp_path / "bad.json").exists()
+
+
+def test_committed_results_file_is_valid():
+    r = results.load()
+    assert r.provenance["gpu"].startswith("NVIDIA")
+    stages = {x["stage"] for x in r.records}
+    assert "cublas" in stages
+    for dtype in ("fp32", "tf32", "fp16", "bf16"):
+        assert r.select("cublas", dtype), f"no cuBLAS {dtype} recorded"
+
+
+@pytest.mark.skipif(backend.get().is_gpu, reason="the CPU backend's behaviour")
+def test_bench_refuses_to_time_on_the_cpu():
+    with pytest.raises(bench.NoGPUError, match="needs the GPU backend"):
+        bench.time_fn(lambda: None)
+    with pytest.raises(bench.NoGPUError):
+        bench.measure("cublas", "fp32", (64, 64, 64))
+    with pytest.raises(bench.NoGPUError, match="check it with course_lib.check"):
+        bench.bench(lambda a, b: a @ b)
+
+
+@pytest.mark.skipif(backend.get().is_gpu, reason="the CPU backend's behaviour")
+def test_bench_on_the_cpu_returns_recorded_results(tmp_path, monkeypatch, capsys):
+    p = tmp_path / "h200.json"
+    p.write_text(json.dumps(_sample()))
+    monkeypatch.setattr(results, "DEFAULT_GPU_FILE", p)
+    r = bench.bench("naive", "fp32", [(1024, 1024, 1024)])
+    assert "recorded on NVIDIA H200" in capsys.readouterr().out
+    assert [x["stage"] for x in r.records] == ["naive"] and r.label.startswith("recorded")
+    with pytest.raises(LookupError, match="nothing recorded"):
+        bench.bench("naive", "fp32", [(4096, 4096, 4096)])
