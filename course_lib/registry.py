@@ -18,7 +18,13 @@ from course_lib import backend
 from course_lib.gemm import DTYPES, GemmFn, check_dtype_name, dtype_of, prepare
 
 # Kernel modules, in course order; each registers its stages when imported.
-KERNEL_MODULES: tuple[str, ...] = ()
+KERNEL_MODULES = (
+    "course_lib.kernels.naive",
+    "course_lib.kernels.shared_memory_tiling",
+    "course_lib.kernels.thread_coarsening",
+    "course_lib.kernels.coalescing_and_triton",
+    "course_lib.kernels.tensor_cores",
+)
 
 BACKENDS = ("cublas", "numba", "triton", "cuda-extension")
 

@@ -1,0 +1,1 @@
+"""Stage module (being written in this session; registers nothing yet)."""
