@@ -1,0 +1,107 @@
+// Stage 3 - a ring of shared-memory slots on mbarriers: copies run several slices ahead.
+//
+// Stage 2 waits for every copy. Here shared memory holds STAGES slices, each with two mbarriers:
+//   full[s]  completes when the copy engine has delivered slot s (1 arrival + the bytes);
+//   empty[s] completes when every warpgroup has finished reading slot s (CONSUMERS arrivals).
+// The same thread that multiplies also refills: after a warpgroup's wgmmas on slot s are done
+// it arrives on empty[s]; thread 0 waits for empty[s] and immediately asks for the slice
+// STAGES ahead into slot s. Use number u of a slot (u = slice / STAGES) waits for phase parity
+// u % 2 of both barriers - the ring's only bookkeeping. Copies now overlap the tensor cores, but
+// thread 0 still stalls its warpgroup while it waits to refill; stage 4 gives that job to a warp
+// of its own.
+#include "tc_hopper.cuh"
+#include "tc_host.cuh"
+#include "tc_launch.h"
+
+namespace tc {
+namespace stage3 {
+
+constexpr int BLOCK_M = 128, BLOCK_N = 128, BLOCK_K = TILE_K;
+constexpr int STAGES = 5;                               // 5 x 32 KB of the 227 KB
+constexpr int CONSUMERS = BLOCK_M / 64;
+constexpr int THREADS = CONSUMERS * WARPGROUP;
+constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;
+constexpr int B_BYTES = BLOCK_K * BLOCK_N * 2;
+constexpr int B_BOXES = BLOCK_N / 64;
+
+struct Smem {
+  bf16 a[STAGES][BLOCK_M * BLOCK_K];
+  bf16 b[STAGES][BLOCK_K * BLOCK_N];
+  uint64_t full[STAGES], empty[STAGES];
+};
+constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
+
+__device__ __forceinline__ void issue_slice(Smem& s, const CUtensorMap* map_a, const CUtensorMap* map_b, int slot,
+                                            int ks, int m0, int n0) {
+  mbar_arrive_expect_tx(&s.full[slot], A_BYTES + B_BYTES);
+  tma_load_2d(s.a[slot], map_a, &s.full[slot], ks * BLOCK_K, m0);
+#pragma unroll
+  for (int j = 0; j < B_BOXES; ++j)
+    tma_load_2d(s.b[slot] + j * 64 * BLOCK_K, map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K);
+}
+
+__global__ void __launch_bounds__(THREADS)
+kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, bf16* c, int M, int N,
+       int K) {
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
+  const int wg = threadIdx.x / WARPGROUP;
+  const bool wg_leader = threadIdx.x % WARPGROUP == 0;
+  const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N;
+  const int k_slices = ceil_div(K, BLOCK_K);
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < STAGES; ++i) {
+      mbar_init(&s.full[i], 1);
+      mbar_init(&s.empty[i], CONSUMERS);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  // ---- prologue: fill the ring --------------------------------------------------------------
+  if (threadIdx.x == 0)
+    for (int ks = 0; ks < STAGES && ks < k_slices; ++ks) issue_slice(s, &map_a, &map_b, ks, ks, m0, n0);
+
+  float acc[BLOCK_N / 2];
+#pragma unroll
+  for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
+
+  for (int ks = 0; ks < k_slices; ++ks) {
+    const int slot = ks % STAGES;
+    const uint32_t parity = (ks / STAGES) % 2;
+    mbar_wait(&s.full[slot], parity);
+
+    wgmma_fence();
+#pragma unroll
+    for (int k16 = 0; k16 < BLOCK_K / WGMMA_K; ++k16)
+      wgmma_m64n128k16(acc, a_descriptor(s.a[slot] + wg * 64 * BLOCK_K, k16), b_descriptor(s.b[slot], k16));
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_accumulators(acc);
+
+    // ---- hand the slot back, and refill it with the slice STAGES ahead -----------------------
+    if (wg_leader) mbar_arrive(&s.empty[slot]);
+    if (threadIdx.x == 0 && ks + STAGES < k_slices) {
+      mbar_wait(&s.empty[slot], parity);  // the other warpgroup may still be reading it
+      issue_slice(s, &map_a, &map_b, slot, ks + STAGES, m0, n0);
+    }
+  }
+
+  store_accumulators<BLOCK_N>(acc, c, M, N, m0 + wg * 64, n0);
+}
+
+}  // namespace stage3
+
+void launch_tc3_pipeline(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
+  using namespace stage3;
+  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
+  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  static bool configured = false;
+  if (!configured) allow_dynamic_smem(kernel, SMEM_BYTES), configured = true;
+  const dim3 grid(ceil_div(N, BLOCK_N), ceil_div(M, BLOCK_M));
+  kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K);
+  check_launch("tc3_pipeline");
+}
+
+}  // namespace tc

@@ -1,0 +1,110 @@
+// Stage 4 - warp specialisation: a producer warpgroup that only copies, consumer warpgroups that
+// only multiply, and registers moved from the first to the second with setmaxnreg.
+//
+// In stage 3 the thread that refills the ring also multiplies, so every wait for a free slot
+// stalls a quarter of the tensor-core work. Here warpgroup 0 is the producer: one of its threads
+// walks the K slices, waits for empty[s] and issues the copies; it never touches an accumulator.
+// Warpgroups 1 and 2 are consumers: wait for full[s], multiply, arrive on empty[s]. The producer
+// needs almost no registers, so it gives them back (setmaxnreg.dec to 40) and the consumers take
+// them (setmaxnreg.inc to 232; PTX ISA 9.7.19.5): 128*40 + 256*232 = 64,512 of the SM's 65,536.
+// That headroom pays for a tile twice as wide: 128 x 256, each consumer holding a 64 x 256
+// accumulator (128 fp32 registers per thread) and issuing m64n256k16 - half the shared-memory
+// traffic per multiply-add of a 128 x 128 tile.
+#include "tc_hopper.cuh"
+#include "tc_host.cuh"
+#include "tc_launch.h"
+
+namespace tc {
+namespace stage4 {
+
+constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;
+constexpr int STAGES = 4;                                   // 4 x 48 KB
+constexpr int CONSUMERS = BLOCK_M / 64;                     // 2 consumer warpgroups
+constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;        // + 1 producer warpgroup = 384
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;
+constexpr int B_BYTES = BLOCK_K * BLOCK_N * 2;
+constexpr int B_BOXES = BLOCK_N / 64;
+static_assert(PRODUCER_REGS * WARPGROUP + CONSUMER_REGS * CONSUMERS * WARPGROUP <= 65536, "register file");
+
+struct Smem {
+  bf16 a[STAGES][BLOCK_M * BLOCK_K];
+  bf16 b[STAGES][BLOCK_K * BLOCK_N];
+  uint64_t full[STAGES], empty[STAGES];
+};
+constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
+
+__global__ void __launch_bounds__(THREADS, 1)  // the ", 1" caps registers at entry: setmaxnreg needs it
+kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, bf16* c, int M, int N,
+       int K) {
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
+  const int wg = threadIdx.x / WARPGROUP;
+  const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N;
+  const int k_slices = ceil_div(K, BLOCK_K);
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < STAGES; ++i) {
+      mbar_init(&s.full[i], 1);
+      mbar_init(&s.empty[i], CONSUMERS);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ================= producer warpgroup =================
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      prefetch_tensor_map(&map_a);
+      prefetch_tensor_map(&map_b);
+      for (int ks = 0; ks < k_slices; ++ks) {
+        const int slot = ks % STAGES;
+        // Use u = ks / STAGES of the slot needs the consumers' release of use u - 1: parity
+        // (u - 1) % 2 = (u % 2) ^ 1. For u = 0 that is parity 1 of a fresh barrier: no wait.
+        mbar_wait(&s.empty[slot], ((ks / STAGES) % 2) ^ 1);
+        mbar_arrive_expect_tx(&s.full[slot], A_BYTES + B_BYTES);
+        tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * BLOCK_K, m0);
+#pragma unroll
+        for (int j = 0; j < B_BOXES; ++j)
+          tma_load_2d(s.b[slot] + j * 64 * BLOCK_K, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K);
+      }
+    }
+  } else {
+    // ================= consumer warpgroups =================
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;  // which 64 rows of the tile
+    float acc[BLOCK_N / 2];
+#pragma unroll
+    for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
+
+    for (int ks = 0; ks < k_slices; ++ks) {
+      const int slot = ks % STAGES;
+      mbar_wait(&s.full[slot], (ks / STAGES) % 2);
+      wgmma_fence();
+#pragma unroll
+      for (int k16 = 0; k16 < BLOCK_K / WGMMA_K; ++k16)
+        wgmma_m64n256k16(acc, a_descriptor(s.a[slot] + cw * 64 * BLOCK_K, k16), b_descriptor(s.b[slot], k16));
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_accumulators(acc);
+      if (threadIdx.x % WARPGROUP == 0) mbar_arrive(&s.empty[slot]);
+    }
+    store_accumulators<BLOCK_N>(acc, c, M, N, m0 + cw * 64, n0);
+  }
+}
+
+}  // namespace stage4
+
+void launch_tc4_warp_specialized(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
+  using namespace stage4;
+  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
+  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  static bool configured = false;
+  if (!configured) allow_dynamic_smem(kernel, SMEM_BYTES), configured = true;
+  const dim3 grid(ceil_div(N, BLOCK_N), ceil_div(M, BLOCK_M));
+  kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K);
+  check_launch("tc4_warp_specialized");
+}
+
+}  // namespace tc

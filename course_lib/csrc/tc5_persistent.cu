@@ -1,0 +1,159 @@
+// Stage 5 - a persistent kernel: one CTA per SM walks many tiles, and pairs of CTAs (a cluster)
+// share each slice of B through TMA multicast.
+//
+// Stage 4 launches one CTA per tile; each CTA fills its pipeline from empty, drains it, writes its
+// tile and leaves, so the copy engine idles at every tile boundary. Here about one CTA per SM is
+// launched and each walks a list of tiles (tc_schedule.cuh). The ring of slots and its
+// barriers live on across tiles: the producer starts on the next tile's slices while the
+// consumers still write the last tile's results. The slot counter `it` runs over all slices the
+// CTA ever handles, so the parity formulas of stage 4 stay unchanged.
+//
+// Clusters (sm_90): CLUSTER = 2 CTAs on neighbouring SMs compute tiles (2p, n) and (2p+1, n),
+// which need the same slices of B. Each CTA loads half of B's boxes with .multicast::cluster, and
+// the copy engine writes them into both CTAs' shared memory and signals both CTAs' full barriers -
+// half the L2 -> SM traffic for B. The price: a slot may be refilled only when the consumers of
+// *both* CTAs are done with it, so each consumer warpgroup arrives on empty[s] in every CTA of
+// the cluster (mapa + remote arrive) and empty[s] counts CONSUMERS * CLUSTER arrivals.
+#include "tc_hopper.cuh"
+#include "tc_host.cuh"
+#include "tc_launch.h"
+#include "tc_schedule.cuh"
+
+namespace tc {
+namespace stage5 {
+
+constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;
+constexpr int STAGES = 4;
+constexpr int CONSUMERS = BLOCK_M / 64;
+constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;
+constexpr int B_BYTES = BLOCK_K * BLOCK_N * 2;
+constexpr int B_BOXES = BLOCK_N / 64;
+
+struct Smem {
+  bf16 a[STAGES][BLOCK_M * BLOCK_K];
+  bf16 b[STAGES][BLOCK_K * BLOCK_N];
+  uint64_t full[STAGES], empty[STAGES];
+};
+constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
+
+template <int CLUSTER>
+__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, bf16* c, int M, int N,
+       int K, GroupedTiles tiles) {
+  static_assert(B_BOXES % CLUSTER == 0, "each CTA of the cluster multicasts the same number of B boxes");
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
+  const int wg = threadIdx.x / WARPGROUP;
+  const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
+  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+  const int k_slices = ceil_div(K, BLOCK_K);
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < STAGES; ++i) {
+      mbar_init(&s.full[i], 1);
+      mbar_init(&s.empty[i], CONSUMERS * CLUSTER);
+    }
+    fence_barrier_init();
+  }
+  // The peer's barriers must be initialised before our first multicast or remote arrive.
+  if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
+
+  if (wg == 0) {
+    // ================= producer warpgroup =================
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      prefetch_tensor_map(&map_a);
+      prefetch_tensor_map(&map_b);
+      int it = 0;  // slices issued so far, over all tiles
+      for (int t = first_tile; t < tiles.count(); t += tile_step) {
+        int cluster_row, col;
+        tiles.locate(t, cluster_row, col);
+        const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
+        for (int ks = 0; ks < k_slices; ++ks, ++it) {
+          const int slot = it % STAGES;
+          mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
+          mbar_arrive_expect_tx(&s.full[slot], A_BYTES + B_BYTES);  // A + all of B arrive here
+          tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * BLOCK_K, m0);
+#pragma unroll
+          for (int j = int(rank); j < B_BOXES; j += CLUSTER) {
+            bf16* dst = s.b[slot] + j * 64 * BLOCK_K;
+            if constexpr (CLUSTER > 1)
+              tma_load_2d_multicast(dst, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K, (1u << CLUSTER) - 1);
+            else
+              tma_load_2d(dst, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K);
+          }
+        }
+      }
+    }
+  } else {
+    // ================= consumer warpgroups =================
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;
+    const bool leader = threadIdx.x % WARPGROUP == 0;
+    float acc[BLOCK_N / 2];
+    int it = 0;
+    for (int t = first_tile; t < tiles.count(); t += tile_step) {
+      int cluster_row, col;
+      tiles.locate(t, cluster_row, col);
+      const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
+#pragma unroll
+      for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
+
+      for (int ks = 0; ks < k_slices; ++ks, ++it) {
+        const int slot = it % STAGES;
+        mbar_wait(&s.full[slot], (it / STAGES) % 2);
+        wgmma_fence();
+#pragma unroll
+        for (int k16 = 0; k16 < BLOCK_K / WGMMA_K; ++k16)
+          wgmma_m64n256k16(acc, a_descriptor(s.a[slot] + cw * 64 * BLOCK_K, k16), b_descriptor(s.b[slot], k16));
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_accumulators(acc);
+        if (leader) {
+          if constexpr (CLUSTER > 1) {
+#pragma unroll
+            for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(&s.empty[slot], r);
+          } else {
+            mbar_arrive(&s.empty[slot]);
+          }
+        }
+      }
+      // Rows of a cluster's second tile may lie below M (odd number of tile rows): that CTA still
+      // multicast its half of B for its partner, and its own rows are simply not written.
+      store_accumulators<BLOCK_N>(acc, c, M, N, m0 + cw * 64, n0);
+    }
+  }
+  // No CTA may leave while its partner can still arrive on its barriers.
+  if constexpr (CLUSTER > 1) cluster_sync();
+}
+
+template <int CLUSTER>
+void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, bf16* c, int M, int N, int K, int group_m,
+            int max_ctas, cudaStream_t stream) {
+  static bool configured = false;
+  if (!configured) allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES), configured = true;
+  const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
+  const int ctas = persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
+  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K, tiles);
+  check_launch("tc5_persistent");
+}
+
+}  // namespace stage5
+
+void launch_tc5_persistent(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream,
+                           int cluster, int group_m, int max_ctas) {
+  using namespace stage5;
+  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
+  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (group_m < 1) throw std::runtime_error("tc5_persistent: group_m must be >= 1");
+  if (cluster == 1)
+    launch<1>(map_a, map_b, c, M, N, K, group_m, max_ctas, stream);
+  else if (cluster == 2)
+    launch<2>(map_a, map_b, c, M, N, K, group_m, max_ctas, stream);
+  else
+    throw std::runtime_error("tc5_persistent: cluster must be 1 or 2");
+}
+
+}  // namespace tc

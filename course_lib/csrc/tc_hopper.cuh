@@ -1,0 +1,336 @@
+// Hopper (sm_90a) building blocks shared by stages 2-6: mbarriers, TMA copies, wgmma, register
+// reallocation, clusters. Each function wraps one or two PTX instructions; the comment names the
+// PTX ISA section (ISA 8.x numbering, "Parallel Thread Execution ISA", NVIDIA) that defines it.
+//
+// Two layouts matter everywhere and are written once here:
+//
+// * Shared-memory tiles are written by TMA with CU_TENSOR_MAP_SWIZZLE_128B: a box whose inner
+//   dimension is 64 bf16 (= 128 bytes) lands as rows of 128 bytes, and inside each group of 8 rows
+//   the 16-byte chunk c of row r is stored at chunk position c ^ (r % 8). The XOR is computed from
+//   address bits [4:6] ^ [7:9], so every tile starts on a 1024-byte boundary.
+// * wgmma reads the same bytes through a matrix descriptor with swizzle mode "128B" (PTX ISA
+//   9.7.15.5.1.2, "Shared Memory Matrix Layout" and "Matrix Descriptor Format"):
+//     A, K-major (a 64 x 16 slice of a BLOCK_M x 64 tile): rows 128 B apart, SBO = 1024 B (the next
+//       8 rows), LBO unused for swizzled K-major layouts (encoded as 1); the k-th 16-wide slice
+//       starts 32*k bytes into the row - the hardware applies the XOR to the final address.
+//     B, N-major (a 16 x BLOCK_N slice of 64 x BLOCK_N, stored as BLOCK_N/64 boxes of 64 x 64):
+//       SBO = 1024 B (the next 8 rows of K), LBO = 64*128 B = 8192 B (the next 64 columns of N,
+//       i.e. the next box); the k-th 16-row slice starts 16*128*k = 2048*k bytes into each box.
+//   course_lib/kernels/tensor_cores.py has a pure-Python model of these formulas that the tests
+//   check against an explicit element-by-element layout.
+#pragma once
+
+#include <cstdint>
+#include <cuda.h>  // CUtensorMap (a 128-byte opaque struct; no driver library is linked)
+#include <cuda_bf16.h>
+
+#include "tc_mma.cuh"  // smem_u32, pack_bf16x2
+
+namespace tc {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int SWIZZLE_BYTES = 128;      // one swizzled row: 64 bf16
+constexpr int SWIZZLE_ATOM = 1024;      // 8 rows of 128 bytes: where the XOR pattern repeats
+constexpr int TILE_K = 64;              // every wgmma stage loads K in slices of 64 (= 128 bytes)
+constexpr int WGMMA_K = 16;             // K of one wgmma instruction for 16-bit inputs
+constexpr int WARPGROUP = 128;          // threads that issue one wgmma together
+
+__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Dynamic shared memory is only guaranteed 16-byte alignment; the swizzled tiles need 1024.
+// Kernels ask for SMEM_SLACK extra bytes and start their layout here.
+constexpr int SMEM_SLACK = SWIZZLE_ATOM;
+__device__ __forceinline__ uint8_t* align_smem(uint8_t* raw) {
+  const uint32_t addr = smem_u32(raw);
+  return raw + ((SWIZZLE_ATOM - (addr % SWIZZLE_ATOM)) % SWIZZLE_ATOM);
+}
+
+// ---- mbarriers (PTX ISA 9.7.13.15) -----------------------------------------------------------
+// A barrier in shared memory that completes a *phase* when `count` threads have arrived and every
+// byte announced with expect_tx has been written by the copy engine. Waiters name the parity
+// (0 or 1) of the phase they wait for; a fresh barrier is in phase 0, and waiting for parity 1 on
+// it returns at once (the "previous" phase counts as complete) - producers use that to find
+// every slot free on their first pass.
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+
+// Makes the initialised barriers visible to the copy engine and to the other CTAs of a cluster
+// (PTX ISA 9.7.13.4, membar/fence: fence.mbarrier_init). Follow it with a CTA or cluster barrier.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Arrive (count 1) and announce `bytes` that the copy engine will deliver in this phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+
+// Arrive on the barrier at the same shared-memory offset in CTA `cta_rank` of this cluster
+// (mapa translates the address into the peer's window; PTX ISA 9.7.9.20). Default semantics
+// (release at CTA scope), as CUTLASS's consumer release does: an explicit .release.cluster would
+// make ptxas put a MEMBAR.ALL.GPU before every arrive, in the hot loop.
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_u32(bar)),
+      "r"(cta_rank)
+      : "memory");
+}
+
+__device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_u32(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// Seconds-scale watchdog: a wrong phase or a lost arrival would otherwise hang the GPU until the
+// process is killed. After about 2^35 cycles (~17 s at 1.98 GHz) the kernel traps, the launch fails
+// with an error, and the course's GPU scripts report it. The clock is read only on the slow path.
+#ifndef TC_WAIT_TIMEOUT_CYCLES
+#define TC_WAIT_TIMEOUT_CYCLES (1ll << 35)
+#endif
+
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  if (mbar_try_wait(bar, parity)) return;
+  const long long start = clock64();
+  while (!mbar_try_wait(bar, parity)) {
+    if (TC_WAIT_TIMEOUT_CYCLES > 0 && clock64() - start > TC_WAIT_TIMEOUT_CYCLES) __trap();
+  }
+}
+
+// ---- TMA: the tensor copy engine (PTX ISA 9.7.9.25, cp.async.bulk.tensor) ---------------------
+// Coordinates are in elements, innermost (contiguous) dimension first. Boxes that stick out of
+// the matrix are filled with zeros on loads and clipped on stores, which is how every wgmma stage
+// handles partial tiles. The copy signals `bar` with the bytes it wrote (complete_tx).
+
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+// The same box written into the same offset of every CTA in `cta_mask` (bit i = cluster rank i),
+// each of which gets complete_tx on its own barrier at the offset of `bar`.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar,
+                                                      int c0, int c1, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+}
+
+// Shared -> global; completion is tracked with bulk groups (commit / wait) by the issuing thread.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(smem_u32(src)), "r"(c0), "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Wait until the stores issued so far have *read* their shared-memory source (it may be reused).
+__device__ __forceinline__ void bulk_wait_read_all() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// Wait until the stores issued so far are complete (before the CTA exits).
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// Ordinary stores to shared memory (st.shared, stmatrix) are made visible to the copy engine
+// (the "async proxy") before a barrier that hands the buffer to a TMA store (PTX ISA 9.7.13.4).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// ---- wgmma (PTX ISA 9.7.15) -------------------------------------------------------------------
+// Matrix descriptor (9.7.15.5.1.2.2): bits 0-13 start address >> 4, 16-29 LBO >> 4,
+// 32-45 SBO >> 4, 49-51 base offset (0: our tiles start on 1024-byte boundaries), 62-63 swizzle
+// mode (1 = 128-byte swizzle).
+__host__ __device__ constexpr uint64_t descriptor_encode(uint32_t x) { return (x & 0x3FFFF) >> 4; }
+
+__device__ __forceinline__ uint64_t sw128_descriptor(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+  return descriptor_encode(smem_addr) | (descriptor_encode(lbo_bytes) << 16) |
+         (descriptor_encode(sbo_bytes) << 32) | (uint64_t(1) << 62);
+}
+
+// A: 64 rows (one warpgroup's share) x 16 k, K-major, from a swizzled tile whose rows are 128 B.
+__device__ __forceinline__ uint64_t a_descriptor(const bf16* tile_row0, int k16) {
+  return sw128_descriptor(smem_u32(tile_row0) + k16 * WGMMA_K * 2, /*LBO, unused*/ 16, SWIZZLE_ATOM);
+}
+
+// B: 16 k x (64 * boxes) n, N-major, from consecutive 64 x 64 boxes (8192 B each).
+__device__ __forceinline__ uint64_t b_descriptor(const bf16* tile, int k16) {
+  return sw128_descriptor(smem_u32(tile) + k16 * WGMMA_K * SWIZZLE_BYTES, TILE_K * SWIZZLE_BYTES, SWIZZLE_ATOM);
+}
+
+// Order register writes by ordinary instructions before wgmma reads them (required before the
+// first wgmma of a batch; 9.7.15.7.1).
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+// Close the batch of wgmmas issued since the last commit into one group.
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Wait until at most N groups of this warpgroup are still running.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// The accumulators are written asynchronously; this empty asm "touches" them after a wait so the
+// compiler cannot move any read of them above the wait.
+template <int R>
+__device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// The two instruction shapes the course uses. Scale-d is 1 (accumulate): the kernels zero their
+// accumulators before the first k-slice. The trailing immediates are imm-scale-a = 1,
+// imm-scale-b = 1, imm-trans-a = 0 (A is K-major), imm-trans-b = 1 (B is N-major: row-major K x N).
+// Accumulator layout (9.7.15.5.1.1, "Register Fragments", matrix D): thread `lane` of warp `w`
+// of the warpgroup holds, for j = 0 .. N/8 - 1,
+//   d[4j+0], d[4j+1] = D[16w + lane/4    ][8j + 2*(lane%4) + {0,1}]
+//   d[4j+2], d[4j+3] = D[16w + lane/4 + 8][8j + 2*(lane%4) + {0,1}]
+// (generated by .tmp/gen_wgmma.py: the operand lists are too long to type by hand)
+// D[64 x 128] (+)= A[64 x 16] * B[16 x 128]; A K-major, B N-major (imm-trans-b = 1), both read
+// from shared memory through descriptors. 64 fp32 accumulators per thread.
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16\n"
+      "{" 
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, 1, 1, 1, 0, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b));
+}
+
+// D[64 x 256] (+)= A[64 x 16] * B[16 x 256]; A K-major, B N-major (imm-trans-b = 1), both read
+// from shared memory through descriptors. 128 fp32 accumulators per thread.
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16\n"
+      "{" 
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, 1, 1, 1, 0, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b));
+}
+
+// ---- register reallocation between warpgroups (PTX ISA 9.7.19.5, setmaxnreg) ------------------
+// Takes effect only when the kernel has a register cap at entry (__launch_bounds__(threads, 1));
+// every warp of the warpgroup executes it.
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+// ---- clusters (PTX ISA 10.x special registers, 9.7.13.1 barrier.cluster) ----------------------
+__device__ __forceinline__ uint32_t cluster_cta_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA in the cluster arrives and waits (release / acquire). The forms
+// without .aligned do not require the warp to be converged.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// A barrier for `threads` threads (a multiple of 32) under hardware barrier `id` (1..15; 0 is
+// __syncthreads). Lets one warpgroup synchronise without stopping the others.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- epilogues --------------------------------------------------------------------------------
+// Straight from registers to global memory: each thread writes pairs of bf16 (4 bytes) at the
+// positions of the accumulator layout above; rows >= M and columns >= N are skipped (N is a
+// multiple of 8, so a pair is either wholly inside or wholly outside).
+template <int N_TILE>
+__device__ __forceinline__ void store_accumulators(const float (&d)[N_TILE / 2], bf16* c, int M, int N,
+                                                   int row0, int col0) {
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x % WARPGROUP) / 32;
+  const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < N_TILE / 8; ++j) {
+    const int col = col0 + 8 * j + 2 * (lane % 4);
+    if (col >= N) continue;
+    if (r < M)
+      *reinterpret_cast<uint32_t*>(c + size_t(r) * N + col) = pack_bf16x2(d[4 * j + 0], d[4 * j + 1]);
+    if (r + 8 < M)
+      *reinterpret_cast<uint32_t*>(c + size_t(r + 8) * N + col) = pack_bf16x2(d[4 * j + 2], d[4 * j + 3]);
+  }
+}
+
+// Four 8x8 b16 matrices to shared memory (PTX ISA 9.7.14.5.16, stmatrix): lanes 8i..8i+7 give
+// the row addresses of matrix i; every thread supplies (row lane/4, columns 2*(lane%4) + {0,1}) of
+// each matrix - exactly the accumulator layout above, so no shuffles are needed.
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
+}  // namespace tc
