@@ -1,0 +1,197 @@
+"""Shared-memory banks: which bank each lane of a warp hits, the conflict degree, and two fixes.
+
+Notebooks 02 and 04 call::
+
+    from course_lib.viz.banks import banks_widget, bank_access, tile_access
+    tile_access(32, 32, "column").conflict_degree                     # -> 32 (32-way conflict)
+    tile_access(32, 32, "column", layout="padded").conflict_degree    # -> 1 (row pitch 33)
+    tile_access(32, 32, "column", layout="swizzled").conflict_degree  # -> 1 (column ^ row)
+    bank_access(byte_addresses)       # any pattern, e.g. a shared-memory access from the trace
+    banks_widget()
+
+Shared memory is split into 32 banks, each 4 bytes wide: the 4-byte word at byte address a lives in
+bank (a // 4) % 32. In one access, each bank delivers one word; lanes that want *different* words
+of the same bank are served one after another (a k-way conflict costs k passes), while lanes that
+want the *same* word share it (broadcast, no conflict). A 32 x 32 fp32 tile stored row after row
+puts a whole column in one bank (row pitch 128 bytes = 32 banks exactly), so 32 lanes reading a
+column conflict 32-way. Two standard fixes: pad each row by one element (pitch 33 words: row r of
+a column lands in bank (r + c) % 32, all different), or store element (r, c) at column c XOR r
+(a permutation within each row, no wasted memory: the fix Hopper's TMA and wgmma use in hardware,
+as 32/64/128-byte "swizzle" modes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+N_BANKS = 32
+BANK_BYTES = 4
+WARP_SIZE = 32
+LAYOUTS = ("plain", "padded", "swizzled")
+
+
+@dataclass(frozen=True)
+class BankAccess:
+    """One warp's shared-memory access: byte address per active lane and the banks it hits."""
+
+    byte_addresses: np.ndarray
+    itemsize: int
+    lanes: np.ndarray
+
+    @property
+    def words(self) -> list[np.ndarray]:
+        """The 4-byte words each lane touches (one for 1/2/4-byte elements, more for wider ones)."""
+        return [np.arange(a // BANK_BYTES, (a + self.itemsize - 1) // BANK_BYTES + 1) for a in self.byte_addresses]
+
+    @property
+    def banks(self) -> np.ndarray:
+        """Bank of each lane's first word."""
+        return (self.byte_addresses // BANK_BYTES) % N_BANKS
+
+    @property
+    def words_per_bank(self) -> np.ndarray:
+        """(32,) distinct words requested from each bank (same word twice = broadcast = once)."""
+        distinct = np.unique(np.concatenate(self.words)) if len(self.byte_addresses) else np.zeros(0, dtype=np.int64)
+        return np.bincount(distinct % N_BANKS, minlength=N_BANKS)
+
+    @property
+    def conflict_degree(self) -> int:
+        """The most distinct words any one bank must deliver: 1 = conflict-free, 32 = fully serialised."""
+        return int(self.words_per_bank.max()) if len(self.byte_addresses) else 0
+
+    @property
+    def wavefronts(self) -> int:
+        """Passes the access needs: the conflict degree, but at least one per 128 bytes requested."""
+        distinct_words = int(self.words_per_bank.sum())
+        return max(self.conflict_degree, -(-distinct_words // N_BANKS))
+
+    def describe(self) -> str:
+        d = self.conflict_degree
+        kind = "conflict-free" if d <= 1 else f"{d}-way bank conflict"
+        busiest = int(np.argmax(self.words_per_bank))
+        return f"{len(self.lanes)} lanes: {kind} (bank {busiest} serves {d} distinct words); {self.wavefronts} pass(es)"
+
+
+def bank_access(byte_addresses, itemsize: int = 4, lanes=None) -> BankAccess:
+    """A warp's shared-memory access from the byte address of each lane (offsets into shared memory)."""
+    addr = np.asarray(byte_addresses, dtype=np.int64).ravel()
+    if len(addr) > WARP_SIZE:
+        raise ValueError(f"a warp has {WARP_SIZE} lanes, got {len(addr)} addresses")
+    lanes = np.arange(len(addr)) if lanes is None else np.asarray(lanes, dtype=np.int64).ravel()
+    if len(lanes) != len(addr):
+        raise ValueError("one lane id per address")
+    return BankAccess(addr, itemsize, lanes)
+
+
+def element_offset(r, c, cols: int, layout: str = "plain", itemsize: int = 4):
+    """Element index in shared memory of logical element (r, c) of a tile with ``cols`` columns.
+
+    'plain': row-major, pitch ``cols``; 'padded': pitch ``cols + 1``; 'swizzled': pitch ``cols``
+    with the column XOR-ed by the row (modulo the number of elements in one 128-byte bank row), so
+    each row is a permutation of itself.
+    """
+    r, c = np.asarray(r), np.asarray(c)
+    if layout == "plain":
+        return r * cols + c
+    if layout == "padded":
+        return r * (cols + 1) + c
+    if layout == "swizzled":
+        period = N_BANKS * BANK_BYTES // itemsize  # elements in one pass over all 32 banks
+        if cols % period:
+            raise ValueError(f"the XOR swizzle here needs a multiple of {period} columns, got {cols}")
+        return r * cols + (c ^ (r % period))
+    raise ValueError(f"layout is one of {LAYOUTS}")
+
+
+def tile_access(rows: int, cols: int, pattern: str = "column", layout: str = "plain", index: int = 0, itemsize: int = 4) -> BankAccess:
+    """One warp reading a rows x cols tile: 'row' = lane l reads element (index, l) (wrapping to the
+    next rows if the tile is narrower than 32), 'column' = lane l reads (l, index) (wrapping to the
+    next columns if the tile has fewer than 32 rows)."""
+    lane = np.arange(WARP_SIZE)
+    if pattern == "row":
+        r, c = index + lane // cols, lane % cols
+    elif pattern == "column":
+        r, c = lane % rows, index + lane // rows
+    else:
+        raise ValueError("pattern is 'row' or 'column'")
+    if (r >= rows).any() or (c >= cols).any() or index < 0:
+        raise ValueError(f"a warp reading {pattern} {index} leaves the {rows} x {cols} tile")
+    return bank_access(element_offset(r, c, cols, layout, itemsize) * itemsize, itemsize)
+
+
+def draw_banks(acc: BankAccess, ax=None, title: str = "", words_in_tile: int | None = None):
+    """Shared memory drawn as rows of 32 banks (one row = 128 bytes); the words the lanes read are
+    coloured and labelled with the lane, and a bar per bank counts the distinct words it serves."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        fig, (ax_bar, ax) = plt.subplots(2, 1, figsize=(7, 6), gridspec_kw={"height_ratios": [1, 4]}, sharex=True)
+    else:
+        ax_bar, ax = ax
+        fig = ax.figure
+    words = np.concatenate(acc.words) if len(acc.lanes) else np.zeros(0, dtype=np.int64)
+    top = int(words.max()) // N_BANKS + 1 if len(words) else 1
+    if words_in_tile:
+        top = max(top, -(-words_in_tile // N_BANKS))
+    grid = np.zeros((top, N_BANKS))
+    if words_in_tile:
+        grid.flat[:words_in_tile] = 0.15
+    for lane, ws in zip(acc.lanes, acc.words):
+        for w in ws:
+            grid[w // N_BANKS, w % N_BANKS] = 1
+    ax.imshow(grid, cmap="Blues", vmin=0, vmax=1.2, aspect="auto", interpolation="nearest")
+    if top <= 40:
+        for lane, ws in zip(acc.lanes, acc.words):
+            w = ws[0]
+            ax.text(w % N_BANKS, w // N_BANKS, str(lane), ha="center", va="center", fontsize=5, color="white")
+    ax.set_xlabel("bank")
+    ax.set_ylabel("128-byte row of shared memory")
+    counts = acc.words_per_bank
+    ax_bar.bar(range(N_BANKS), counts, color=["tab:red" if c > 1 else "tab:green" for c in counts])
+    ax_bar.set_ylabel("words")
+    ax_bar.set_title((title + ": " if title else "") + acc.describe(), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def banks_widget(cols: int = 32, pattern: str = "column", layout: str = "plain"):
+    """Choose the access (row or column of a tile), the layout (plain, padded, swizzled) and the
+    tile width; the bank picture and the conflict degree of all three layouts update.
+    ``.access`` holds the :class:`BankAccess` on display, ``.degrees`` {layout: conflict degree};
+    ``.controls`` the controls ('cols', 'pattern', 'layout', 'index')."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    cols_d = widgets.Dropdown(options=[32, 64], value=cols, description="tile (fp32)")
+    pat = widgets.ToggleButtons(options=["row", "column"], value=pattern, description="warp reads a")
+    lay = widgets.ToggleButtons(options=list(LAYOUTS), value=layout, description="layout")
+    idx = widgets.IntSlider(value=0, min=0, max=cols - 1, description="which row/col", continuous_update=False)
+    summary = widgets.HTML()
+    out = widgets.Output()
+    box = widgets.VBox([widgets.HBox([cols_d, idx]), pat, lay, summary, out])
+    box.controls = {"cols": cols_d, "pattern": pat, "layout": lay, "index": idx}
+
+    def update(_=None) -> None:
+        n = cols_d.value
+        idx.max = n - 1
+        degrees = {l: tile_access(n, n, pat.value, l, idx.value).conflict_degree for l in LAYOUTS}
+        acc = tile_access(n, n, pat.value, lay.value, idx.value)
+        box.access, box.degrees = acc, degrees
+        pitch = n + 1 if lay.value == "padded" else n
+        summary.value = (
+            f"{n} x {n} fp32 tile, lane l reads {'A[%d, l]' % idx.value if pat.value == 'row' else 'A[l, %d]' % idx.value}: "
+            + ", ".join(f"{l}: {d}-way" if d > 1 else f"{l}: conflict-free" for l, d in degrees.items())
+        )
+        with out:
+            out.clear_output(wait=True)
+            fig = draw_banks(acc, title=f"{lay.value} layout", words_in_tile=n * pitch)
+            display(fig)
+            plt.close(fig)
+
+    for c in box.controls.values():
+        c.observe(update, names="value")
+    update()
+    return box

@@ -1,0 +1,196 @@
+"""Coalescing: the memory one warp's load touches, in 32-byte sectors and 128-byte lines.
+
+Notebooks 01 and 04 call::
+
+    from course_lib.viz.coalescing import coalescing_widget, matrix_load, warp_access
+    matrix_load("row", n=4096).n_sectors       # -> 4: 32 consecutive fp32 = 128 bytes = 4 sectors
+    matrix_load("column", n=4096).n_sectors    # -> 32: stride of N elements, one sector per lane
+    warp_access(byte_addresses, itemsize=4)    # any pattern, e.g. from course_lib.viz.trace
+    coalescing_widget()                        # row-wise vs column-wise side by side, N/dtype/offset
+
+The 32 threads of a warp issue one load instruction together. The memory system serves it in
+32-byte *sectors* (the unit moved between L2 and DRAM and into L1); sectors group into 128-byte
+cache *lines*. A load costs as many sector transfers as distinct sectors its addresses fall in, so
+32 threads reading 32 consecutive 4-byte floats cost 4 sectors (128 useful bytes of 128 moved),
+while 32 threads reading down a column of a row-major N x N fp32 matrix (stride 4N bytes) cost 32
+sectors and use 4 bytes of every 32 moved (12.5 %). Matrices are assumed to start 256-byte aligned,
+as cudaMalloc and PyTorch's allocator give them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SECTOR_BYTES = 32
+LINE_BYTES = 128
+WARP_SIZE = 32
+ITEMSIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2}
+
+
+@dataclass(frozen=True)
+class WarpAccess:
+    """One warp-wide load or store: the byte address of each active lane and what it touches."""
+
+    byte_addresses: np.ndarray  # (lanes,) start address of each active lane's element
+    itemsize: int
+    lanes: np.ndarray  # lane ids (0..31) of the active lanes, same order
+
+    @property
+    def sectors(self) -> np.ndarray:
+        """Distinct 32-byte sector indices (address // 32) touched, sorted."""
+        a = self.byte_addresses
+        first, last = a // SECTOR_BYTES, (a + self.itemsize - 1) // SECTOR_BYTES
+        spans = [np.arange(f, l + 1) for f, l in zip(first, last)]
+        return np.unique(np.concatenate(spans)) if spans else np.zeros(0, dtype=np.int64)
+
+    @property
+    def lines(self) -> np.ndarray:
+        """Distinct 128-byte line indices touched, sorted."""
+        return np.unique(self.sectors // (LINE_BYTES // SECTOR_BYTES))
+
+    @property
+    def n_sectors(self) -> int:
+        """Sector transfers the access costs (the transaction count)."""
+        return len(self.sectors)
+
+    @property
+    def n_lines(self) -> int:
+        return len(self.lines)
+
+    @property
+    def bytes_requested(self) -> int:
+        """Distinct bytes the lanes asked for (lanes reading the same element count once)."""
+        return len(np.unique(self.byte_addresses)) * self.itemsize
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.n_sectors * SECTOR_BYTES
+
+    @property
+    def efficiency(self) -> float:
+        """Useful bytes / moved bytes (1.0 = perfectly coalesced)."""
+        return self.bytes_requested / self.bytes_moved if self.bytes_moved else 1.0
+
+    @property
+    def ideal_sectors(self) -> int:
+        """The fewest sectors that could hold the bytes requested."""
+        return -(-self.bytes_requested // SECTOR_BYTES)
+
+    def describe(self) -> str:
+        return (
+            f"{len(self.lanes)} lanes x {self.itemsize} B: {self.n_sectors} sectors "
+            f"(ideal {self.ideal_sectors}), {self.n_lines} lines of 128 B, {self.bytes_moved} B moved "
+            f"for {self.bytes_requested} B used = {self.efficiency:.1%}"
+        )
+
+
+def warp_access(byte_addresses, itemsize: int = 4, lanes=None) -> WarpAccess:
+    """A warp access from the byte address each lane reads (lane i = i-th address unless ``lanes``)."""
+    addr = np.asarray(byte_addresses, dtype=np.int64).ravel()
+    if len(addr) > WARP_SIZE:
+        raise ValueError(f"a warp has {WARP_SIZE} lanes, got {len(addr)} addresses")
+    if itemsize not in (1, 2, 4, 8, 16):
+        raise ValueError(f"itemsize is 1, 2, 4, 8 or 16 bytes, got {itemsize}")
+    lanes = np.arange(len(addr)) if lanes is None else np.asarray(lanes, dtype=np.int64).ravel()
+    if len(lanes) != len(addr):
+        raise ValueError("one lane id per address")
+    return WarpAccess(addr, itemsize, lanes)
+
+
+def matrix_load(pattern: str, n: int, itemsize: int = 4, row: int = 0, col: int = 0, base: int = 0) -> WarpAccess:
+    """Lane l of a warp reads element (row, col + l) ('row': along a row) or (row + l, col)
+    ('column': down a column) of a row-major n x n matrix starting at byte ``base``."""
+    lane = np.arange(WARP_SIZE)
+    if pattern == "row":
+        r, c = np.full(WARP_SIZE, row), col + lane
+    elif pattern == "column":
+        r, c = row + lane, np.full(WARP_SIZE, col)
+    else:
+        raise ValueError("pattern is 'row' or 'column'")
+    if n < 1 or (r >= n).any() or (c >= n).any() or row < 0 or col < 0:
+        raise ValueError(f"the warp's 32 elements from ({row}, {col}) going {pattern}-wise leave the {n} x {n} matrix")
+    return warp_access(base + (r * n + c) * itemsize, itemsize)
+
+
+def draw_access(acc: WarpAccess, ax=None, title: str = ""):
+    """The 128-byte lines the access touches, side by side (untouched memory between them left
+    out), each cut into its 4 sectors; touched sectors coloured, each lane a mark at its byte."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 2.2))
+    else:
+        fig = ax.figure
+    lines = acc.lines
+    sectors = set(acc.sectors.tolist())
+    per_line = LINE_BYTES // SECTOR_BYTES
+    for k, line in enumerate(lines):
+        x0 = k * (LINE_BYTES + 24)  # a gap between lines that are not adjacent in memory
+        for s in range(per_line):
+            sec = line * per_line + s
+            ax.add_patch(Rectangle((x0 + s * SECTOR_BYTES, 0), SECTOR_BYTES, 1, fc="tab:orange" if sec in sectors else "#f2f2f2", ec="black", lw=0.6))
+        if len(lines) <= 8:
+            ax.text(x0 + LINE_BYTES / 2, -0.35, f"line @ {line * LINE_BYTES} B", ha="center", fontsize=6)
+        for lane, a in zip(acc.lanes, acc.byte_addresses):
+            if a // LINE_BYTES == line:
+                x = x0 + a % LINE_BYTES
+                ax.add_patch(Rectangle((x, 0.25), acc.itemsize, 0.5, fc="tab:blue", ec="none"))
+                if len(lines) <= 2:
+                    ax.text(x + acc.itemsize / 2, 1.15, str(lane), ha="center", fontsize=5, rotation=90)
+    width = max(1, len(lines)) * (LINE_BYTES + 24)
+    ax.set_xlim(-8, width)
+    ax.set_ylim(-0.6, 1.6)
+    ax.axis("off")
+    ax.set_title(title + ("\n" if title else "") + f"{acc.n_sectors} sectors, {acc.n_lines} lines, {acc.efficiency:.0%} of moved bytes used", fontsize=9)
+    return fig
+
+
+def draw_coalescing(accesses: dict[str, WarpAccess]):
+    """Several accesses stacked (e.g. {'row-wise': ..., 'column-wise': ...}); returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(accesses), 1, figsize=(10, 2.0 * len(accesses)), squeeze=False)
+    for ax, (name, acc) in zip(axes[:, 0], accesses.items()):
+        draw_access(acc, ax=ax, title=name)
+    fig.tight_layout()
+    return fig
+
+
+def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
+    """Row-wise vs column-wise load of one warp, side by side; controls for N (the row stride),
+    the element type and a starting column offset (misalignment). ``.accesses`` holds
+    {'row': WarpAccess, 'column': WarpAccess}; ``.controls`` the controls ('n', 'dtype', 'offset')."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    n_s = widgets.IntSlider(value=n, min=64, max=8192, step=32, description="N (row stride)", continuous_update=False)
+    dt = widgets.Dropdown(options=list(ITEMSIZE), value=dtype, description="element")
+    off = widgets.IntSlider(value=0, min=0, max=31, description="start column", continuous_update=False)
+    summary = widgets.HTML()
+    out = widgets.Output()
+    box = widgets.VBox([widgets.HBox([n_s, dt, off]), summary, out])
+    box.controls = {"n": n_s, "dtype": dt, "offset": off}
+
+    def update(_=None) -> None:
+        size = ITEMSIZE[dt.value]
+        row = matrix_load("row", n_s.value, size, row=0, col=off.value)
+        col = matrix_load("column", n_s.value, size, row=0, col=off.value)
+        box.accesses = {"row": row, "column": col}
+        summary.value = (
+            f"<b>row-wise</b> (lane l reads A[0, {off.value} + l]): {row.describe()}<br>"
+            f"<b>column-wise</b> (lane l reads A[l, {off.value}]): {col.describe()}"
+        )
+        with out:
+            out.clear_output(wait=True)
+            fig = draw_coalescing({"row-wise: threadIdx.x along a row": row, "column-wise: threadIdx.x down a column": col})
+            display(fig)
+            plt.close(fig)
+
+    for c in box.controls.values():
+        c.observe(update, names="value")
+    update()
+    return box
