@@ -41,6 +41,7 @@ class Stage:
     gpu_only: bool = False  # True: cannot run on the CPU backend at all
     shape_multiple: int = 1  # M, N and K must be multiples of this (1: any shape)
     sweep: bool = False  # recording runs measure this stage over the whole size sweep
+    variant_of: str | None = None  # a parameter variant of another stage (recorded at one size only)
     order: int = 0  # position in the course (charts sort by it)
 
     @property

@@ -1,0 +1,54 @@
+"""What the numba.cuda stages share: handing tensors to a kernel, grid arithmetic, launch limits.
+
+On the GPU backend a torch CUDA tensor is handed to numba without a copy through the CUDA Array
+Interface; on the CPU backend (numba's CUDA simulator) a CPU tensor is handed over as a NumPy view
+of the same memory, so what the kernel writes lands in the tensor.
+
+Simulator quirk worth knowing when writing a kernel: the simulator tells shared arrays apart by the
+source line that declares them, so declare each ``cuda.shared.array`` on a line of its own.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_lib import backend
+
+# Hopper (compute capability 9.0) limits, from the CUDA C++ Programming Guide's table of technical
+# specifications per compute capability: 1024 threads per block; 48 KB of *static* shared memory
+# per block (more needs dynamic shared memory and an opt-in attribute).
+MAX_THREADS_PER_BLOCK = 1024
+MAX_STATIC_SHARED_BYTES = 48 * 1024
+
+
+def cdiv(n: int, d: int) -> int:
+    """Ceiling division: how many blocks of ``d`` cover ``n``."""
+    return (n + d - 1) // d
+
+
+def kernel_array(t: torch.Tensor):
+    """A view of ``t`` that a numba.cuda kernel can take (no copy)."""
+    if backend.get().is_gpu:
+        from numba import cuda
+
+        return cuda.as_cuda_array(t.detach())
+    return t.detach().numpy()
+
+
+def check_launch(stage: str, block: tuple[int, ...], shared_bytes: int = 0) -> None:
+    """Refuse, before launching, a configuration the hardware cannot run."""
+    threads = 1
+    for v in block:
+        if v < 1:
+            raise ValueError(f"{stage}: block dimensions must be >= 1, got {block}")
+        threads *= v
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise ValueError(
+            f"{stage}: a block of {'x'.join(map(str, block))} = {threads} threads is more than the "
+            f"{MAX_THREADS_PER_BLOCK} a block may have; use a smaller tile"
+        )
+    if shared_bytes > MAX_STATIC_SHARED_BYTES:
+        raise ValueError(
+            f"{stage}: {shared_bytes} bytes of static shared memory per block is more than the "
+            f"{MAX_STATIC_SHARED_BYTES} allowed; use smaller tiles"
+        )
