@@ -53,6 +53,8 @@ SWEEP_SHAPES: tuple[Shape, ...] = (
     (8192, 6144, 4096),
 )
 
+VARIANT_SIZE = 4096  # parameter variants of a stage are recorded at this size only
+
 _FLUSH_BYTES = 256 * 2**20  # larger than the H200's 60 MB L2, as triton.testing.do_bench does
 
 
@@ -279,7 +281,9 @@ def record_plan(selected: Sequence[str] | None = None, sweep: bool = True) -> li
             continue
         for dtype in st.dtypes:
             shapes = [(n, n, n) for n in SQUARE_SIZES]
-            if sweep and st.sweep:
+            if st.variant_of:  # a parameter variant: one size, for the notebook's sweep
+                shapes = [(VARIANT_SIZE,) * 3]
+            elif sweep and st.sweep:
                 shapes += list(SWEEP_SHAPES)
             for shape in shapes:
                 plan.append((st.name, dtype, shape))
