@@ -174,12 +174,14 @@ def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
     wg = fm.instruction.startswith("wgmma")
     colour = fm.owner // WARP_SIZE if wg else fm.owner % 8 * 4 + fm.owner // 8  # neighbours differ
     ax.imshow(colour, cmap="tab20" if not wg else "Pastel1", aspect="auto", interpolation="nearest")
-    label = rows * cols <= 16 * 16 or (wg and cols <= 16)
-    if label:
-        reg_name = "a" if fm.operand == "A" else ("b" if fm.operand == "B" else ("d" if wg else "c"))
+    reg_name = "a" if fm.operand == "A" else ("b" if fm.operand == "B" else ("d" if wg else "c"))
+    if rows * cols <= 16 * 16:  # small enough to label every element
         for r in range(rows):
             for c in range(cols):
-                ax.text(c, r, f"T{fm.owner[r, c]}\n{reg_name}{fm.reg[r, c]}", ha="center", va="center", fontsize=5 if wg else 6)
+                ax.text(c, r, f"T{fm.owner[r, c]}\n{reg_name}{fm.reg[r, c]}", ha="center", va="center", fontsize=6)
+    elif highlight is not None:  # label only the chosen thread's elements
+        for i, r, c in fm.elements_of(highlight):
+            ax.text(c, r, f"{reg_name}{i}", ha="center", va="center", fontsize=5)
     if highlight is not None:
         for i, r, c in fm.elements_of(highlight):
             ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="red", lw=2))

@@ -116,7 +116,7 @@ class Trace:
 
     def thread_accesses(self, block=(0, 0, 0), thread=(0, 0, 0)) -> list[Access]:
         """One thread's accesses in the order it made them."""
-        block, thread = _dim3(block), _dim3(thread)
+        block, thread = _dim3_index(block), _dim3_index(thread)
         return sorted((a for a in self.accesses if a.block == block and a.thread == thread), key=lambda a: a.seq)
 
     def requests(self, array: str | None = None, kind: str | None = None, space: str | None = None, line: int | None = None) -> list[WarpRequest]:
@@ -292,11 +292,17 @@ class _TracedArray:
 
 
 def _shared_name(filename: str, lineno: int, nth: int) -> str:
+    """Name of the ``nth`` shared array made on a source line, read from the line itself:
+    ``sa = cuda.shared.array(...)`` -> 'sa'; ``sa, sb = cuda.shared.array(...), cuda.shared.array(...)``
+    -> 'sa' then 'sb'; anything else -> 'shared@<line>#<nth>'."""
     text = linecache.getline(filename, lineno)
-    names = re.findall(r"(\w+)\s*=\s*[\w.]*shared\.array\s*\(", text)
-    if len(names) == 1:
-        return names[0]
-    return f"shared@{lineno}" + (f"#{nth}" if nth else "")
+    calls = len(re.findall(r"shared\.array\s*\(", text))
+    target = re.match(r"\s*([\w\s,()]+?)\s*=(?!=)", text)
+    names = [t.strip("() ") for t in target.group(1).split(",")] if target else []
+    names = [t for t in names if t.isidentifier()]
+    if len(names) == calls and nth < len(names):
+        return names[nth]
+    return f"shared@{lineno}#{nth}"
 
 
 class _TracingShared:
@@ -326,6 +332,8 @@ class _TracingShared:
                     ary = np.zeros(shape, dtype)
                     nth = sum(1 for k in self._allocs if k[0] is key[0] and k[1][0] == f.f_lineno)
                     name = _shared_name(f.f_code.co_filename, f.f_lineno, nth)
+                    if name in self._arrays:  # the same name at another call site (e.g. a device function)
+                        name = f"{name}@{f.f_lineno}"
                 self._allocs[key] = _TracedArray(ary, name, "shared", self._rec)
                 self._arrays[name] = {"space": "shared", "shape": ary.shape, "dtype": str(ary.dtype), "itemsize": ary.itemsize}
             return self._allocs[key]
