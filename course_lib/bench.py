@@ -308,6 +308,9 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
             records.append(measure(name, dtype, shape))
             r = records[-1]
             bar.step(f"{name} {dtype} {shape}: {r['tflops']:.1f} TF")
+            # Written after every measurement, so a run cut short keeps what it measured.
+            partial = dict(prov, partial=True)
+            save(Results(out, partial, ceilings, tuple(records)), out.with_suffix(".partial.json"))
         except Exception as e:  # noqa: BLE001 - one failing stage must not lose the others; listed below
             failures.append(f"{name} {dtype} {shape}: {type(e).__name__}: {e}")
             bar.step(f"{name} {dtype} {shape}: FAILED")
@@ -318,6 +321,7 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
     ceilings["cublas_peak_tflops"] = peaks
     prov["failures"] = failures
     path = save(Results(out, prov, ceilings, tuple(records)), out)
+    out.with_suffix(".partial.json").unlink(missing_ok=True)
     for f in failures:
         print("FAILED:", f, file=sys.stderr)
     return path
