@@ -12,7 +12,7 @@
 #include "tc_mma.cuh"
 
 namespace tc {
-namespace {
+namespace stage1 {
 
 using bf16 = __nv_bfloat16;
 
@@ -31,7 +31,7 @@ constexpr int A_LOADS = BLOCK_M * BLOCK_K / VEC / THREADS;  // 16-byte loads per
 constexpr int B_LOADS = BLOCK_K * BLOCK_N / VEC / THREADS;  // 2
 
 __global__ void __launch_bounds__(THREADS)
-tc1_kernel(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict__ c, int M, int N, int K) {
+kernel(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict__ c, int M, int N, int K) {
   __shared__ __align__(16) bf16 sa[BLOCK_M * A_PITCH];
   __shared__ __align__(16) bf16 sb[BLOCK_K * B_PITCH];
 
@@ -127,11 +127,13 @@ tc1_kernel(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restr
     }
 }
 
-}  // namespace
+}  // namespace stage1
 
-void launch_tc1_mma_sync(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
+void launch_tc1_mma_sync(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int M, int N, int K,
+                         cudaStream_t stream) {
+  using namespace stage1;
   const dim3 grid((N + BLOCK_N - 1) / BLOCK_N, (M + BLOCK_M - 1) / BLOCK_M);
-  tc1_kernel<<<grid, THREADS, 0, stream>>>(a, b, c, M, N, K);
+  kernel<<<grid, THREADS, 0, stream>>>(a, b, c, M, N, K);
   check_launch("tc1_mma_sync");
 }
 

@@ -1,1 +1,601 @@
-"""Stage module (being written in this session; registers nothing yet)."""
+"""Tensor cores through a bundled CUDA C++ extension (notebook 05_tensor_cores).
+
+Six stages, each a real ``.cu`` file in ``course_lib/csrc/`` (shared helpers in ``tc_*.cuh``):
+
+====================  =====================================================================
+``tc_1_mma_sync``     warp-level ``mma.sync.m16n8k16`` fed by ``ldmatrix`` (sm_80 and newer)
+``tc_2_wgmma_tma``    Hopper ``wgmma`` reading shared memory that TMA filled, 128-byte swizzle
+``tc_3_pipeline``     a ring of shared-memory slots on mbarriers (copies run ahead)
+``tc_4_warp_spec``    producer warpgroup + 2 consumer warpgroups, ``setmaxnreg``, 128x256 tiles
+``tc_5_persistent``   persistent CTAs walking a grouped tile order; 2-CTA clusters, B multicast
+``tc_6_tma_store``    one wgmma batch kept in flight; epilogue via ``stmatrix`` + TMA store
+====================  =====================================================================
+
+Every stage computes ``c = a @ b`` for bf16 ``a`` (M x K) and ``b`` (K x N), row-major, with fp32
+accumulation, and returns **bf16**, as ``torch.matmul`` does for bf16 inputs (cuBLAS accumulates in
+fp32 and rounds once at the end). The same output type makes the comparison with cuBLAS fair: both
+write the same bytes, and ``course_lib.check`` holds both to the bf16 tolerance. An fp32 output
+would double the bytes written and measure a different operation.
+
+Shapes: M, N and K must be multiples of 8 - the copy engine (TMA) needs every row of A, B and C to
+start on a 16-byte boundary. Beyond that any shape works: partial tiles at the edges are
+zero-filled on load and clipped on store by TMA (stages 2-6) or bounds-checked (stage 1).
+
+On a machine with an NVIDIA GPU the extension is built on first use with
+``torch.utils.cpp_extension.load`` (ninja, parallel jobs) into a cache outside the repository
+(``COURSE_EXTENSIONS_DIR``, else ``$TORCH_EXTENSIONS_DIR/course_lib``, else
+``~/.cache/course_lib/extensions``); the architecture is read from the device. Without a GPU the
+stages cannot run; this module still compiles their sources with ``nvcc`` when one is installed
+(:func:`compile_stage`) and reads the machine code with the ``cuobjdump`` that ships in Triton's
+wheel (:func:`sass_instruction_mix`). It also holds a pure-Python model of the address arithmetic
+the kernels rely on (swizzle, wgmma descriptors, fragment layouts, tile order) that the tests check.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import dataclasses
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+import torch
+
+from course_lib import backend
+from course_lib.gemm import new_output, prepare
+from course_lib.registry import Stage, register
+
+CSRC = Path(__file__).resolve().parent.parent / "csrc"
+NOTEBOOK = "05_tensor_cores"
+SHAPE_MULTIPLE = 8  # 16-byte rows for TMA: 8 bf16
+ALIGNMENT_BYTES = 16
+
+# Flags every build uses (the extension build and the CPU compile check alike). PyTorch adds the
+# __CUDA_NO_*_CONVERSIONS__ defines to extension builds; the compile check uses them too, so it
+# compiles the same code.
+NVCC_FLAGS = (
+    "-O3",
+    "-std=c++17",
+    "-lineinfo",
+    "--expt-relaxed-constexpr",
+    "-D__CUDA_NO_HALF_OPERATORS__",
+    "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+    "-D__CUDA_NO_HALF2_OPERATORS__",
+)
+# wgmma and setmaxnreg exist only in the "a" (architecture-specific) variant of sm_90. nvcc 13.0's
+# -arch=sm_90a shorthand also runs a plain sm_90 pass that rejects them; the -gencode form does not.
+SM90A = "-gencode=arch=compute_90a,code=sm_90a"
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """What a stage's kernel is made of (mirrors the constants in its .cu file; a test checks)."""
+
+    stage: str
+    source: str
+    title: str
+    idea: str
+    block: tuple[int, int, int]  # BLOCK_M, BLOCK_N, BLOCK_K
+    threads: int
+    stages: int  # shared-memory slots (1 = no pipeline)
+    smem_bytes: int  # shared memory per CTA (static or dynamic), including alignment slack
+    min_arch: str  # "sm_80" or "sm_90a"
+    cluster: int = 1
+
+    @property
+    def hopper(self) -> bool:
+        return self.min_arch == "sm_90a"
+
+
+def _ring(stages: int, block_m: int, block_n: int, block_k: int = 64, extra: int = 0) -> int:
+    """Bytes of a ring of A and B slots, its two mbarriers per slot, staging, and 1 KB of slack."""
+    return stages * (block_m + block_n) * block_k * 2 + 2 * 8 * stages + extra + 1024
+
+
+DESIGNS: tuple[Design, ...] = (
+    Design("tc_1_mma_sync", "tc1_mma_sync.cu", "mma.sync + ldmatrix (warp-level)",
+           "8 warps, each a 64x32 piece of C from 4x4 mma.sync.m16n8k16 per 16 of K; ldmatrix(.trans) "
+           "from padded shared-memory tiles; next slice loaded to registers while the tensor cores work",
+           (128, 128, 32), 256, 1, 128 * 40 * 2 + 32 * 136 * 2, "sm_80"),
+    Design("tc_2_wgmma_tma", "tc2_wgmma_tma.cu", "wgmma + TMA, 128B swizzle",
+           "2 warpgroups x m64n128k16 read A and B straight from shared memory; one thread asks TMA "
+           "for each 64-wide K slice; load and multiply take turns",
+           (128, 128, 64), 256, 1, 2 * 128 * 64 * 2 + 8 + 1024, "sm_90a"),
+    Design("tc_3_pipeline", "tc3_pipeline.cu", "5-slot mbarrier pipeline",
+           "full/empty mbarriers per slot; copies run up to 5 slices ahead of the tensor cores",
+           (128, 128, 64), 256, 5, _ring(5, 128, 128), "sm_90a"),
+    Design("tc_4_warp_spec", "tc4_warp_specialized.cu", "warp specialisation, setmaxnreg, 128x256",
+           "producer warpgroup (40 registers) + 2 consumer warpgroups (232 registers) each holding a "
+           "64x256 fp32 accumulator; m64n256k16",
+           (128, 256, 64), 384, 4, _ring(4, 128, 256), "sm_90a"),
+    Design("tc_5_persistent", "tc5_persistent.cu", "persistent + clusters, TMA multicast",
+           "one CTA per SM walks tiles in grouped order; 2-CTA clusters share B slices by multicast",
+           (128, 256, 64), 384, 4, _ring(4, 128, 256), "sm_90a", cluster=2),
+    Design("tc_6_tma_store", "tc6_tma_store.cu", "wgmma in flight + TMA-store epilogue",
+           "wait_group 1 keeps one wgmma batch queued; accumulators leave through stmatrix into "
+           "swizzled shared memory and an asynchronous TMA store",
+           (128, 256, 64), 384, 4, _ring(4, 128, 256, extra=2 * 2 * 64 * 64 * 2), "sm_90a", cluster=2),
+)
+DESIGN = {d.stage: d for d in DESIGNS}
+HEADERS = ("tc_launch.h", "tc_mma.cuh", "tc_hopper.cuh", "tc_host.cuh", "tc_schedule.cuh")
+BINDING = "tc_binding.cu"
+
+# ---- the extension (GPU only) ---------------------------------------------------------------
+_EXTENSION = None
+
+
+def extensions_dir() -> Path:
+    """Where built extensions are cached: never inside the repository."""
+    if os.environ.get("COURSE_EXTENSIONS_DIR"):
+        return Path(os.environ["COURSE_EXTENSIONS_DIR"])
+    if os.environ.get("TORCH_EXTENSIONS_DIR"):
+        return Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "course_lib"
+    return Path.home() / ".cache" / "course_lib" / "extensions"
+
+
+def _require_gpu(what: str) -> None:
+    if not backend.get().is_gpu:
+        raise RuntimeError(
+            f"{what} runs only on an NVIDIA GPU and this is the {backend.get().name} backend; "
+            "on the CPU, compile_stage() shows what the compiler makes of it"
+        )
+
+
+def build_plan(capability: tuple[int, int]) -> tuple[list[Path], list[str], str]:
+    """Sources, nvcc flags and extension name for a GPU of compute capability ``capability``."""
+    major, minor = capability
+    if major < 8:
+        raise RuntimeError(f"the tensor-core stages need compute capability 8.0 or newer, not {major}.{minor}")
+    if major == 9:  # Hopper: everything, for sm_90a
+        sources = [CSRC / d.source for d in DESIGNS] + [CSRC / BINDING]
+        flags = [SM90A, "-DTC_WITH_SM90A"]
+        name = "course_tensor_cores_sm90a"
+    else:  # Ampere, Ada, Blackwell: wgmma does not exist there; stage 1 only
+        sources = [CSRC / DESIGNS[0].source, CSRC / BINDING]
+        flags = [f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}"]
+        name = f"course_tensor_cores_sm{major}{minor}"
+    return sources, [f for f in NVCC_FLAGS if f != "-std=c++17"] + flags, name  # torch adds -std
+
+
+def extension(verbose: bool = False):
+    """Build (first call, ~1 minute) or load the extension for this GPU and return the module."""
+    global _EXTENSION
+    if _EXTENSION is not None:
+        return _EXTENSION
+    _require_gpu("the tensor-core extension")
+    from torch.utils.cpp_extension import load
+
+    sources, flags, name = build_plan(torch.cuda.get_device_capability())
+    build_dir = extensions_dir() / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))  # ninja compiles the stages in parallel
+    t0 = time.time()
+    _EXTENSION = load(
+        name=name,
+        sources=[str(s) for s in sources],
+        extra_cuda_cflags=flags,
+        extra_include_paths=[str(CSRC)],
+        build_directory=str(build_dir),
+        verbose=verbose,
+    )
+    if verbose:
+        print(f"tensor-core extension ready in {time.time() - t0:.0f} s ({build_dir})", file=sys.stderr)
+    return _EXTENSION
+
+
+# ---- the stages: check, allocate, launch ----------------------------------------------------
+def _make_gemm(stage: str, entry: str, **knobs) -> Callable:
+    def gemm(a: object, b: object) -> object:
+        ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=SHAPE_MULTIPLE)
+        _require_gpu(f"stage {stage!r}")
+        for name, t in (("a", ops.a), ("b", ops.b)):
+            if t.data_ptr() % ALIGNMENT_BYTES:
+                raise ValueError(
+                    f"{stage}: {name} does not start on a {ALIGNMENT_BYTES}-byte boundary (a view "
+                    f"into a larger tensor?); pass {name}.clone()"
+                )
+        ext = extension()
+        if not hasattr(ext, entry):
+            major, minor = torch.cuda.get_device_capability()
+            raise RuntimeError(
+                f"stage {stage!r} uses Hopper's wgmma (sm_90a) and this GPU is sm_{major}{minor}; "
+                "only tc_1_mma_sync runs here"
+            )
+        c = new_output(ops.M, ops.N, torch.bfloat16, ops.a.device)
+        getattr(ext, entry)(ops.a, ops.b, c, **knobs)  # launches on torch.cuda.current_stream()
+        return ops.give_back(c)
+
+    gemm.__name__ = stage
+    gemm.__qualname__ = stage
+    gemm.__doc__ = f"{DESIGN[stage].title}: c = a @ b, bf16 in and out, fp32 accumulation ({DESIGN[stage].source})."
+    return gemm
+
+
+_ENTRIES = {
+    "tc_1_mma_sync": "tc1_mma_sync",
+    "tc_2_wgmma_tma": "tc2_wgmma_tma",
+    "tc_3_pipeline": "tc3_pipeline",
+    "tc_4_warp_spec": "tc4_warp_specialized",
+    "tc_5_persistent": "tc5_persistent",
+    "tc_6_tma_store": "tc6_tma_store",
+}
+
+tc_1_mma_sync = _make_gemm("tc_1_mma_sync", _ENTRIES["tc_1_mma_sync"])
+tc_2_wgmma_tma = _make_gemm("tc_2_wgmma_tma", _ENTRIES["tc_2_wgmma_tma"])
+tc_3_pipeline = _make_gemm("tc_3_pipeline", _ENTRIES["tc_3_pipeline"])
+tc_4_warp_spec = _make_gemm("tc_4_warp_spec", _ENTRIES["tc_4_warp_spec"])
+tc_5_persistent = _make_gemm("tc_5_persistent", _ENTRIES["tc_5_persistent"])
+tc_6_tma_store = _make_gemm("tc_6_tma_store", _ENTRIES["tc_6_tma_store"])
+GEMMS = {
+    "tc_1_mma_sync": tc_1_mma_sync,
+    "tc_2_wgmma_tma": tc_2_wgmma_tma,
+    "tc_3_pipeline": tc_3_pipeline,
+    "tc_4_warp_spec": tc_4_warp_spec,
+    "tc_5_persistent": tc_5_persistent,
+    "tc_6_tma_store": tc_6_tma_store,
+}
+
+
+def persistent_variant(stage: str = "tc_6_tma_store", *, cluster: int = 2, group_m: int = 8, max_ctas: int = 0) -> Callable:
+    """Stage 5 or 6 with other scheduling knobs (for experiments on a GPU; not registered)."""
+    if stage not in ("tc_5_persistent", "tc_6_tma_store"):
+        raise ValueError("only tc_5_persistent and tc_6_tma_store have scheduling knobs")
+    fn = _make_gemm(stage, _ENTRIES[stage], cluster=cluster, group_m=group_m, max_ctas=max_ctas)
+    fn.__name__ = f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}]"
+    return fn
+
+
+STAGES = tuple(
+    register(
+        Stage(
+            name=d.stage,
+            notebook=NOTEBOOK,
+            backend="cuda-extension",
+            title=d.title,
+            gemms={"bf16": GEMMS[d.stage]},
+            gpu_only=True,
+            shape_multiple=SHAPE_MULTIPLE,
+            sweep=(i == len(DESIGNS) - 1),
+            order=50 + i + 1,
+        )
+    )
+    for i, d in enumerate(DESIGNS)
+)
+
+
+# ---- compiling without a GPU: nvcc, ptxas's report, the SASS --------------------------------
+def find_nvcc() -> Path | None:
+    """nvcc on PATH, under $CUDA_HOME, or from the ``nvidia-cuda-nvcc`` pip package."""
+    candidates = [shutil.which("nvcc")]
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            candidates.append(str(Path(os.environ[var]) / "bin" / "nvcc"))
+    try:
+        import nvidia.cuda_nvcc  # type: ignore[import-not-found]  # pip install nvidia-cuda-nvcc
+
+        for root in getattr(nvidia.cuda_nvcc, "__path__", []):
+            candidates.append(str(Path(root) / "bin" / "nvcc"))
+    except ImportError:
+        pass
+    for c in candidates:
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            return Path(c)
+    return None
+
+
+def find_cuobjdump() -> Path | None:
+    """The cuobjdump that ships inside Triton's wheel (or one on PATH)."""
+    try:
+        import triton  # noqa: PLC0415 - only needed here
+
+        p = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        if p.is_file():
+            return p
+    except ImportError:
+        pass
+    found = shutil.which("cuobjdump")
+    return Path(found) if found else None
+
+
+def nvcc_version(nvcc: Path) -> str:
+    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"release ([\d.]+), V([\d.]+)", out)
+    return m.group(2) if m else out.strip().splitlines()[-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelReport:
+    """ptxas's resource report for one kernel."""
+
+    name: str  # demangled-ish, e.g. "tc::stage5::kernel<2>"
+    arch: str
+    registers: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    static_smem_bytes: int
+    barriers: int
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_store_bytes > 0 or self.spill_load_bytes > 0 or self.stack_bytes > 0
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileResult:
+    stage: str
+    arch: str
+    cubin: Path
+    kernels: tuple[KernelReport, ...]
+    warnings: tuple[str, ...]
+    ptxas_log: str
+    seconds: float  # 0 when the cubin came from the cache
+
+
+def demangle(symbol: str) -> str:
+    """Enough of the Itanium demangler for the course's kernels: ``_ZN2tc6stage56kernelILi2EEE...``
+    becomes ``tc::stage5::kernel<2>``; anything else comes back unchanged."""
+    if not symbol.startswith("_ZN"):
+        return symbol
+    parts, pos = [], 3
+    while pos < len(symbol) and symbol[pos].isdigit():
+        digits = re.match(r"\d+", symbol[pos:]).group(0)
+        pos += len(digits)
+        parts.append(symbol[pos:pos + int(digits)])
+        pos += int(digits)
+    if not parts:
+        return symbol
+    name = "::".join(parts)
+    args = re.match(r"I((?:Li\d+E)+)E", symbol[pos:])
+    if args:
+        name += "<" + ",".join(re.findall(r"Li(\d+)E", args.group(1))) + ">"
+    return name
+
+
+def parse_ptxas(log: str) -> tuple[tuple[KernelReport, ...], tuple[str, ...]]:
+    """Kernels and warnings from ``nvcc -Xptxas -v`` output."""
+    kernels = []
+    blocks = re.split(r"ptxas info\s+: Compiling entry function ", log)[1:]
+    for block in blocks:
+        name = re.match(r"'([^']+)' for '([^']+)'", block)
+        props = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", block)
+        used = re.search(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?", block)
+        if not (name and props and used):
+            continue
+        kernels.append(
+            KernelReport(
+                name=demangle(name.group(1)),
+                arch=name.group(2),
+                registers=int(used.group(1)),
+                stack_bytes=int(props.group(1)),
+                spill_store_bytes=int(props.group(2)),
+                spill_load_bytes=int(props.group(3)),
+                static_smem_bytes=int(used.group(3) or 0),
+                barriers=int(used.group(2) or 0),
+            )
+        )
+    warnings = tuple(line.strip() for line in log.splitlines() if "warning" in line.lower())
+    return tuple(sorted(kernels, key=lambda k: k.name)), warnings
+
+
+def cubin_cache_dir() -> Path:
+    return extensions_dir().parent / "cubins"
+
+
+def _source_digest(paths: Iterable[Path], flags: Iterable[str], nvcc: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    h.update(" ".join(flags).encode())
+    h.update(nvcc_version(nvcc).encode())
+    return h.hexdigest()[:16]
+
+
+def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = None, use_cache: bool = True) -> CompileResult:
+    """Compile one stage's .cu file to a cubin with ``nvcc -Xptxas -v`` (no GPU needed).
+
+    ``arch`` defaults to sm_90a (stage 1 also takes e.g. "sm_80"). Raises RuntimeError with the
+    compiler's messages if it fails, or if nvcc is missing.
+    """
+    design = DESIGN[stage]
+    arch = arch or "sm_90a"
+    if design.hopper and arch != "sm_90a":
+        raise ValueError(f"{stage} uses wgmma and setmaxnreg: it compiles only for sm_90a, not {arch}")
+    nvcc = nvcc or find_nvcc()
+    if nvcc is None:
+        raise RuntimeError("nvcc not found: install the CUDA toolkit or `pip install nvidia-cuda-nvcc`")
+    number = arch.removeprefix("sm_")
+    gencode = f"-gencode=arch=compute_{number},code=sm_{number}"
+    flags = [*NVCC_FLAGS, gencode, "-Xptxas", "-v", "-cubin", "-I", str(CSRC)]
+    src = CSRC / design.source
+    digest = _source_digest([src, *(CSRC / h for h in HEADERS)], flags, nvcc)
+    out_dir = cubin_cache_dir() / digest
+    cubin, log_path = out_dir / f"{src.stem}.{arch}.cubin", out_dir / f"{src.stem}.{arch}.log"
+    seconds = 0.0
+    if not (use_cache and cubin.is_file() and log_path.is_file()):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        t0 = time.time()
+        proc = subprocess.run([str(nvcc), *flags, "-o", str(cubin), str(src)], capture_output=True, text=True)
+        seconds = time.time() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc failed on {src.name} for {arch}:\n{proc.stdout}{proc.stderr}")
+        log_path.write_text(proc.stdout + proc.stderr)
+    log = log_path.read_text()
+    kernels, warnings = parse_ptxas(log)
+    return CompileResult(stage, arch, cubin, kernels, warnings, log, seconds)
+
+
+def compile_all(arch: str = "sm_90a", *, jobs: int | None = None, use_cache: bool = True) -> dict[str, CompileResult]:
+    """Compile every stage in parallel (nvcc processes); stage 1 for ``arch`` too."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise RuntimeError("nvcc not found: install the CUDA toolkit or `pip install nvidia-cuda-nvcc`")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
+        futures = {d.stage: pool.submit(compile_stage, d.stage, arch, nvcc=nvcc, use_cache=use_cache) for d in DESIGNS}
+        return {stage: f.result() for stage, f in futures.items()}
+
+
+_SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_]*)")
+
+
+def sass(cubin: Path, cuobjdump: Path | None = None) -> str:
+    """The SASS (machine code) of a cubin, via cuobjdump."""
+    tool = cuobjdump or find_cuobjdump()
+    if tool is None:
+        raise RuntimeError("cuobjdump not found (it ships inside the triton wheel: pip install triton)")
+    return subprocess.run([str(tool), "--dump-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+
+
+def sass_instruction_mix(cubin: Path, cuobjdump: Path | None = None) -> collections.Counter:
+    """How often each SASS opcode (without modifiers) occurs in a cubin, e.g. HGMMA, HMMA, LDSM."""
+    return collections.Counter(_SASS_LINE.findall(sass(cubin, cuobjdump)))
+
+
+# What the course points at in the SASS: tensor-core instructions, their feeders, barriers, and
+# local memory (which must be absent).
+SASS_HIGHLIGHTS = {
+    "HMMA": "warp-level tensor-core MMA (mma.sync)",
+    "HGMMA": "warpgroup tensor-core MMA (wgmma)",
+    "LDSM": "ldmatrix",
+    "STSM": "stmatrix",
+    "UTMALDG": "TMA load (global -> shared)",
+    "UTMASTG": "TMA store (shared -> global)",
+    "SYNCS": "mbarrier operations",
+    "USETMAXREG": "setmaxnreg",
+    "STG": "ordinary global stores",
+    "LDL": "local-memory load (spill)",
+    "STL": "local-memory store (spill)",
+}
+
+
+# ---- a pure-Python model of the address arithmetic --------------------------------------------
+# These functions restate, element by element, what the kernels and the hardware do, so the tests
+# can check that what TMA writes is what wgmma reads, on a machine without a GPU.
+SWIZZLE_ROW = 128  # bytes in one swizzled row
+SWIZZLE_ATOM = 1024  # bytes after which the XOR pattern repeats
+ELEM = 2  # bytes per bf16
+
+
+def swizzle_128b(byte_offset: int) -> int:
+    """The 128-byte swizzle as an address function (CUTLASS's Swizzle<3,4,3>): the 16-byte chunk
+    index, bits [4:6], is XORed with the row index within the 1024-byte atom, bits [7:9]."""
+    return byte_offset ^ (((byte_offset >> 7) & 0x7) << 4)
+
+
+def tma_box_offset(row: int, col: int, box_cols: int = 64) -> int:
+    """Byte offset at which TMA with CU_TENSOR_MAP_SWIZZLE_128B puts element (row, col) of a box
+    whose rows are ``box_cols`` bf16 (= 128 bytes), the box starting on a 1024-byte boundary."""
+    assert box_cols * ELEM == SWIZZLE_ROW and 0 <= col < box_cols
+    return swizzle_128b(row * SWIZZLE_ROW + col * ELEM)
+
+
+def descriptor_encode(x: int) -> int:
+    return (x & 0x3FFFF) >> 4
+
+
+def make_descriptor(start: int, lbo: int, sbo: int, swizzle_mode: int = 1, base_offset: int = 0) -> int:
+    """A wgmma shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2.2)."""
+    return (
+        descriptor_encode(start)
+        | descriptor_encode(lbo) << 16
+        | descriptor_encode(sbo) << 32
+        | (base_offset & 0x7) << 49
+        | (swizzle_mode & 0x3) << 62
+    )
+
+
+def decode_descriptor(desc: int) -> dict[str, int]:
+    return {
+        "start": (desc & 0x3FFF) << 4,
+        "lbo": ((desc >> 16) & 0x3FFF) << 4,
+        "sbo": ((desc >> 32) & 0x3FFF) << 4,
+        "base_offset": (desc >> 49) & 0x7,
+        "swizzle_mode": (desc >> 62) & 0x3,
+    }
+
+
+# The descriptor fields the kernels use (tc_hopper.cuh: a_descriptor, b_descriptor).
+A_LBO, A_SBO = 16, 1024  # K-major: LBO unused ("assumed 1"), SBO = next 8 rows
+B_LBO, B_SBO = 64 * SWIZZLE_ROW, 1024  # N-major: LBO = next 64 columns (next box), SBO = next 8 k
+
+
+def a_descriptor(tile_base: int, warpgroup_row0: int, k16: int) -> int:
+    """Descriptor for a 64 x 16 slice of a K-major A tile with 128-byte rows (as in the kernels)."""
+    return make_descriptor(tile_base + warpgroup_row0 * SWIZZLE_ROW + k16 * 16 * ELEM, A_LBO, A_SBO)
+
+
+def b_descriptor(tile_base: int, k16: int) -> int:
+    """Descriptor for a 16 x N slice of an N-major B tile stored as 64 x 64 boxes (as in the kernels)."""
+    return make_descriptor(tile_base + k16 * 16 * SWIZZLE_ROW, B_LBO, B_SBO)
+
+
+def wgmma_k_major_address(desc: int, row: int, k: int) -> int:
+    """Where wgmma reads element (row, k) of a K-major 128B-swizzled operand described by ``desc``:
+    canonical layout ((8,m),(T,2k)):((8T,SBO),(1,T)) (PTX ISA 9.7.15.5.1.2.1.3), in bytes, then
+    the swizzle applied to the address."""
+    d = decode_descriptor(desc)
+    assert d["swizzle_mode"] == 1 and 0 <= k < 16
+    linear = d["start"] + (row // 8) * d["sbo"] + (row % 8) * SWIZZLE_ROW + k * ELEM
+    return swizzle_128b(linear)
+
+
+def wgmma_mn_major_address(desc: int, n: int, k: int) -> int:
+    """Where wgmma reads element (k, n) of an MN-major 128B-swizzled operand: canonical layout
+    ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)) in units of elements, T = 8 for bf16."""
+    d = decode_descriptor(desc)
+    assert d["swizzle_mode"] == 1 and 0 <= k < 16
+    linear = d["start"] + (n % 64) * ELEM + (n // 64) * d["lbo"] + (k % 8) * SWIZZLE_ROW + (k // 8) * d["sbo"]
+    return swizzle_128b(linear)
+
+
+def wgmma_accumulator_position(thread: int, i: int, n_tile: int) -> tuple[int, int]:
+    """(row, column) of accumulator register d[i] of thread ``thread`` (0..127) of a warpgroup for
+    m64nNk16 (PTX ISA 9.7.15.5.1.1, matrix D)."""
+    assert 0 <= thread < 128 and 0 <= i < n_tile // 2
+    warp, lane = divmod(thread, 32)
+    row = 16 * warp + lane // 4 + 8 * ((i // 2) % 2)
+    col = 8 * (i // 4) + 2 * (lane % 4) + i % 2
+    return row, col
+
+
+def stmatrix_staging_address(thread: int, j: int) -> int:
+    """Byte offset (within one consumer's staging buffer of 64 x 64 boxes) of the row that lane
+    ``thread % 32`` addresses for stmatrix number ``j`` (16 columns each) - as in tc6_tma_store.cu."""
+    warp, lane = divmod(thread, 32)
+    row = warp * 16 + ((lane // 8) % 2) * 8 + lane % 8
+    col = j * 16 + (lane // 16) * 8
+    box, chunk = divmod(col, 64)
+    return box * 64 * 64 * ELEM + row * SWIZZLE_ROW + ((chunk // 8) ^ (row % 8)) * 16
+
+
+def stmatrix_fragment_position(lane: int, matrix: int, element: int) -> tuple[int, int]:
+    """(row, column) within 8x8 matrix ``matrix`` of the bf16 ``element`` (0 or 1) that lane
+    ``lane`` supplies to stmatrix (the ldmatrix/mma fragment: row lane/4, columns 2*(lane%4)+e)."""
+    return lane // 4, 2 * (lane % 4) + element
+
+
+def grouped_tile_order(cluster_rows: int, cols: int, group_m: int) -> list[tuple[int, int]]:
+    """The order in which the persistent stages hand out cluster tiles (tc_schedule.cuh)."""
+    out = []
+    per_group = group_m * cols
+    for t in range(cluster_rows * cols):
+        first = (t // per_group) * group_m
+        rows = min(cluster_rows - first, group_m)
+        r = t % per_group
+        out.append((first + r % rows, r // rows))
+    return out
+
+
+def persistent_ctas(cluster_tiles: int, max_clusters: int, cluster: int) -> int:
+    """CTAs of a persistent launch: as many clusters as fit, trimmed so the waves come out even."""
+    waves = -(-cluster_tiles // max_clusters)
+    return -(-cluster_tiles // waves) * cluster

@@ -1,0 +1,206 @@
+// Stage 6 - closing the gap: keep a wgmma batch in flight, and hand the epilogue to the copy engine.
+//
+// Two changes against stage 5, both about the moments when the tensor cores wait:
+// * Mainloop: stage 5 waits for a slice's wgmmas to finish (wait_group 0) before it can release
+//   the slot and issue the next batch, so the tensor core drains at every slice. Here a
+//   consumer issues slice i, then waits with wait_group 1 - only slice i-1 must be done - and
+//   releases i-1's slot. One batch is always queued behind the running one. A consumer now
+//   holds two slots, so the ring keeps STAGES = 4.
+// * Epilogue: stage 5 writes C with 4-byte stores scattered over 8 rows per instruction. Here each
+//   consumer converts its accumulators to bf16, writes them with stmatrix (PTX ISA 9.7.14.5.16)
+//   into a shared-memory tile laid out with the same 128-byte swizzle (conflict-free), and one
+//   thread hands the tile to the copy engine (cp.async.bulk.tensor, shared -> global). The store
+//   runs while the consumer already waits for the next tile's first slice; the staging
+//   buffer is reused only after cp.async.bulk.wait_group.read says the engine has read it.
+//   Shared memory is tight (4 x 48 KB ring), so each consumer stages half its 64 x 256 tile at a
+//   time: 2 boxes of 64 x 64 (16 KB).
+#include "tc_hopper.cuh"
+#include "tc_host.cuh"
+#include "tc_launch.h"
+#include "tc_schedule.cuh"
+
+namespace tc {
+namespace stage6 {
+
+constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;
+constexpr int STAGES = 4;
+constexpr int CONSUMERS = BLOCK_M / 64;
+constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;
+constexpr int B_BYTES = BLOCK_K * BLOCK_N * 2;
+constexpr int B_BOXES = BLOCK_N / 64;
+constexpr int C_BOX = 64;                                   // 64 x 64 bf16 boxes, 128-byte swizzle
+constexpr int C_HALF_COLS = BLOCK_N / 2;                    // columns staged per round
+constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;           // 2
+
+struct Smem {
+  bf16 a[STAGES][BLOCK_M * BLOCK_K];
+  bf16 b[STAGES][BLOCK_K * BLOCK_N];
+  bf16 c[CONSUMERS][C_HALF_BOXES][C_BOX * C_BOX];          // 2 x 16 KB
+  uint64_t full[STAGES], empty[STAGES];
+};
+constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
+static_assert(SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit");
+
+template <int CLUSTER>
+__device__ __forceinline__ void release_slot(uint64_t* empty) {
+  if constexpr (CLUSTER > 1) {
+#pragma unroll
+    for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty, r);
+  } else {
+    mbar_arrive(empty);
+  }
+}
+
+// One consumer's 64 x 256 accumulator -> bf16 -> swizzled staging boxes -> TMA store, in two
+// rounds of 128 columns. Called by all 128 threads of consumer `cw`.
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[BLOCK_N / 2], Smem& s, const CUtensorMap* map_c,
+                                               int cw, int row0, int col0) {
+  const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
+  const bool leader = tid == 0;
+  // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of
+  // the warp's 16 rows at columns +0, matrices 2/3 the same rows at columns +8.
+  const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+  const int col_in_16 = (lane / 16) * 8;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    if (leader) bulk_wait_read_all();   // the previous round's store has read the staging boxes
+    named_barrier_sync(1 + cw, WARPGROUP);
+#pragma unroll
+    for (int j = 0; j < C_HALF_COLS / 16; ++j) {
+      const int q = half * (C_HALF_COLS / 16) + j;  // which 16 columns of the 256
+      const int col = j * 16 + col_in_16;            // column within this half
+      const int box = col / C_BOX, chunk = (col % C_BOX) / 8;
+      const uint32_t addr = smem_u32(s.c[cw][box]) + row * 128 + ((chunk ^ (row % 8)) * 16);
+      stmatrix_x4(addr, pack_bf16x2(acc[8 * q + 0], acc[8 * q + 1]), pack_bf16x2(acc[8 * q + 2], acc[8 * q + 3]),
+                  pack_bf16x2(acc[8 * q + 4], acc[8 * q + 5]), pack_bf16x2(acc[8 * q + 6], acc[8 * q + 7]));
+    }
+    fence_proxy_async_shared();         // st.shared/stmatrix -> visible to the copy engine
+    named_barrier_sync(1 + cw, WARPGROUP);
+    if (leader) {
+#pragma unroll
+      for (int bx = 0; bx < C_HALF_BOXES; ++bx)
+        tma_store_2d(map_c, s.c[cw][bx], col0 + half * C_HALF_COLS + bx * C_BOX, row0);
+      bulk_commit();
+    }
+  }
+}
+
+template <int CLUSTER>
+__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+       const __grid_constant__ CUtensorMap map_c, int K, GroupedTiles tiles) {
+  static_assert(B_BOXES % CLUSTER == 0, "each CTA of the cluster multicasts the same number of B boxes");
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
+  const int wg = threadIdx.x / WARPGROUP;
+  const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
+  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+  const int k_slices = ceil_div(K, BLOCK_K);
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < STAGES; ++i) {
+      mbar_init(&s.full[i], 1);
+      mbar_init(&s.empty[i], CONSUMERS * CLUSTER);
+    }
+    fence_barrier_init();
+  }
+  if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
+
+  if (wg == 0) {
+    // ================= producer warpgroup (as in stage 5) =================
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      prefetch_tensor_map(&map_a);
+      prefetch_tensor_map(&map_b);
+      int it = 0;
+      for (int t = first_tile; t < tiles.count(); t += tile_step) {
+        int cluster_row, col;
+        tiles.locate(t, cluster_row, col);
+        const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
+        for (int ks = 0; ks < k_slices; ++ks, ++it) {
+          const int slot = it % STAGES;
+          mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
+          mbar_arrive_expect_tx(&s.full[slot], A_BYTES + B_BYTES);
+          tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * BLOCK_K, m0);
+#pragma unroll
+          for (int j = int(rank); j < B_BOXES; j += CLUSTER) {
+            bf16* dst = s.b[slot] + j * 64 * BLOCK_K;
+            if constexpr (CLUSTER > 1)
+              tma_load_2d_multicast(dst, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K, (1u << CLUSTER) - 1);
+            else
+              tma_load_2d(dst, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K);
+          }
+        }
+      }
+    }
+  } else {
+    // ================= consumer warpgroups =================
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;
+    const bool leader = threadIdx.x % WARPGROUP == 0;
+    if (leader) prefetch_tensor_map(&map_c);
+    float acc[BLOCK_N / 2];
+    int it = 0;
+    for (int t = first_tile; t < tiles.count(); t += tile_step) {
+      int cluster_row, col;
+      tiles.locate(t, cluster_row, col);
+      const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
+#pragma unroll
+      for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
+
+      int previous_slot = -1;
+      for (int ks = 0; ks < k_slices; ++ks, ++it) {
+        const int slot = it % STAGES;
+        mbar_wait(&s.full[slot], (it / STAGES) % 2);
+        wgmma_fence();
+#pragma unroll
+        for (int k16 = 0; k16 < BLOCK_K / WGMMA_K; ++k16)
+          wgmma_m64n256k16(acc, a_descriptor(s.a[slot] + cw * 64 * BLOCK_K, k16), b_descriptor(s.b[slot], k16));
+        wgmma_commit();
+        wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
+        if (leader && previous_slot >= 0) release_slot<CLUSTER>(&s.empty[previous_slot]);
+        previous_slot = slot;
+      }
+      wgmma_wait<0>();
+      fence_accumulators(acc);
+      if (leader && previous_slot >= 0) release_slot<CLUSTER>(&s.empty[previous_slot]);
+      // TMA clips the rows and columns that lie outside C (partial tiles, the idle half of a
+      // cluster with an odd number of tile rows).
+      store_tile_tma(acc, s, &map_c, cw, m0 + cw * 64, n0);
+    }
+    if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
+  }
+  if constexpr (CLUSTER > 1) cluster_sync();
+}
+
+template <int CLUSTER>
+void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
+            int group_m, int max_ctas, cudaStream_t stream) {
+  static bool configured = false;
+  if (!configured) allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES), configured = true;
+  const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
+  const int ctas = persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
+  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, K, tiles);
+  check_launch("tc6_tma_store");
+}
+
+}  // namespace stage6
+
+void launch_tc6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
+                          int group_m, int max_ctas) {
+  using namespace stage6;
+  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
+  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  const CUtensorMap map_c = make_tensor_map(c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (group_m < 1) throw std::runtime_error("tc6_tma_store: group_m must be >= 1");
+  if (cluster == 1)
+    launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream);
+  else if (cluster == 2)
+    launch<2>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream);
+  else
+    throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
+}
+
+}  // namespace tc

@@ -1,0 +1,265 @@
+"""Tensor-core stages (notebook 05): registry metadata, argument checks, the address arithmetic the
+kernels rely on (checked element by element against a model of what TMA writes), the sources
+compiling for sm_90a with the instructions we expect in the SASS, and - on a GPU - correctness."""
+
+import collections
+import itertools
+import re
+
+import pytest
+import torch
+
+import course_lib
+from course_lib.kernels import tensor_cores as tc
+
+STAGE_NAMES = [d.stage for d in tc.DESIGNS]
+
+
+# ---- registry and argument checks ------------------------------------------------------------
+def test_every_stage_is_registered_with_its_metadata():
+    names = [s.name for s in course_lib.stages() if s.backend == "cuda-extension"]
+    assert names == STAGE_NAMES
+    for i, name in enumerate(STAGE_NAMES):
+        st = course_lib.get_stage(name)
+        assert st.notebook == "05_tensor_cores"
+        assert st.dtypes == ("bf16",)
+        assert st.gpu_only and st.shape_multiple == tc.SHAPE_MULTIPLE == 8
+        assert st.order == 51 + i
+        assert st.sweep == (name == STAGE_NAMES[-1])
+
+
+@pytest.mark.skipif(course_lib.backend.get().is_gpu, reason="checks the CPU backend's refusal")
+@pytest.mark.parametrize("name", STAGE_NAMES)
+def test_cpu_backend_refuses_with_a_clear_error(name):
+    a, b = course_lib.random_inputs(16, 16, 16, "bf16", seed=0)
+    with pytest.raises(RuntimeError, match="runs only on an NVIDIA GPU"):
+        course_lib.get_stage(name)(a, b)
+    with pytest.raises(RuntimeError, match="runs only on an NVIDIA GPU"):
+        tc.GEMMS[name](a, b)
+
+
+@pytest.mark.parametrize("shape", [(12, 16, 16), (16, 20, 16), (16, 16, 36)])
+def test_shapes_off_the_multiple_are_rejected_before_launch(shape):
+    M, N, K = shape
+    a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
+    with pytest.raises(ValueError, match="multiples of 8"):
+        tc.tc_6_tma_store(a, b)
+
+
+def test_other_dtypes_are_rejected():
+    a, b = course_lib.random_inputs(16, 16, 16, "fp32", seed=0)
+    with pytest.raises(TypeError, match="bfloat16"):
+        tc.tc_2_wgmma_tma(a, b)
+
+
+def test_build_plan_reads_the_architecture():
+    sources, flags, name = tc.build_plan((9, 0))
+    assert tc.SM90A in flags and "-DTC_WITH_SM90A" in flags and name.endswith("sm90a")
+    assert {s.name for s in sources} == {d.source for d in tc.DESIGNS} | {tc.BINDING}
+    sources, flags, name = tc.build_plan((8, 6))
+    assert [s.name for s in sources] == ["tc1_mma_sync.cu", tc.BINDING]
+    assert "-gencode=arch=compute_86,code=sm_86" in flags and not any("90a" in f for f in flags)
+    with pytest.raises(RuntimeError, match="8.0 or newer"):
+        tc.build_plan((7, 5))
+    assert str(tc.extensions_dir()).find(str(tc.CSRC.parent.parent)) != 0  # cache outside the repo
+
+
+# ---- the address arithmetic, on the CPU ------------------------------------------------------
+BASE = 0x8000  # any 1024-byte-aligned shared-memory offset
+
+
+def test_descriptor_matches_the_ptx_worked_example():
+    # start 0x2000, LBO 16 B ("assumed 1"), SBO 1024 B, 128-byte swizzle
+    assert tc.make_descriptor(0x2000, 16, 1024) == 0x4000004000010200
+    d = tc.decode_descriptor(tc.b_descriptor(BASE, 3))
+    assert d == {"start": BASE + 3 * 2048, "lbo": 8192, "sbo": 1024, "base_offset": 0, "swizzle_mode": 1}
+
+
+def _a_mismatches(sbo: int = tc.A_SBO) -> int:
+    bad = 0
+    for wg, k16 in itertools.product(range(2), range(4)):
+        desc = tc.a_descriptor(BASE, 64 * wg, k16)
+        if sbo != tc.A_SBO:
+            desc = tc.make_descriptor(tc.decode_descriptor(desc)["start"], tc.A_LBO, sbo)
+        for r, k in itertools.product(range(64), range(16)):
+            want = BASE + tc.tma_box_offset(64 * wg + r, 16 * k16 + k)
+            bad += tc.wgmma_k_major_address(desc, r, k) != want
+    return bad
+
+
+def test_wgmma_reads_a_where_tma_wrote_it():
+    """A tile (128 x 64, K-major): every element each warpgroup's descriptors name is the one TMA
+    put there, including the k-slices that start 32, 64, 96 bytes into a swizzled row."""
+    assert _a_mismatches() == 0
+    assert _a_mismatches(sbo=2048) > 0  # the check can fail
+
+
+def _b_mismatches(block_n: int, lbo: int = tc.B_LBO, sbo: int = tc.B_SBO) -> int:
+    bad = 0
+    for k16 in range(4):
+        start = tc.decode_descriptor(tc.b_descriptor(BASE, k16))["start"]
+        desc = tc.make_descriptor(start, lbo, sbo)
+        for n, k in itertools.product(range(block_n), range(16)):
+            want = BASE + (n // 64) * 64 * 64 * 2 + tc.tma_box_offset(16 * k16 + k, n % 64)
+            bad += tc.wgmma_mn_major_address(desc, n, k) != want
+    return bad
+
+
+@pytest.mark.parametrize("block_n", [128, 256])
+def test_wgmma_reads_b_where_tma_wrote_it(block_n):
+    """B slice (64 x BLOCK_N, N-major, as BLOCK_N/64 boxes of 64 x 64): LBO steps to the next box,
+    SBO to the next 8 rows of K."""
+    assert _b_mismatches(block_n) == 0
+    assert _b_mismatches(block_n, lbo=tc.B_SBO, sbo=tc.B_LBO) > 0  # swapped fields are caught
+
+
+@pytest.mark.parametrize("n_tile", [128, 256])
+def test_accumulator_layout_covers_the_tile_once(n_tile):
+    seen = collections.Counter(
+        tc.wgmma_accumulator_position(t, i, n_tile) for t in range(128) for i in range(n_tile // 2)
+    )
+    assert len(seen) == 64 * n_tile and set(seen.values()) == {1}
+
+
+def test_stmatrix_puts_each_accumulator_where_the_tma_store_reads_it():
+    """Stage 6's epilogue: per half of 128 columns, stmatrix j = 0..7 writes registers
+    acc[8q .. 8q+7] (q = 8*half + j) of each thread; the byte each value lands on must be the
+    byte the TMA store (64 x 64 boxes, 128-byte swizzle) reads for that (row, column)."""
+    written = {}
+    for half, j, t in itertools.product(range(2), range(8), range(128)):
+        q = 8 * half + j
+        warp, lane = divmod(t, 32)
+        for matrix, e in itertools.product(range(4), range(2)):
+            row, col = tc.wgmma_accumulator_position(t, 8 * q + 2 * matrix + e, 256)
+            mrow, mcol = tc.stmatrix_fragment_position(lane, matrix, e)
+            row_addr = tc.stmatrix_staging_address(32 * warp + 8 * matrix + mrow, j)
+            addr = row_addr + 2 * mcol
+            col_in_half = col - 128 * half
+            assert 0 <= col_in_half < 128
+            want = (col_in_half // 64) * 8192 + tc.tma_box_offset(row, col_in_half % 64)
+            assert addr == want, (half, j, t, matrix, e)
+            written[(half, addr)] = written.get((half, addr), 0) + 1
+    assert len(written) == 2 * 64 * 128 and set(written.values()) == {1}
+
+
+@pytest.mark.parametrize("rows,cols,group", [(1, 1, 8), (5, 3, 2), (32, 32, 8), (7, 11, 8), (9, 4, 1)])
+def test_grouped_tile_order_visits_every_tile_once(rows, cols, group):
+    order = tc.grouped_tile_order(rows, cols, group)
+    assert sorted(order) == [(r, c) for r in range(rows) for c in range(cols)]
+    if rows >= group:  # the first `group` tiles are one column of `group` rows
+        assert order[:group] == [(r, 0) for r in range(group)]
+
+
+def test_persistent_grid_has_no_ragged_last_wave():
+    assert tc.persistent_ctas(1024, 66, 2) == 128  # 8192^2 with 128x256 tiles: 16 waves of 64 pairs
+    assert tc.persistent_ctas(256, 66, 2) == 128  # 4096^2: 4 waves
+    assert tc.persistent_ctas(3, 66, 2) == 6
+    for tiles in range(1, 400):
+        ctas = tc.persistent_ctas(tiles, 66, 2)
+        waves = -(-tiles // 66)
+        assert ctas <= 132 and -(-tiles // (ctas // 2)) == waves
+
+
+# ---- sources and compiled code ---------------------------------------------------------------
+def test_designs_match_the_constants_in_the_sources():
+    for d in tc.DESIGNS:
+        text = (tc.CSRC / d.source).read_text()
+        m = re.search(r"constexpr int BLOCK_M = (\d+), BLOCK_N = (\d+), BLOCK_K = (\w+);", text)
+        assert m, d.source
+        block_k = 64 if m.group(3) == "TILE_K" else int(m.group(3))
+        assert (int(m.group(1)), int(m.group(2)), block_k) == d.block, d.source
+        stages = re.search(r"constexpr int STAGES = (\d+);", text)
+        assert (int(stages.group(1)) if stages else 1) == d.stages, d.source
+        assert d.smem_bytes <= 227 * 1024, d.stage
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    if tc.find_nvcc() is None:
+        pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
+    if tc.find_cuobjdump() is None:
+        pytest.skip("cuobjdump not found (it ships inside the triton wheel)")
+    results = tc.compile_all("sm_90a")  # all stages in parallel, cached outside the repository
+    mixes = {name: tc.sass_instruction_mix(r.cubin) for name, r in results.items()}
+    return results, mixes
+
+
+@pytest.mark.parametrize("name", STAGE_NAMES)
+def test_stage_compiles_for_sm90a_without_spills_or_warnings(compiled, name):
+    results, mixes = compiled
+    r = results[name]
+    assert r.kernels, f"no kernel found in ptxas's report:\n{r.ptxas_log}"
+    for k in r.kernels:
+        assert not k.spills, f"{k.name} spills or uses a stack frame: {k}"
+        assert k.arch == "sm_90a"
+    assert r.warnings == (), r.warnings  # e.g. C7508 (setmaxnreg ignored) or wgmma serialisation
+    mix = mixes[name]
+    assert mix["LDL"] == 0 and mix["STL"] == 0
+
+
+@pytest.mark.parametrize("name", STAGE_NAMES)
+def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
+    _, mixes = compiled
+    mix = mixes[name]
+    if name == "tc_1_mma_sync":
+        assert mix["HMMA"] > 0 and mix["LDSM"] > 0 and mix["HGMMA"] == 0
+    else:
+        assert mix["HGMMA"] > 0 and mix["HMMA"] == 0 and mix["UTMALDG"] > 0 and mix["SYNCS"] > 0
+    if name in ("tc_4_warp_spec", "tc_5_persistent", "tc_6_tma_store"):
+        assert mix["USETMAXREG"] > 0
+    if name == "tc_6_tma_store":
+        assert mix["STSM"] > 0 and mix["UTMASTG"] > 0 and mix["STG"] == 0
+
+
+def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
+    results, _ = compiled
+    for name in ("tc_4_warp_spec", "tc_5_persistent", "tc_6_tma_store"):
+        for k in results[name].kernels:
+            assert k.registers <= 168, k  # 65536 / 384 threads, rounded down to a multiple of 8
+
+
+def test_mma_sync_stage_also_builds_for_ampere():
+    if tc.find_nvcc() is None:
+        pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
+    r = tc.compile_stage("tc_1_mma_sync", "sm_80")
+    assert r.kernels and all(not k.spills for k in r.kernels)
+    with pytest.raises(ValueError, match="only for sm_90a"):
+        tc.compile_stage("tc_2_wgmma_tma", "sm_80")
+
+
+def test_demangle_names_the_course_kernels():
+    assert tc.demangle("_ZN2tc6stage56kernelILi2EEEv14CUtensorMap_stS2_P13__nv_bfloat16iiiNS_12GroupedTilesE") == (
+        "tc::stage5::kernel<2>"
+    )
+    assert tc.demangle("_ZN2tc6stage16kernelEPK13__nv_bfloat16S3_PS1_iii") == "tc::stage1::kernel"
+    assert tc.demangle("plain_name") == "plain_name"
+
+
+# ---- on a GPU --------------------------------------------------------------------------------
+# Off every tile size (128 x 128 and 128 x 256, K slices of 32/64), an odd number of 128-row tiles
+# (the idle half of a 2-CTA cluster), K with a partial last slice, and one large square.
+GPU_SHAPES = [(8, 8, 8), (40, 24, 40), (136, 264, 72), (264, 520, 200), (1000, 1008, 520), (2048, 2048, 2048)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", STAGE_NAMES)
+def test_stage_is_correct_on_the_gpu(name):
+    report = course_lib.check(name, "bf16", GPU_SHAPES)
+    assert len(report.results) == len(GPU_SHAPES)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster,group_m", [(1, 1), (1, 8), (2, 1), (2, 16)])
+def test_persistent_knobs_are_correct_on_the_gpu(cluster, group_m):
+    for stage in ("tc_5_persistent", "tc_6_tma_store"):
+        fn = tc.persistent_variant(stage, cluster=cluster, group_m=group_m)
+        course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520)])
+
+
+@pytest.mark.gpu
+def test_misaligned_view_is_rejected_on_the_gpu():
+    storage = torch.zeros(64 * 64 + 4, dtype=torch.bfloat16, device="cuda")
+    a = storage[4:].reshape(64, 64)  # contiguous, but 8 bytes past a 16-byte boundary
+    b = torch.zeros(64, 64, dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(ValueError, match="16-byte boundary"):
+        tc.tc_2_wgmma_tma(a, b)
