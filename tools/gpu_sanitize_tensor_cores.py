@@ -1,0 +1,42 @@
+"""Run every tensor-core stage once at small shapes, for compute-sanitizer.
+
+    PYTHONPATH=. COURSE_BACKEND=gpu compute-sanitizer --tool memcheck  python3 tools/gpu_sanitize_tensor_cores.py
+    PYTHONPATH=. COURSE_BACKEND=gpu compute-sanitizer --tool racecheck python3 tools/gpu_sanitize_tensor_cores.py
+    PYTHONPATH=. COURSE_BACKEND=gpu compute-sanitizer --tool synccheck python3 tools/gpu_sanitize_tensor_cores.py
+
+Build the extension first without the sanitizer (``tools/gpu_tensor_cores.py`` does; a build under
+the sanitizer is slow). Optional arguments name stages. Shapes: 256^3 (whole tiles) and
+264 x 520 x 200 (partial tiles, an odd number of tile rows, a partial K slice). Exits non-zero if
+an output differs from cuBLAS.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+import course_lib
+from course_lib.kernels import tensor_cores as tc
+
+SHAPES = ((256, 256, 256), (264, 520, 200))
+
+
+def main(names: list[str]) -> int:
+    tc.extension()
+    bad = 0
+    for name in names or [d.stage for d in tc.DESIGNS]:
+        for M, N, K in SHAPES:
+            a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
+            c = course_lib.get_stage(name)(a, b)
+            torch.cuda.synchronize()
+            ref = (a.double() @ b.double())
+            err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+            ok = err < 1e-2
+            bad += not ok
+            print(f"{name} {M}x{N}x{K}: relative error {err:.2e} {'ok' if ok else 'WRONG'}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
