@@ -1,0 +1,336 @@
+"""Stage 04: the Triton kernels (interpreter on the CPU backend), their errors, the notebook's tables."""
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from course_lib import backend, check, get_stage
+from course_lib.gemm import random_inputs
+from course_lib.kernels import coalescing_and_triton as c04
+
+STAGES = ["triton_tiled", "triton_tiled_descriptors", "triton_tiled_transposed_b", "triton_fast"]
+DTYPES = ["fp32", "tf32", "fp16", "bf16"]
+
+
+# ---- every stage, every dtype, through course_lib.check ----------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", STAGES)
+def test_stage_passes_check(name, dtype):
+    stage = get_stage(name)
+    assert stage.backend == "triton" and stage.notebook == "04_coalescing_and_triton"
+    assert set(stage.dtypes) == set(DTYPES)
+    report = check(name, dtype, seed=4)
+    assert all(r.rel_error <= r.tolerance for r in report.results)
+
+
+def test_fast_stage_is_the_sweep_stage():
+    assert get_stage("triton_fast").sweep
+    assert [get_stage(n).order for n in STAGES] == sorted(get_stage(n).order for n in STAGES)
+
+
+def test_output_dtype_follows_input():
+    for dtype, want in (("fp32", torch.float32), ("tf32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)):
+        a, b = random_inputs(5, 6, 7, dtype, seed=0)
+        for name in ("triton_tiled", "triton_tiled_transposed_b", "triton_fast"):
+            assert get_stage(name).gemm(dtype)(a, b).dtype == want
+
+
+# ---- property tests: random odd shapes 1..300 ----------------------------------------------------
+_dims = st.integers(min_value=1, max_value=300)
+
+
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(M=_dims, N=_dims, K=_dims, dtype=st.sampled_from(DTYPES), name=st.sampled_from(["triton_tiled", "triton_tiled_transposed_b", "triton_fast"]))
+def test_any_shape(M, N, K, dtype, name):
+    check(name, dtype, shapes=[(M, N, K)], seed=M * 90001 + N * 301 + K)
+
+
+@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(M=_dims, N=st.integers(1, 37).map(lambda v: 8 * v), K=st.integers(1, 37).map(lambda v: 8 * v), dtype=st.sampled_from(DTYPES))
+def test_descriptor_stage_on_aligned_shapes(M, N, K, dtype):
+    # Descriptors need 16-byte rows: N and K multiples of 8 suit every course dtype; M is free.
+    check("triton_tiled_descriptors", dtype, shapes=[(M, N, K)], seed=M + N + K)
+
+
+# ---- every candidate configuration of the fast kernel ---------------------------------------------
+FAST_CASES = list(dict.fromkeys(
+    (d, c04.FastConfig(**{**cfg.as_dict(), "loads": loads}))
+    for d, cfgs in c04.FAST_CONFIGS.items()
+    for cfg in cfgs
+    for loads in ("descriptors", "pointers")
+))
+
+
+@pytest.mark.parametrize("dtype, cfg", FAST_CASES, ids=[f"{d}-{c.label}" for d, c in FAST_CASES])
+def test_fast_config(dtype, cfg):
+    # 264 x 520 is three tiles of 128 x 256 (the persistent launch walks several per program);
+    # 33 x 17 x 40 is off every tile and misaligned for descriptors (the pointer fallback).
+    check(lambda a, b: c04.fast_matmul(a, b, dtype, cfg), dtype, shapes=[(264, 520, 72), (33, 17, 40)], seed=2)
+
+
+def test_fast_uses_descriptors_only_when_aligned():
+    cfg = c04.FastConfig(64, 64, 32)
+    for (M, N, K), want in (((64, 64, 64), True), ((64, 64, 7), False), ((64, 7, 64), False), ((3, 64, 64), True)):
+        a, b = random_inputs(M, N, K, "fp32", seed=0)
+        ops = c04.prepare(a, b, stage="t", dtypes=("fp32",))
+        c = torch.empty(M, N)
+        _, used = c04._launch_fast(ops, "fp32", cfg, c)
+        assert used is want, (M, N, K)
+        torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_fast_config_is_validated():
+    with pytest.raises(ValueError, match="b_layout"):
+        c04.FastConfig(64, 64, 32, b_layout="mn")
+    with pytest.raises(ValueError, match="power of two"):
+        c04.FastConfig(64, 48, 32)
+    with pytest.raises(ValueError, match="tl.dot's minimum"):
+        c04.FastConfig(64, 64, 8)
+    with pytest.raises(ValueError, match="loads"):
+        c04.FastConfig(64, 64, 32, loads="tma")
+
+
+def test_first_candidate_runs_on_the_cpu():
+    assert not backend.get().is_gpu
+    a, b = random_inputs(40, 24, 16, "fp16", seed=1)
+    c = get_stage("triton_fast").gemm("fp16")(a, b)
+    assert c04.tuned_configs() == {}  # nothing is timed on the CPU
+    torch.testing.assert_close(c, c04.fast_matmul(a, b, "fp16", c04.FAST_CONFIGS["fp16"][0]))
+
+
+# ---- tensor descriptors: clear errors when the layout breaks the rules ---------------------------
+def _desc(a, b, dtype="fp32"):
+    return get_stage("triton_tiled_descriptors").gemm(dtype)(a, b)
+
+
+def test_descriptor_row_stride_not_16_byte_aligned():
+    a, b = random_inputs(8, 8, 7, "fp32")  # a's rows are 7 * 4 = 28 bytes apart
+    with pytest.raises(ValueError, match=r"a's rows are 7 elements = 28 bytes apart.*multiple of 4 elements"):
+        _desc(a, b)
+    a, b = random_inputs(8, 12, 8, "fp16")  # b's rows: 12 * 2 = 24 bytes
+    with pytest.raises(ValueError, match=r"b's rows are 12 elements = 24 bytes.*multiple of 8 elements"):
+        _desc(a, b, "fp16")
+
+
+def test_descriptor_output_row_stride():
+    a, _ = random_inputs(8, 8, 8, "fp32")
+    b = torch.randn(8, 8)[:, :6]  # rows 8 elements apart (aligned), but C gets 6-element rows
+    with pytest.raises(ValueError, match=r"the output c \(N columns\)'s rows are 6 elements"):
+        _desc(a, b)
+
+
+def test_descriptor_misaligned_base_address():
+    flat = torch.randn(8 * 8 + 1)
+    a = flat[1:].view(8, 8)  # contiguous, but starts 4 bytes into the allocation
+    _, b = random_inputs(8, 8, 8, "fp32")
+    assert a.is_contiguous() and a.data_ptr() % 16 == 4
+    with pytest.raises(ValueError, match=r"a starts at an address that is not a multiple of 16 bytes.*clone\(\)"):
+        _desc(a, b)
+    c = _desc(a.clone(), b)  # the suggested fix works
+    torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_descriptor_non_contiguous_last_dimension():
+    a, b = random_inputs(8, 8, 8, "fp32")
+    with pytest.raises(ValueError, match=r"b is not contiguous in its last dimension.*b.contiguous\(\)"):
+        _desc(a, b.T.contiguous().T)
+
+
+def test_descriptor_rules_in_plain_terms():
+    t = torch.zeros(4, 8)
+    assert c04.descriptor_problem(t, "t") is None
+    assert "16-byte" in c04.descriptor_problem(torch.zeros(4, 5), "t")
+    assert c04.descriptor_problem(torch.zeros(4, 1), "t") is not None  # 4-byte rows
+    assert c04.descriptor_problem(torch.zeros(4, 8, dtype=torch.float16), "t") is None
+
+
+# ---- bad inputs the stages share ------------------------------------------------------------------
+@pytest.mark.parametrize("name", STAGES)
+def test_wrong_dtype_for_the_named_dtype(name):
+    a, b = random_inputs(4, 5, 6, "fp16")
+    with pytest.raises(TypeError, match="takes float32 inputs, not torch.float16"):
+        get_stage(name).gemm("tf32")(a, b)
+    a, b = random_inputs(4, 5, 6, "fp32")
+    with pytest.raises(TypeError, match="takes bfloat16 inputs"):
+        get_stage(name).gemm("bf16")(a, b)
+
+
+@pytest.mark.parametrize("name", ["triton_tiled", "triton_tiled_transposed_b", "triton_fast"])
+def test_strided_inputs_are_handled(name):
+    a, b = random_inputs(40, 30, 20, "fp32", seed=3)
+    at = a.T.contiguous().T  # column-major A
+    bs = torch.randn(20, 60)[:, ::2]  # every other column: row stride 60, column stride 2
+    c = get_stage(name).gemm("fp32")(at, bs)
+    torch.testing.assert_close(c, (a.double() @ bs.double()).float(), rtol=1e-5, atol=1e-4)
+
+
+def test_numpy_in_numpy_out():
+    a, b = np.ones((3, 5), np.float32), np.ones((5, 2), np.float32)
+    for name in STAGES[:1] + STAGES[2:]:
+        c = get_stage(name).gemm("fp32")(a, b)
+        assert isinstance(c, np.ndarray) and np.all(c == 5)
+
+
+def test_32_bit_offsets_are_guarded():
+    huge = torch.empty((2**16, 2**16), device="meta")
+    with pytest.raises(ValueError, match="beyond 2\\*\\*31 - 1"):
+        c04._require_32bit_offsets("triton_tiled", huge)
+    c04._require_32bit_offsets("triton_tiled", torch.empty((2**15, 2**15), device="meta"))
+
+
+def test_bf16_is_computed_from_bf16_values():
+    # The interpreter work-around must not change the numbers: compare with fp32 math on the
+    # bf16-rounded inputs, rounded once to bf16 at the end.
+    a, b = random_inputs(33, 24, 40, "bf16", seed=5)  # 16-byte rows, for the descriptor stage
+    want = (a.float() @ b.float()).to(torch.bfloat16)
+    for name in STAGES:
+        got = get_stage(name).gemm("bf16")(a, b)
+        assert got.dtype == torch.bfloat16
+        torch.testing.assert_close(got.float(), want.float(), rtol=1e-2, atol=1e-2)
+
+
+# ---- the seed experiment's runner ----------------------------------------------------------------
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("precision", ["ieee", "tf32"])
+def test_seed_experiment_gemm(precision, transposed):
+    def fn(x, y):
+        return c04.seed_experiment_gemm(x, y, block_size=32, input_precision=precision, transposed_y=transposed)
+
+    check(fn, "fp32" if precision == "ieee" else "tf32", shapes=[(70, 45, 33), (1, 1, 1)], seed=9)
+
+
+def test_seed_recorded_figures_are_complete():
+    assert set(c04.SEED_RECORDED_DESIGN_NOTES) == {(p, b) for p in ("ieee", "tf32") for b in c04.SEED_BLOCK_SIZES}
+    assert c04.SEED_SHAPE == (8192, 4096, 6144)
+
+
+# ---- tables for the notebook --------------------------------------------------------------------
+def test_coalescing_table():
+    row = c04.coalescing_table(4096, 4)
+    assert row[0]["sectors"] == 4 and row[0]["efficiency %"] == 100.0
+    assert row[1]["sectors"] == 5  # one element late: the warp straddles a fifth sector
+    assert row[2]["sectors"] == 32 and row[2]["efficiency %"] == 12.5
+    assert row[3]["sectors"] == 1 and row[3]["bytes used"] == 4
+    assert c04.coalescing_table(4096, 2)[0]["sectors"] == 2  # 32 fp16 = 64 bytes
+
+
+def test_bank_conflicts():
+    assert c04.bank_wavefronts(range(32)) == 1
+    assert c04.bank_wavefronts([32 * i for i in range(32)]) == 32
+    assert c04.bank_wavefronts([5] * 32) == 1  # one word: broadcast
+    assert c04.bank_wavefronts([0, 32, 0, 32]) == 2
+    table = {(r["layout"], r["warp reads a"]): r["wavefronts"] for r in c04.bank_conflict_table(32)}
+    assert table[("plain", "row")] == 1 and table[("plain", "column")] == 32
+    assert table[("padded (+1 word per row)", "column")] == 1
+    assert table[("XOR-swizzled", "column")] == 1 and table[("XOR-swizzled", "row")] == 1
+
+
+def test_sectors_touched_counts_straddling_elements():
+    assert c04.sectors_touched([30], 4) == 2
+    assert c04.sectors_touched([0, 4, 8], 4) == 1
+
+
+def test_print_table(capsys):
+    c04.print_table([{"a": 1, "bb": "x"}, {"a": 22, "bb": "yy"}])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["a", "bb"] and out[2].split() == ["22", "yy"]
+
+
+# ---- launch order: Python twin, Triton helper, exercise checker -----------------------------------
+@triton.jit
+def _order_probe_kernel(out_ptr, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_m, pid_n = c04.grouped_tile(pid, num_pid_m, num_pid_n, GROUP_M)
+    tl.store(out_ptr + 2 * pid, pid_m)
+    tl.store(out_ptr + 2 * pid + 1, pid_n)
+
+
+@pytest.mark.parametrize("m, n, g", [(5, 3, 2), (9, 4, 8), (1, 6, 4), (8, 8, 8)])
+def test_grouped_tile_matches_its_python_twin(m, n, g):
+    out = torch.full((m * n, 2), -1, dtype=torch.int32)
+    _order_probe_kernel[(m * n,)](out, m, n, GROUP_M=g)
+    want = [c04.grouped_order(p, m, n, g) for p in range(m * n)]
+    assert [tuple(r) for r in out.tolist()] == want
+
+
+@pytest.mark.parametrize("m, n, g", [(5, 3, 2), (9, 4, 8), (7, 7, 3), (1, 1, 1)])
+def test_every_order_covers_every_tile_once(m, n, g):
+    for order in (c04.grouped_order, c04.row_major_order):
+        grid = c04.launch_order_grid(order, m, n, g)
+        assert sorted(grid.ravel().tolist()) == list(range(m * n))
+
+
+def test_grouping_reads_fewer_blocks():
+    grouped = c04.blocks_loaded(c04.grouped_order, 32, 32, 8, 132)
+    naive = c04.blocks_loaded(c04.row_major_order, 32, 32, 8, 132)
+    assert naive == {"programs": 132, "A block-rows": 5, "B block-columns": 32, "A + B": 37}
+    assert grouped["A + B"] < naive["A + B"]
+
+
+def test_check_launch_order():
+    assert "correct" in c04.check_launch_order(c04.grouped_order)
+    with pytest.raises(AssertionError, match=r"program 1 of a 3 x 2 grid.*group_m=2"):
+        c04.check_launch_order(c04.row_major_order)
+
+
+# ---- exercise 2: the K tail -----------------------------------------------------------------------
+@triton.jit
+def _forgets_the_tail_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, K // BLOCK_K):
+        k = kb * BLOCK_K + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak, mask=rows[:, None] < M, other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn, mask=cols[None, :] < N, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def test_exercise_solution_passes_and_the_bug_is_caught():
+    check(c04.exercise_gemm(c04.exercise_tail_solution_kernel), "fp32", shapes=[(33, 17, 40), (5, 3, 1)], seed=0)
+    with pytest.raises(AssertionError, match=r"M=33, N=17, K=40.*relative error"):
+        check(c04.exercise_gemm(_forgets_the_tail_kernel), "fp32", shapes=[(33, 17, 40)], seed=0)
+
+
+# ---- compiling for the H200 on this machine -------------------------------------------------------
+@pytest.mark.slow
+def test_hopper_compile_evidence():
+    rows = c04.hopper_compile_evidence(
+        [dict(kernel=k, dtype="fp32", precision="tf32", block=64) for k in ("plain", "transposed")]
+        + [dict(kernel="plain", dtype="fp32", precision="ieee", block=32)]
+    )
+    plain, transposed, ieee = rows
+    assert plain["arch"] == "sm_90a" and plain["triton"] == triton.__version__
+    assert plain["wgmma (tensor cores)"] > 0 and transposed["wgmma (tensor cores)"] > 0
+    # Row-major B: Hopper's TF32 MMA wants K-major B, so B's tiles are scattered 4 bytes at a time.
+    assert plain["cp.async 4 B"] > 0 and transposed["cp.async 4 B"] == 0
+    assert ieee["wgmma (tensor cores)"] == 0 and ieee["fma.f32 (CUDA cores)"] > 0
+
+
+# ---- on a GPU ------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", STAGES)
+def test_stage_passes_check_on_gpu_shapes(name, dtype):
+    check(name, dtype)
+
+
+@pytest.mark.gpu
+def test_fast_uses_descriptors_on_the_gpu_when_aligned():
+    a, b = random_inputs(512, 512, 512, "fp16", seed=0)
+    ops = c04.prepare(a, b, stage="t", dtypes=("fp16",))
+    c = torch.empty(512, 512, dtype=torch.float16, device="cuda")
+    _, used = c04._launch_fast(ops, "fp16", c04.FAST_CONFIGS["fp16"][0], c)
+    assert used
+    torch.testing.assert_close(c, a @ b, rtol=2e-2, atol=2e-2)
