@@ -263,3 +263,10 @@ def test_misaligned_view_is_rejected_on_the_gpu():
     b = torch.zeros(64, 64, dtype=torch.bfloat16, device="cuda")
     with pytest.raises(ValueError, match="16-byte boundary"):
         tc.tc_2_wgmma_tma(a, b)
+
+
+def test_accumulator_layout_agrees_with_the_fragment_visualisation():
+    from course_lib.viz.fragments import wgmma_m64nNk16_d
+
+    for t, i in itertools.product(range(128), range(128)):
+        assert tc.wgmma_accumulator_position(t, i, 256) == wgmma_m64nNk16_d(t, i, 256)

@@ -599,3 +599,42 @@ def persistent_ctas(cluster_tiles: int, max_clusters: int, cluster: int) -> int:
     """CTAs of a persistent launch: as many clusters as fit, trimmed so the waves come out even."""
     waves = -(-cluster_tiles // max_clusters)
     return -(-cluster_tiles // waves) * cluster
+
+
+# ---- for the notebook ---------------------------------------------------------------------------
+def source_excerpt(stage_or_file: str, start: str, end: str | None = None) -> str:
+    """The lines of a stage's .cu file (or any file in csrc/) from the first line containing
+    ``start`` through the first later line containing ``end`` (or to the end of the file)."""
+    name = DESIGN[stage_or_file].source if stage_or_file in DESIGN else stage_or_file
+    lines = (CSRC / name).read_text().splitlines()
+    i = next((n for n, line in enumerate(lines) if start in line), None)
+    if i is None:
+        raise ValueError(f"{start!r} not found in {name}")
+    j = len(lines) - 1 if end is None else next((n for n in range(i + 1, len(lines)) if end in lines[n]), None)
+    if j is None:
+        raise ValueError(f"{end!r} not found after {start!r} in {name}")
+    return "\n".join(lines[i:j + 1])
+
+
+def resource_table(results: dict[str, CompileResult]) -> str:
+    """ptxas's report for every kernel, one line each, as text."""
+    rows = [f"{'stage':<17}{'kernel':<24}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
+    for stage, r in results.items():
+        d = DESIGN[stage]
+        for k in r.kernels:
+            smem = k.static_smem_bytes or d.smem_bytes
+            rows.append(
+                f"{stage:<17}{k.name:<24}{d.threads:>8}{k.registers:>6}{k.spill_store_bytes + k.spill_load_bytes:>8}"
+                f"{k.stack_bytes:>7}{smem / 1024:>8.1f}KB  {d.block[0]}x{d.block[1]}x{d.block[2]}, {d.stages}"
+            )
+    return "\n".join(rows)
+
+
+def instruction_table(results: dict[str, CompileResult], opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
+    """How many of each highlighted SASS opcode every stage's cubin holds, as text."""
+    opcodes = list(opcodes)
+    rows = [f"{'stage':<17}" + "".join(f"{op:>11}" for op in opcodes)]
+    for stage, r in results.items():
+        mix = sass_instruction_mix(r.cubin)
+        rows.append(f"{stage:<17}" + "".join(f"{mix[op]:>11}" for op in opcodes))
+    return "\n".join(rows)
