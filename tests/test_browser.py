@@ -52,9 +52,13 @@ _WIDGET_CELLS = [
 ]
 
 
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def _missing(reason: str) -> None:
     """Skip on a learner's machine; fail in CI, where the browser test must run."""
-    if os.environ.get("CI"):
+    if _in_ci():
         pytest.fail(f"{reason} (CI is set, so this is a failure, not a skip)")
     pytest.skip(reason)
 
@@ -292,3 +296,12 @@ def test_notebook_widgets_render_and_respond_in_chromium(lab, notebook):
                 raise
         finally:
             browser.close()
+
+
+def test_a_missing_browser_skips_for_a_learner_and_fails_in_ci(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="chromium"):
+        _missing("Debian's chromium is not installed")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI is set"):
+        _missing("Debian's chromium is not installed")

@@ -1,1 +1,12 @@
-"""Visualisations: functions of plain data that return a figure or a widget."""
+"""Visualisations: functions of plain data that return a figure or a widget.
+
+One module per topic; each module's docstring shows the exact calls a notebook makes.
+
+* :mod:`course_lib.viz.mapping`    threads, warps and blocks onto the output matrix (notebook 00)
+* :mod:`course_lib.viz.waves`      resident blocks per SM and waves on the H200's 132 SMs (00, 03)
+* :mod:`course_lib.viz.tiles`      what a T x T tiled block loads at each step; global vs shared reads (02)
+* :mod:`course_lib.viz.coalescing` one warp's load in 32-byte sectors and 128-byte lines (01, 04)
+* :mod:`course_lib.viz.banks`      shared-memory banks, conflict degree, padding and XOR swizzle (02, 04)
+* :mod:`course_lib.viz.fragments`  which lane holds which element for mma.m16n8k16 and wgmma m64nNk16 (05)
+* :mod:`course_lib.viz.trace`      the accesses of your own numba kernel, traced on the simulator (01, 02, 04)
+"""

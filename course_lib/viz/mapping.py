@@ -121,9 +121,13 @@ def mapping_widget(n: int = 64, block: int = 16):
     """Sliders for the matrix size and the block shape; the picture and a summary update.
 
     Returns the widget; its ``.mapping`` attribute always holds the :class:`Mapping` on display, so
-    a test can set slider values and assert on the data without a browser.
+    a test can set slider values and assert on the data without a browser. ``.waves`` holds how the
+    grid runs on the H200 (:class:`course_lib.viz.waves.Waves`, for a kernel of 32 registers per
+    thread and no shared memory).
     """
     import ipywidgets as w
+
+    from course_lib.viz.waves import resident_blocks, waves
     import matplotlib.pyplot as plt
     from IPython.display import display
 
@@ -142,9 +146,15 @@ def mapping_widget(n: int = 64, block: int = 16):
             summary.value = f"<b style='color:#b00'>{e}</b>"
             return
         box.mapping = m
+        # How the grid is handed to the H200's SMs (see course_lib.viz.waves), for a simple kernel.
+        occ = resident_blocks(bx.value * by.value, regs_per_thread=32, smem_per_block=0)
+        box.waves = waves(m.grid[0] * m.grid[1], occ)
         summary.value = (
             f"{m.describe()}<br>grid = (({m.n_cols} + {bx.value - 1}) // {bx.value}, "
-            f"({m.n_rows} + {by.value - 1}) // {by.value}) = {m.grid}"
+            f"({m.n_rows} + {by.value - 1}) // {by.value}) = {m.grid}<br>"
+            f"on an H200 (132 SMs), a kernel with 32 registers/thread and no shared memory fits "
+            f"{occ.resident} such blocks per SM: {box.waves.waves} wave(s), the last "
+            f"{box.waves.tail_utilisation:.0%} full"
         )
         with out:
             out.clear_output(wait=True)
