@@ -61,7 +61,9 @@ def test_build_plan_reads_the_architecture():
     assert "-gencode=arch=compute_86,code=sm_86" in flags and not any("90a" in f for f in flags)
     with pytest.raises(RuntimeError, match="8.0 or newer"):
         tc.build_plan((7, 5))
-    assert str(tc.extensions_dir()).find(str(tc.CSRC.parent.parent)) != 0  # cache outside the repo
+    repo = tc.CSRC.parent.parent.resolve()
+    assert not tc.extensions_dir().resolve().is_relative_to(repo)  # caches live outside the repository
+    assert not tc.cubin_cache_dir().resolve().is_relative_to(repo)
 
 
 # ---- the address arithmetic, on the CPU ------------------------------------------------------
