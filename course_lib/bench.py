@@ -33,7 +33,7 @@ import torch
 from course_lib import backend
 from course_lib.gemm import flops, random_inputs
 from course_lib.registry import Stage, get_stage, stage_or_callable, stages
-from course_lib.results import RESULTS_DIR, Results, load, save, slug, validate
+from course_lib.results import RESULTS_DIR, Results, format_table, load, save, slug, validate
 
 Shape = tuple[int, int, int]
 
@@ -271,6 +271,24 @@ def bench(
     return validate({"provenance": prov, "ceilings": {"copy_bandwidth_gbs": copy_bandwidth_gbs()}, "records": records})
 
 
+def compare(stage_names: Sequence[str], dtype: str = "fp32", shape: Shape = (4096, 4096, 4096), *, progress: bool = True) -> Results:
+    """Several stages at one shape, each side by side with cuBLAS: measured live on a GPU,
+    the recorded results without one (say which in ``.label``). Feed it to course_lib.plots."""
+    if not backend.get().is_gpu:
+        rec = load()
+        rows = []
+        for name in stage_names:
+            found = rec.select(name, dtype, [shape])
+            if not found:
+                raise LookupError(f"nothing recorded for {name} ({dtype}) at {shape} in {rec.path.name}")
+            rows += found
+        print(f"No GPU here: these numbers were {rec.label} (not measured on this machine).")
+        return Results(rec.path, rec.provenance, rec.ceilings, tuple(rows))
+    parts = [bench(name, dtype, [shape], progress=progress) for name in stage_names]
+    records = tuple(r for p in parts for r in p.records)
+    return Results(None, parts[0].provenance, parts[0].ceilings, records)
+
+
 # ---- recording ---------------------------------------------------------------------------------
 def record_plan(selected: Sequence[str] | None = None, sweep: bool = True) -> list[tuple[str, str, Shape]]:
     """(stage, dtype, shape) triples a recording run measures: every GPU stage and dtype at the
@@ -327,16 +345,6 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
     return path
 
 
-def _table(rows: Iterable[dict[str, Any]]) -> str:
-    lines = [f"{'stage':<28}{'dtype':<6}{'M':>6}{'N':>6}{'K':>6}{'ms':>10}{'TFLOP/s':>9}{'cuBLAS':>9}{'ratio':>8}"]
-    for r in rows:
-        lines.append(
-            f"{r['stage']:<28}{r['dtype']:<6}{r['M']:>6}{r['N']:>6}{r['K']:>6}{r['ms']:>10.3f}"
-            f"{r['tflops']:>9.1f}{r['cublas_tflops']:>9.1f}{100 * r['ratio_to_cublas']:>7.1f}%"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m course_lib.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("stage", nargs="?", help="a registered stage (omit with --record)")
@@ -352,14 +360,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = record(args.out, selected, sweep=not args.no_sweep, command="python -m course_lib.bench " + " ".join(argv or sys.argv[1:]))
         res = load(path)
         print(f"wrote {path} ({len(res.records)} records, {res.label})")
-        print(_table(res.records))
+        print(format_table(res.records))
         return 0
     if not args.stage:
         p.error("name a stage, or pass --record")
     sizes = args.size or list(SQUARE_SIZES)
     res = bench(args.stage, args.dtype, [(n, n, n) for n in sizes])
     print(res.label if not res.provenance.get("live") else f"measured live on {res.provenance['gpu']}")
-    print(_table(res.records))
+    print(format_table(res.records))
     return 0
 
 

@@ -90,7 +90,7 @@ class CheckReport:
         bound = 10 ** math.ceil(math.log10(w.rel_error)) if w.rel_error > 0 else 0.0
         err = "0" if bound == 0 else f"{bound:.0e}"
         return (
-            f"check passed: {self.label} ({self.dtype}) on {len(self.results)} shapes, "
+            f"check passed: {self.label} ({self.dtype}) on {len(self.results)} shape{'s' if len(self.results) != 1 else ''}, "
             f"relative error <= {err} everywhere (tolerance {self.worst.tolerance:.0e} at the "
             f"worst shape {w.shape[0]}x{w.shape[1]}x{w.shape[2]})"
         )

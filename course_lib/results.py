@@ -79,12 +79,27 @@ class Results:
             out.append(r)
         return out
 
+    def table(self, stage: str | None = None, dtype: str | None = None) -> str:
+        """The selected records as a text table, with where they come from."""
+        return self.label + "\n" + format_table(self.select(stage, dtype))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "provenance": self.provenance,
             "ceilings": self.ceilings,
             "records": list(self.records),
         }
+
+
+def format_table(rows: Iterable[dict[str, Any]]) -> str:
+    """Records as a fixed-width text table (time, TFLOP/s, cuBLAS in the same call, ratio)."""
+    lines = [f"{'stage':<30}{'dtype':<6}{'M':>6}{'N':>6}{'K':>6}{'ms':>10}{'TFLOP/s':>9}{'cuBLAS':>9}{'ratio':>8}"]
+    for r in rows:
+        lines.append(
+            f"{r['stage']:<30}{r['dtype']:<6}{r['M']:>6}{r['N']:>6}{r['K']:>6}{r['ms']:>10.3f}"
+            f"{r['tflops']:>9.1f}{r['cublas_tflops']:>9.1f}{100 * r['ratio_to_cublas']:>7.1f}%"
+        )
+    return "\n".join(lines)
 
 
 def slug(gpu_name: str) -> str:

@@ -58,7 +58,13 @@ def naive_x_along_rows_kernel(a, b, c):
         c[row, col] = acc
 
 
-def _launch(kernel, stage: str, a, b, *, x_is_column: bool, block: tuple[int, int]):
+def launch(kernel, a, b, *, block: tuple[int, int] = (BLOCK_X, BLOCK_Y), x_is_column: bool = True, stage: str = "your kernel"):
+    """Run a one-thread-per-element kernel ``kernel(a, b, c)`` with the course's GEMM signature.
+
+    Use it to turn a kernel of your own into ``fn(a, b) -> c`` for ``course_lib.check``:
+    ``check(lambda a, b: launch(my_kernel, a, b))``. ``x_is_column`` says whether the kernel
+    reads threadIdx.x as the column (the grid is then laid out to match).
+    """
     ops = prepare(a, b, stage=stage, dtypes=("fp32",))
     check_launch(stage, block)
     c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
@@ -70,12 +76,56 @@ def _launch(kernel, stage: str, a, b, *, x_is_column: bool, block: tuple[int, in
 
 def naive(a, b, *, block: tuple[int, int] = (BLOCK_X, BLOCK_Y)):
     """C = A @ B with one thread per element, threadIdx.x along the columns of C (coalesced)."""
-    return _launch(naive_kernel, "naive", a, b, x_is_column=True, block=block)
+    return launch(naive_kernel, a, b, x_is_column=True, block=block, stage="naive")
 
 
 def naive_x_along_rows(a, b, *, block: tuple[int, int] = (BLOCK_X, BLOCK_Y)):
     """C = A @ B with one thread per element, threadIdx.x along the rows of C (strided)."""
-    return _launch(naive_x_along_rows_kernel, "naive_x_along_rows", a, b, x_is_column=False, block=block)
+    return launch(naive_x_along_rows_kernel, a, b, x_is_column=False, block=block, stage="naive_x_along_rows")
+
+
+# ---- exercises of notebook 01 (the learner fixes these; the solutions are below them) ----------
+@cuda.jit
+def seed_port_kernel(A, B, C, M, N, K):
+    """The first seed document's kernel, ported as written: flat row-major arrays, A indexed with
+    the row stride N. (Exercise 1: it is right only when... find out with course_lib.check.)"""
+    col, row = cuda.grid(2)
+    if row < M and col < N:
+        acc = float32(0.0)
+        for k in range(K):
+            acc += A[row * N + k] * B[k * N + col]
+        C[row * N + col] = acc
+
+
+@cuda.jit
+def seed_port_fixed_kernel(A, B, C, M, N, K):
+    """Solution of exercise 1: A is M x K, so one row of A is K elements long."""
+    col, row = cuda.grid(2)
+    if row < M and col < N:
+        acc = float32(0.0)
+        for k in range(K):
+            acc += A[row * K + k] * B[k * N + col]
+        C[row * N + col] = acc
+
+
+def run_flat(kernel, a, b, *, block: tuple[int, int] = (BLOCK_X, BLOCK_Y)):
+    """Run a flat-indexed kernel ``kernel(A, B, C, M, N, K)`` (1-D arrays, row-major) as fn(a, b)."""
+    ops = prepare(a, b, stage="flat kernel", dtypes=("fp32",), contiguous=True)
+    c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
+    grid = (cdiv(ops.N, block[0]), cdiv(ops.M, block[1]))
+    flat = [kernel_array(t.reshape(-1)) for t in (ops.a, ops.b, c)]
+    kernel[grid, block](*flat, ops.M, ops.N, ops.K)
+    return ops.give_back(c)
+
+
+@cuda.jit
+def unchecked_kernel(a, b, c):
+    """Exercise 2: the naive kernel without its bounds check. (The solution is naive_kernel.)"""
+    col, row = cuda.grid(2)
+    acc = float32(0.0)
+    for k in range(a.shape[1]):
+        acc += a[row, k] * b[k, col]
+    c[row, col] = acc
 
 
 def global_loads(M: int, N: int, K: int) -> int:

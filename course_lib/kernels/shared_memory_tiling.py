@@ -95,6 +95,40 @@ def shared_memory_tiling(a, b, *, tile: int = DEFAULT_TILE, depth: int | None = 
     return ops.give_back(c)
 
 
+# ---- exercise of notebook 02 -------------------------------------------------------------------
+SEED_T = 16
+
+
+@cuda.jit
+def seed_tiled_kernel(a, b, c):
+    """The first seed document's tiled kernel, ported as written (sizes must be multiples of 16,
+    as the seed assumes). Exercise: check it, find the bug, fix it."""
+    a_tile = cuda.shared.array((SEED_T, SEED_T), float32)
+    b_tile = cuda.shared.array((SEED_T, SEED_T), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    row = cuda.blockIdx.y * SEED_T + ty
+    col = cuda.blockIdx.x * SEED_T + tx
+    acc = float32(0.0)
+    for t in range(0, a.shape[1], SEED_T):
+        a_tile[ty, tx] = a[row, t + tx]
+        b_tile[tx, ty] = b[t + ty, col]
+        cuda.syncthreads()
+        for k in range(SEED_T):
+            acc += a_tile[ty, k] * b_tile[k, tx]
+        cuda.syncthreads()
+    c[row, col] = acc
+
+
+def launch_tiled(kernel, a, b, *, tile: int = SEED_T, stage: str = "your kernel"):
+    """Run a tile x tile-thread kernel ``kernel(a, b, c)`` as ``fn(a, b) -> c`` (for check)."""
+    ops = prepare(a, b, stage=stage, dtypes=("fp32",))
+    check_launch(stage, (tile, tile))
+    c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
+    kernel[(cdiv(ops.N, tile), cdiv(ops.M, tile)), (tile, tile)](kernel_array(ops.a), kernel_array(ops.b), kernel_array(c))
+    return ops.give_back(c)
+
+
 def global_loads(M: int, N: int, K: int, tile: int) -> int:
     """Element loads from global memory the tiled kernel issues (zero-padded edges included):
     every block loads a TILE x TILE tile of A and of B at each of ceil(K / TILE) steps."""

@@ -1,0 +1,27 @@
+"""Widgets show their figure as a PNG in an ``ipywidgets.Image``.
+
+An ``Output`` widget that re-displays a matplotlib figure sends display messages that notebook
+runners treat differently (nbclient captures them into the widget, nbval sees them as cell output);
+an ``Image`` widget holds the picture as its value, so the cell's output is the same everywhere, a
+test can read the bytes, and a browser test can see them change.
+"""
+
+from __future__ import annotations
+
+import io
+
+
+def figure_png(fig, dpi: int = 80) -> bytes:
+    """The figure as PNG bytes; the figure is closed (it lives on only as the picture)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def image_widget():
+    import ipywidgets as w
+
+    return w.Image(format="png", layout=w.Layout(max_width="900px"))
