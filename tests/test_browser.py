@@ -5,7 +5,7 @@ settings and workspace directories (all temporary), opens a notebook in Debian's
 Playwright (``executable_path``; no browser is ever downloaded), runs all cells, checks that every
 widget rendered (none stuck at "Loading widget..." and no error output), moves a slider and checks
 that the picture changed. Screenshots go to tests/artifacts/browser/ (git-ignored; the path is
-printed) so a failing CI run can be inspected. Everything it starts is stopped at the end.
+printed), with the JupyterLab log, so a failing CI run can be inspected. Everything it starts is stopped at the end.
 
 Notebooks driven: ``notebooks/00_gpu_execution_model.ipynb`` when it exists, and always a small
 notebook written here (``_widget_cells``) that shows every widget of ``course_lib.viz``.
@@ -17,7 +17,6 @@ when the environment variable ``CI`` is set, where a missing browser is a failur
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -171,11 +170,11 @@ def lab(tmp_path_factory):
     finally:
         _stop(server, base, token)
         log.close()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)  # the server's log, next to the screenshots
+        shutil.copy(tmp / "jupyterlab.log", ARTIFACTS / "jupyterlab.log")
 
 
-def _stop(server: subprocess.Popen, base: str, token: str) -> None:
-    """Shut the kernels down, stop the server's process group, then any process it left behind."""
-    started = _descendants(server.pid)
+def _shutdown_kernels(base: str, token: str) -> None:
     try:
         with urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=5) as r:
             for k in json.load(r):
@@ -183,6 +182,12 @@ def _stop(server: subprocess.Popen, base: str, token: str) -> None:
                 urllib.request.urlopen(req, timeout=10).close()
     except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
         pass
+
+
+def _stop(server: subprocess.Popen, base: str, token: str) -> None:
+    """Shut the kernels down, stop the server's process group, then any process it left behind."""
+    started = _descendants(server.pid)
+    _shutdown_kernels(base, token)
     started = sorted(set(started + _descendants(server.pid)))
     if server.poll() is None:
         os.killpg(server.pid, signal.SIGTERM)
@@ -196,10 +201,10 @@ def _stop(server: subprocess.Popen, base: str, token: str) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-_OUTPUT_STATE = """() => {
+_OUTPUT_STATE = """(path) => {
     const app = window.jupyterapp;
     const panel = app && app.shell.currentWidget;
-    if (!panel || !panel.content || !panel.sessionContext) return null;
+    if (!panel || !panel.content || !panel.sessionContext || !panel.context || panel.context.path !== path) return null;
     const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
     const cells = panel.content.widgets.filter(c => c.model.type === 'code');
     return {
@@ -229,9 +234,17 @@ def _notebooks() -> list[str]:
     return ([NOTEBOOK_00.name] if NOTEBOOK_00.exists() else []) + ["viz_widgets.ipynb"]
 
 
+_PNG_DIGEST = """async (el) => {
+    const img = el.querySelector('img.widget-image');
+    const bytes = await (await fetch(img.src)).arrayBuffer();
+    const hash = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+    return Array.from(hash).map(b => b.toString(16).padStart(2, '0')).join('');
+}"""
+
+
 def _image_digest(box) -> str:
-    src = box.locator(".widget-output img").first.get_attribute("src") or ""
-    return hashlib.sha256(src.encode()).hexdigest()
+    """SHA-256 of the PNG the Image widget shows (its bytes, not its blob URL)."""
+    return box.evaluate(_PNG_DIGEST)
 
 
 @pytest.mark.parametrize("notebook", _notebooks())
@@ -250,29 +263,28 @@ def test_notebook_widgets_render_and_respond_in_chromium(lab, notebook):
             console_errors: list[str] = []
             page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
             try:
-                page.goto(f"{base}/lab/tree/{notebook}?token={token}")
-                page.wait_for_function(f"() => {{ const s = ({_OUTPUT_STATE})(); return s && s.status === 'idle'; }}")
+                # A workspace of its own, reset: only this notebook is open, and it is the current tab.
+                page.goto(f"{base}/lab/workspaces/{Path(notebook).stem}/tree/{notebook}?reset&token={token}")
+                state = f"(path) => {{ const s = ({_OUTPUT_STATE})(path); return s && s.status === 'idle'"
+                page.wait_for_function(state + "; }", arg=notebook)
                 page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-                page.wait_for_function(
-                    f"() => {{ const s = ({_OUTPUT_STATE})(); return s && s.status === 'idle' && s.executed === s.cells && s.running === 0; }}",
-                    polling=500,
-                )
+                page.wait_for_function(state + " && s.executed === s.cells && s.running === 0; }", arg=notebook, polling=500)
                 # Widgets render after the kernel is idle: wait until none says "Loading widget".
                 page.wait_for_function(
                     "() => !Array.from(document.querySelectorAll('.jp-OutputArea-output')).some(e => (e.innerText || '').includes('Loading widget'))",
                     polling=500,
                 )
-                boxes = page.locator(".jp-OutputArea-output .widget-vbox").filter(has=page.locator(".widget-slider")).filter(has=page.locator(".widget-output img"))
+                boxes = page.locator(".jp-OutputArea-output .widget-vbox").filter(has=page.locator(".widget-slider")).filter(has=page.locator(".widget-image"))
                 boxes.first.wait_for()
                 page.screenshot(path=str(shots / "1_after_run_all.png"), full_page=True)
                 assert page.evaluate(_PROBLEMS) == []
                 if notebook == "viz_widgets.ipynb":  # every widget of course_lib.viz drew its figure
-                    assert page.locator(".jp-OutputArea-output .widget-output img").count() >= len(_WIDGET_CELLS) - 1
+                    assert page.locator(".jp-OutputArea-output img.widget-image").count() >= len(_WIDGET_CELLS) - 1
 
                 box = boxes.first
                 box.scroll_into_view_if_needed()
                 before = _image_digest(box)
-                before_src = box.locator(".widget-output img").first.get_attribute("src")
+                before_src = box.locator("img.widget-image").first.get_attribute("src")
                 slider = box.locator(".widget-slider").first
                 readout = slider.locator(".widget-readout").first
                 old_value = readout.inner_text()
@@ -281,8 +293,8 @@ def test_notebook_widgets_render_and_respond_in_chromium(lab, notebook):
                 page.wait_for_function(
                     "([el, old]) => el.innerText !== old", arg=[readout.element_handle(), old_value], polling=200,
                 )
-                page.wait_for_function(  # the Output widget clears and draws the new figure
-                    "([el, old]) => { const img = el.querySelector('.widget-output img'); return img && img.src && img.src !== old; }",
+                page.wait_for_function(  # the Image widget gets the new figure's PNG
+                    "([el, old]) => { const img = el.querySelector('img.widget-image'); return img && img.src && img.src !== old; }",
                     arg=[box.element_handle(), before_src],
                     polling=200,
                 )
@@ -296,6 +308,7 @@ def test_notebook_widgets_render_and_respond_in_chromium(lab, notebook):
                 raise
         finally:
             browser.close()
+            _shutdown_kernels(base, token)  # the next notebook gets the CPU to itself
 
 
 def test_a_missing_browser_skips_for_a_learner_and_fails_in_ci(monkeypatch):

@@ -70,7 +70,10 @@ def test_widget_changes_state_when_controls_change():
     box = banks_widget()
     assert box.degrees == {"plain": 32, "padded": 1, "swizzled": 1}
     assert box.access.conflict_degree == 32
+    picture = box.image.value
+    assert picture[:4] == b"\x89PNG"
     box.controls["layout"].value = "padded"
+    assert box.image.value != picture  # the picture follows the controls
     assert box.access.conflict_degree == 1
     box.controls["pattern"].value = "row"
     assert box.degrees == {"plain": 1, "padded": 1, "swizzled": 1}

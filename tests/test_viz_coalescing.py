@@ -53,7 +53,10 @@ def test_element_straddling_a_sector_boundary_counts_both():
 def test_widget_changes_state_when_controls_change():
     box = coalescing_widget()
     assert box.accesses["row"].n_sectors == 4 and box.accesses["column"].n_sectors == 32
+    picture = box.image.value
+    assert picture[:4] == b"\x89PNG"
     box.controls["dtype"].value = "fp64"
+    assert box.image.value != picture  # the picture follows the controls
     assert box.accesses["row"].n_sectors == 8 and box.accesses["column"].n_sectors == 32
     box.controls["offset"].value = 1  # 8-byte elements starting 8 bytes into a sector
     assert box.accesses["row"].n_sectors == 9

@@ -108,7 +108,10 @@ def test_bad_arguments():
 def test_widget_changes_state_when_controls_change():
     box = fragments_widget()
     assert box.fragments.operand == "A" and [(r, c) for _, r, c in box.selected] == mma_a_lane(0)
+    picture = box.image.value
+    assert picture[:4] == b"\x89PNG"
     box.controls["thread"].value = 5
+    assert box.image.value != picture  # the picture follows the controls
     assert [(r, c) for _, r, c in box.selected] == A_LANE5
     box.controls["operand"].value = "B"
     assert [(r, c) for _, r, c in box.selected] == B_LANE5

@@ -66,7 +66,10 @@ def test_bad_arguments():
 def test_widget_changes_state_when_controls_change():
     box = tiles_widget(n=64, tile=16)
     assert box.step.a_tile == (0, 0) and box.controls["step"].max == 3
+    picture = box.image.value
+    assert picture[:4] == b"\x89PNG"
     box.controls["bi"].value = 2
+    assert box.image.value != picture  # the picture follows the controls
     box.controls["step"].value = 3
     assert box.step.a_tile == (2, 3) and box.step.b_tile == (3, 0)
     assert box.counts.saving == 16

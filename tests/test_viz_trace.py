@@ -142,7 +142,10 @@ def test_trace_widget_changes_state_when_controls_change():
     box = trace_widget(tr)
     assert box.request.array == "a" and box.request.coalescing().n_sectors == 32
     assert box.controls["request"].max == 1
+    picture = box.image.value
+    assert picture[:4] == b"\x89PNG"
     box.controls["request"].value = 1
+    assert box.image.value != picture  # the picture follows the controls
     assert box.request.warp == 1
     store_site = [v for _, v in box.controls["site"].options if v[2] == "store"][0]
     box.controls["site"].value = store_site

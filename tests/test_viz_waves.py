@@ -88,7 +88,10 @@ def test_occupancy_map_counts_every_block():
 def test_widget_changes_state_when_controls_change():
     box = waves_widget(size=4096, tile=128, threads=256, regs=64, smem_kb=32)
     assert box.occupancy.resident == 4 and box.waves.waves == 2
+    picture = box.image.value
+    assert picture[:4] == b"\x89PNG"
     box.controls["regs"].value = 128
+    assert box.image.value != picture  # the picture follows the controls
     assert box.occupancy.resident == 2 and box.occupancy.limiter == "registers"
     box.controls["smem_kb"].value = 120  # 121 KB allocated -> 1 block per SM
     assert box.occupancy.resident == 1 and box.waves.waves == 8

@@ -162,16 +162,17 @@ def banks_widget(cols: int = 32, pattern: str = "column", layout: str = "plain")
     ``.access`` holds the :class:`BankAccess` on display, ``.degrees`` {layout: conflict degree};
     ``.controls`` the controls ('cols', 'pattern', 'layout', 'index')."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+
+    from course_lib.viz._figure import figure_png, image_widget
 
     cols_d = widgets.Dropdown(options=[32, 64], value=cols, description="tile (fp32)")
     pat = widgets.ToggleButtons(options=["row", "column"], value=pattern, description="warp reads a")
     lay = widgets.ToggleButtons(options=list(LAYOUTS), value=layout, description="layout")
     idx = widgets.IntSlider(value=0, min=0, max=cols - 1, description="which row/col", continuous_update=False)
     summary = widgets.HTML()
-    out = widgets.Output()
-    box = widgets.VBox([widgets.HBox([cols_d, idx]), pat, lay, summary, out])
+    image = image_widget()
+    box = widgets.VBox([widgets.HBox([cols_d, idx]), pat, lay, summary, image])
+    box.image = image  # the picture, as PNG bytes in .value
     box.controls = {"cols": cols_d, "pattern": pat, "layout": lay, "index": idx}
 
     def update(_=None) -> None:
@@ -185,11 +186,7 @@ def banks_widget(cols: int = 32, pattern: str = "column", layout: str = "plain")
             f"{n} x {n} fp32 tile, lane l reads {'A[%d, l]' % idx.value if pat.value == 'row' else 'A[l, %d]' % idx.value}: "
             + ", ".join(f"{l}: {d}-way" if d > 1 else f"{l}: conflict-free" for l, d in degrees.items())
         )
-        with out:
-            out.clear_output(wait=True)
-            fig = draw_banks(acc, title=f"{lay.value} layout", words_in_tile=n * pitch)
-            display(fig)
-            plt.close(fig)
+        image.value = figure_png(draw_banks(acc, title=f"{lay.value} layout", words_in_tile=n * pitch))
 
     for c in box.controls.values():
         c.observe(update, names="value")

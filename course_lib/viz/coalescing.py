@@ -164,15 +164,16 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
     the element type and a starting column offset (misalignment). ``.accesses`` holds
     {'row': WarpAccess, 'column': WarpAccess}; ``.controls`` the controls ('n', 'dtype', 'offset')."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+
+    from course_lib.viz._figure import figure_png, image_widget
 
     n_s = widgets.IntSlider(value=n, min=64, max=8192, step=32, description="N (row stride)", continuous_update=False)
     dt = widgets.Dropdown(options=list(ITEMSIZE), value=dtype, description="element")
     off = widgets.IntSlider(value=0, min=0, max=31, description="start column", continuous_update=False)
     summary = widgets.HTML()
-    out = widgets.Output()
-    box = widgets.VBox([widgets.HBox([n_s, dt, off]), summary, out])
+    image = image_widget()
+    box = widgets.VBox([widgets.HBox([n_s, dt, off]), summary, image])
+    box.image = image  # the picture, as PNG bytes in .value
     box.controls = {"n": n_s, "dtype": dt, "offset": off}
 
     def update(_=None) -> None:
@@ -184,11 +185,7 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
             f"<b>row-wise</b> (lane l reads A[0, {off.value} + l]): {row.describe()}<br>"
             f"<b>column-wise</b> (lane l reads A[l, {off.value}]): {col.describe()}"
         )
-        with out:
-            out.clear_output(wait=True)
-            fig = draw_coalescing({"row-wise: threadIdx.x along a row": row, "column-wise: threadIdx.x down a column": col})
-            display(fig)
-            plt.close(fig)
+        image.value = figure_png(draw_coalescing({"row-wise: threadIdx.x along a row": row, "column-wise: threadIdx.x down a column": col}))
 
     for c in box.controls.values():
         c.observe(update, names="value")

@@ -199,16 +199,17 @@ def fragments_widget():
     elements as (i, row, col)) hold what is on display; ``.controls``: 'instruction', 'operand',
     'thread', 'n'."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+
+    from course_lib.viz._figure import figure_png, image_widget
 
     instr = widgets.ToggleButtons(options=["mma.m16n8k16", "wgmma.m64nNk16"], value="mma.m16n8k16", description="instruction")
     operand = widgets.ToggleButtons(options=["A", "B", "C"], value="A", description="operand")
     thread = widgets.IntSlider(value=0, min=0, max=31, description="lane / thread", continuous_update=False)
     n_d = widgets.Dropdown(options=[8, 16, 32, 64], value=16, description="wgmma N")
     summary = widgets.HTML()
-    out = widgets.Output()
-    box = widgets.VBox([instr, widgets.HBox([operand, n_d]), thread, summary, out])
+    image = image_widget()
+    box = widgets.VBox([instr, widgets.HBox([operand, n_d]), thread, summary, image])
+    box.image = image  # the picture, as PNG bytes in .value
     box.controls = {"instruction": instr, "operand": operand, "thread": thread, "n": n_d}
     busy = [False]
 
@@ -231,11 +232,7 @@ def fragments_widget():
         items = ", ".join(f"{fm.operand.lower()}{i}=({r},{c})" for i, r, c in box.selected)
         head = f"thread {thread.value} (warp {thread.value // 32}, lane {thread.value % 32})" if fm.instruction.startswith("wgmma") else f"lane {thread.value}"
         summary.value = f"{head} holds: {items}"
-        with out:
-            out.clear_output(wait=True)
-            fig = draw_fragments(fm, highlight=thread.value)
-            display(fig)
-            plt.close(fig)
+        image.value = figure_png(draw_fragments(fm, highlight=thread.value))
 
     for c in box.controls.values():
         c.observe(update, names="value")

@@ -127,17 +127,17 @@ def mapping_widget(n: int = 64, block: int = 16):
     """
     import ipywidgets as w
 
+    from course_lib.viz._figure import figure_png, image_widget
     from course_lib.viz.waves import resident_blocks, waves
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     n_slider = w.IntSlider(value=n, min=1, max=1024, description="N (square)", continuous_update=False)
     bx = w.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128], value=block, description="block x")
     by = w.Dropdown(options=[1, 2, 4, 8, 16, 32], value=block, description="block y")
     color = w.ToggleButtons(options=["block", "warp", "thread"], value="block", description="colour by")
     summary = w.HTML()
-    out = w.Output()
-    box = w.VBox([w.HBox([n_slider, color]), w.HBox([bx, by]), summary, out])
+    image = image_widget()  # a PNG in an Image widget: no display messages, same output everywhere
+    box = w.VBox([w.HBox([n_slider, color]), w.HBox([bx, by]), summary, image])
+    box.image = image
 
     def update(_=None) -> None:
         try:
@@ -156,13 +156,11 @@ def mapping_widget(n: int = 64, block: int = 16):
             f"{occ.resident} such blocks per SM: {box.waves.waves} wave(s), the last "
             f"{box.waves.tail_utilisation:.0%} full"
         )
-        with out:
-            out.clear_output(wait=True)
-            if m.n_rows * m.n_cols > 512 * 512:
-                return
-            fig = draw_mapping(m, color.value)
-            display(fig)
-            plt.close(fig)
+        if m.n_rows * m.n_cols > 512 * 512:  # too many elements to draw one by one: hide the picture
+            image.layout.display = "none"
+            return
+        image.layout.display = None
+        image.value = figure_png(draw_mapping(m, color.value))
 
     for control in (n_slider, bx, by, color):
         control.observe(update, names="value")

@@ -198,8 +198,8 @@ def tiles_widget(n: int = 64, tile: int = 16):
     ``.step`` (a :class:`TileStep`) and ``.counts`` (a :class:`ReuseCounts`) hold what is on display;
     ``.controls`` the controls by name ('n', 'tile', 'bi', 'bj', 'step')."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+
+    from course_lib.viz._figure import figure_png, image_widget
 
     n_s = widgets.IntSlider(value=n, min=8, max=256, step=8, description="N", continuous_update=False)
     t_d = widgets.Dropdown(options=[4, 8, 16, 32], value=tile, description="tile T")
@@ -207,8 +207,9 @@ def tiles_widget(n: int = 64, tile: int = 16):
     bj_s = widgets.IntSlider(value=0, min=0, max=0, description="block col bj", continuous_update=False)
     step_s = widgets.IntSlider(value=0, min=0, max=0, description="step t", continuous_update=False)
     summary = widgets.HTML()
-    out = widgets.Output()
-    box = widgets.VBox([widgets.HBox([n_s, t_d]), widgets.HBox([bi_s, bj_s, step_s]), summary, out])
+    image = image_widget()
+    box = widgets.VBox([widgets.HBox([n_s, t_d]), widgets.HBox([bi_s, bj_s, step_s]), summary, image])
+    box.image = image  # the picture, as PNG bytes in .value
     box.controls = {"n": n_s, "tile": t_d, "bi": bi_s, "bj": bj_s, "step": step_s}
     busy = [False]
 
@@ -226,11 +227,7 @@ def tiles_widget(n: int = 64, tile: int = 16):
         st = tile_step(n_s.value, t_d.value, (bi_s.value, bj_s.value), step_s.value)
         box.step, box.counts = st, reuse_counts(n_s.value, t_d.value)
         summary.value = f"{st.describe()}<br>{box.counts.describe()}"
-        with out:
-            out.clear_output(wait=True)
-            fig = draw_tiles(st)
-            display(fig)
-            plt.close(fig)
+        image.value = figure_png(draw_tiles(st))
 
     for c in box.controls.values():
         c.observe(update, names="value")

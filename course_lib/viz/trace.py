@@ -430,8 +430,8 @@ def trace_widget(trace: Trace):
     warp requests; the coalescing or bank picture of the request is drawn. ``.request`` holds the
     :class:`WarpRequest` on display; ``.controls``: 'site', 'request'."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+
+    from course_lib.viz._figure import figure_png, image_widget
 
     summary = {(r["line"], r["array"], r["kind"], r["space"]): r for r in trace.summary()}
     options = [
@@ -444,8 +444,9 @@ def trace_widget(trace: Trace):
     site = widgets.Dropdown(options=options, value=options[0][1], description="access", layout=widgets.Layout(width="560px"))
     req_s = widgets.IntSlider(value=0, min=0, max=0, description="warp request", continuous_update=False)
     text = widgets.HTML()
-    out = widgets.Output()
-    box = widgets.VBox([widgets.HTML(f"<pre>{trace.describe()}</pre>"), site, req_s, text, out])
+    image = image_widget()
+    box = widgets.VBox([widgets.HTML(f"<pre>{trace.describe()}</pre>"), site, req_s, text, image])
+    box.image = image  # the picture, as PNG bytes in .value
     box.controls = {"site": site, "request": req_s}
     box.trace = trace
     busy = [False]
@@ -464,11 +465,7 @@ def trace_widget(trace: Trace):
         req = reqs[req_s.value]
         box.request = req
         text.value = req.describe()
-        with out:
-            out.clear_output(wait=True)
-            fig = draw_request(req)
-            display(fig)
-            plt.close(fig)
+        image.value = figure_png(draw_request(req))
 
     for c in box.controls.values():
         c.observe(update, names="value")

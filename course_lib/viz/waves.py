@@ -275,8 +275,8 @@ def waves_widget(size: int = 4096, tile: int = 128, threads: int = 256, regs: in
     and the waves on the H200 update. ``.occupancy`` and ``.waves`` hold what is on display;
     ``.controls`` the controls by name ('size', 'tile', 'threads', 'regs', 'smem_kb')."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+
+    from course_lib.viz._figure import figure_png, image_widget
 
     style = {"description_width": "150px"}
     size_s = widgets.IntSlider(value=size, min=128, max=16384, step=128, description="matrix size N", continuous_update=False, style=style)
@@ -285,8 +285,9 @@ def waves_widget(size: int = 4096, tile: int = 128, threads: int = 256, regs: in
     regs_s = widgets.IntSlider(value=regs, min=16, max=255, step=8, description="registers / thread", continuous_update=False, style=style)
     smem_s = widgets.IntSlider(value=smem_kb, min=0, max=227, description="shared KB / block", continuous_update=False, style=style)
     summary = widgets.HTML()
-    out = widgets.Output()
-    box = widgets.VBox([widgets.HBox([size_s, tile_d]), widgets.HBox([threads_d, regs_s, smem_s]), summary, out])
+    image = image_widget()
+    box = widgets.VBox([widgets.HBox([size_s, tile_d]), widgets.HBox([threads_d, regs_s, smem_s]), summary, image])
+    box.image = image  # the picture, as PNG bytes in .value
     box.controls = {"size": size_s, "tile": tile_d, "threads": threads_d, "regs": regs_s, "smem_kb": smem_s}
 
     def update(_=None) -> None:
@@ -298,11 +299,7 @@ def waves_widget(size: int = 4096, tile: int = 128, threads: int = 256, regs: in
             return
         box.occupancy, box.waves = occ, w
         summary.value = f"{occ.describe()}<br>{w.describe()}"
-        with out:
-            out.clear_output(wait=True)
-            fig = draw_waves(w)
-            display(fig)
-            plt.close(fig)
+        image.value = figure_png(draw_waves(w))
 
     for c in box.controls.values():
         c.observe(update, names="value")
