@@ -208,30 +208,20 @@ def test_seed_recorded_figures_are_complete():
     assert c04.SEED_SHAPE == (8192, 4096, 6144)
 
 
-# ---- tables for the notebook --------------------------------------------------------------------
-def test_coalescing_table():
-    row = c04.coalescing_table(4096, 4)
-    assert row[0]["sectors"] == 4 and row[0]["efficiency %"] == 100.0
-    assert row[1]["sectors"] == 5  # one element late: the warp straddles a fifth sector
-    assert row[2]["sectors"] == 32 and row[2]["efficiency %"] == 12.5
-    assert row[3]["sectors"] == 1 and row[3]["bytes used"] == 4
-    assert c04.coalescing_table(4096, 2)[0]["sectors"] == 2  # 32 fp16 = 64 bytes
+# ---- the seed experiment's shared-memory model (drawn with course_lib.viz.banks) -------------------
+def test_seed_b_tile_model():
+    from course_lib.viz.banks import bank_access
 
-
-def test_bank_conflicts():
-    assert c04.bank_wavefronts(range(32)) == 1
-    assert c04.bank_wavefronts([32 * i for i in range(32)]) == 32
-    assert c04.bank_wavefronts([5] * 32) == 1  # one word: broadcast
-    assert c04.bank_wavefronts([0, 32, 0, 32]) == 2
-    table = {(r["layout"], r["warp reads a"]): r["wavefronts"] for r in c04.bank_conflict_table(32)}
-    assert table[("plain", "row")] == 1 and table[("plain", "column")] == 32
-    assert table[("padded (+1 word per row)", "column")] == 1
-    assert table[("XOR-swizzled", "column")] == 1 and table[("XOR-swizzled", "row")] == 1
-
-
-def test_sectors_touched_counts_straddling_elements():
-    assert c04.sectors_touched([30], 4) == 2
-    assert c04.sectors_touched([0, 4, 8], 4) == 1
+    for block in (32, 64):
+        plain = bank_access(*c04.seed_b_tile_addresses("plain", block))
+        transposed = bank_access(*c04.seed_b_tile_addresses("transposed", block))
+        # 16 distinct 16-byte loads = 256 bytes: two passes at best; the transposed tile puts all
+        # 16 columns' words in the same 4 banks.
+        assert plain.wavefronts == 2 and transposed.wavefronts == 16
+    addrs, width = c04.seed_b_tile_addresses("transposed", 64, k=4, j=1)
+    assert width == 16 and addrs[0] == (1 * 64 + 4) * 4 and addrs[16] == addrs[0]
+    with pytest.raises(ValueError, match="variant"):
+        c04.seed_b_tile_addresses("column")
 
 
 def test_print_table(capsys):
@@ -312,10 +302,12 @@ def test_hopper_compile_evidence():
     )
     plain, transposed, ieee = rows
     assert plain["arch"] == "sm_90a" and plain["triton"] == triton.__version__
-    assert plain["wgmma (tensor cores)"] > 0 and transposed["wgmma (tensor cores)"] > 0
+    assert plain["HGMMA (wgmma)"] > 0 and transposed["HGMMA (wgmma)"] > 0
     # Row-major B: Hopper's TF32 MMA wants K-major B, so B's tiles are scattered 4 bytes at a time.
-    assert plain["cp.async 4 B"] > 0 and transposed["cp.async 4 B"] == 0
-    assert ieee["wgmma (tensor cores)"] == 0 and ieee["fma.f32 (CUDA cores)"] > 0
+    assert plain["LDGSTS 4 B"] > 0 and transposed["LDGSTS 4 B"] == 0
+    assert "transposed = true" in plain["B's shared-memory layout"]
+    assert ieee["HGMMA (wgmma)"] == 0 and ieee["HMMA (mma.sync)"] == 0 and ieee["FFMA (CUDA cores)"] > 0
+    assert "maxPhase = 1" in ieee["B's shared-memory layout"]  # FMA path: B's tile is not swizzled
 
 
 # ---- on a GPU ------------------------------------------------------------------------------------

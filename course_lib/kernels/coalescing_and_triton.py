@@ -58,80 +58,37 @@ COURSE_DTYPES = ("fp32", "tf32", "fp16", "bf16")
 INPUT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "fp16": "ieee", "bf16": "ieee"}
 
 # =================================================================================================
-# 1. Coalescing and bank conflicts, as small tables of plain data
+# 1. Coalescing and bank conflicts: the notebook uses course_lib.viz.coalescing and .banks; here only
+#    the addresses one warp reads from the seed kernels' B tile, as plain data for viz.banks
 # =================================================================================================
-# Facts used (NVIDIA CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"; CUDA C++
-# Programming Guide, "Shared Memory" for compute capability 5.x and later, which 9.0 keeps):
-# * the 32 threads of a warp issue a load together; global memory serves it in 32-byte sectors, so
-#   its cost is the number of distinct sectors its addresses fall in;
-# * shared memory has 32 banks, each 4 bytes wide; word w lives in bank w % 32. Threads reading the
-#   same word get it by broadcast; threads reading *different* words of one bank are served one after
-#   another, so a request takes as many passes ("wavefronts") as the busiest bank has distinct words.
-WARP_SIZE = 32
-SECTOR_BYTES = 32
-SHARED_BANKS = 32
-BANK_BYTES = 4
+def seed_b_tile_addresses(variant: str, block: int = 64, per_thread: int = 4, threads_along_n: int = 16,
+                          k: int = 0, j: int = 0) -> tuple[list[int], int]:
+    """Byte addresses (one per lane) and bytes per lane of one shared-memory load of B's tile by the
+    FMA (``input_precision="ieee"``) code of the seed kernels, and the load width.
 
+    A model read off the TTGIR for BLOCK_SIZE 64 (see the notebook): the dot's layout gives each
+    thread ``per_thread`` neighbouring columns n of B (lane t % 16 owns n = 4 t .. 4 t + 3, lanes 16-31
+    repeat lanes 0-15), and the tile sits in shared memory unswizzled (``maxPhase = 1``) with pitch
+    ``block`` words. Each thread loads ``per_thread`` consecutive 4-byte words, the widest load its
+    data allows:
 
-def sectors_touched(byte_addresses: Sequence[int], itemsize: int) -> int:
-    """Distinct 32-byte sectors that one warp-wide access to ``byte_addresses`` touches."""
-    sectors: set[int] = set()
-    for a in byte_addresses:
-        sectors.update(range(a // SECTOR_BYTES, (a + itemsize - 1) // SECTOR_BYTES + 1))
-    return len(sectors)
-
-
-def bank_wavefronts(word_addresses: Sequence[int]) -> int:
-    """Passes one warp-wide shared-memory access needs: distinct 4-byte words in the busiest bank."""
-    words_in_bank: dict[int, set[int]] = {}
-    for w in word_addresses:
-        words_in_bank.setdefault(w % SHARED_BANKS, set()).add(w)
-    return max(len(ws) for ws in words_in_bank.values())
-
-
-def coalescing_table(n_cols: int = 4096, itemsize: int = 4) -> list[dict[str, Any]]:
-    """What one warp's load costs for the access patterns of a row-major matrix with ``n_cols``
-    columns (base 256-byte aligned, as PyTorch allocates): sectors moved and useful fraction."""
-    lanes = range(WARP_SIZE)
-    patterns = {
-        "along a row (lane i reads column i)": [i * itemsize for i in lanes],
-        "along a row, starting 1 element late": [(i + 1) * itemsize for i in lanes],
-        "down a column (lane i reads row i)": [i * n_cols * itemsize for i in lanes],
-        "every lane reads the same element": [0 for _ in lanes],
-    }
-    rows = []
-    for name, addrs in patterns.items():
-        sectors = sectors_touched(addrs, itemsize)
-        useful = len(set(addrs)) * itemsize
-        rows.append({
-            "pattern": name,
-            "bytes used": useful,
-            "sectors": sectors,
-            "bytes moved": sectors * SECTOR_BYTES,
-            "efficiency %": round(100 * useful / (sectors * SECTOR_BYTES), 1),
-        })
-    return rows
-
-
-def bank_conflict_table(tile: int = 32) -> list[dict[str, Any]]:
-    """Wavefronts for one warp reading a row or a column of a ``tile`` x ``tile`` fp32 tile kept in
-    shared memory three ways: plain row-major, padded by one word per row, XOR-swizzled."""
-    def word(r: int, c: int, layout: str) -> int:
-        if layout == "plain":
-            return r * tile + c
-        if layout == "padded (+1 word per row)":
-            return r * (tile + 1) + c
-        return r * tile + (c ^ (r % tile))  # swizzle: column c of row r is stored at column c XOR r
-
-    rows = []
-    for layout in ("plain", "padded (+1 word per row)", "XOR-swizzled"):
-        for pattern in ("row", "column"):
-            lanes = range(min(WARP_SIZE, tile))
-            addrs = [word(0, i, layout) if pattern == "row" else word(i, 0, layout) for i in lanes]
-            w = bank_wavefronts(addrs)
-            rows.append({"layout": layout, "warp reads a": pattern, "wavefronts": w,
-                         "conflict": "none" if w == 1 else f"{w}-way"})
-    return rows
+    * "plain": the tile of B is stored row by row (n fastest), so a thread's 4 columns at one k are
+      4 neighbouring words: lane t reads words k * block + 4 t .. + 3;
+    * "transposed": the tile of B^T is stored n by n (k fastest), so the 4 neighbouring words are 4
+      values of k for one column n = 4 t + j: lane t reads words (4 t + j) * block + k .. + 3.
+    """
+    if variant not in ("plain", "transposed"):
+        raise ValueError("variant is 'plain' or 'transposed'")
+    word = 4  # fp32
+    addrs = []
+    for lane in range(32):
+        t = lane % threads_along_n
+        if variant == "plain":
+            w = k * block + per_thread * t
+        else:
+            w = (per_thread * t + j) * block + k
+        addrs.append(w * word)
+    return addrs, per_thread * word
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -897,21 +854,42 @@ def _compile_counts(kernel: str, dtype: str, precision: str, block: int, num_war
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names[:12]) if n not in unit}
     src = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
     ck = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, "num_stages": num_stages})
-    ttgir, ptx = ck.asm["ttgir"], ck.asm["ptx"]
-    cp = Counter(re.findall(r"cp\.async\.c[ag]\.shared\.global(?:\.L2::\w+)? \[[^\]]*\], \[[^\]]*\], (0x\w+|\d+)", ptx))
-    lds = Counter(re.findall(r"ld\.shared((?:\.v\d)?\.b\d+)", ptx))
+    ttgir, sass = ck.asm["ttgir"], ck.asm["sass"]
+    # SASS (what the GPU executes) lines look like "--:-:-:-:1\tLDS.128 R4, [R2+0x100];".
+    ops = Counter(re.findall(r"^[^\t\n]*\t(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M))
+
+    def total(prefix: str) -> int:
+        return sum(v for k, v in ops.items() if k == prefix or k.startswith(prefix + "."))
+
+    # How B's tile is laid out in shared memory: the layout of the buffer the dot reads B from.
+    aliases = dict(re.findall(r"^(#shared\d*) = #ttg\.(.*)$", ttgir, re.M))
+    loads = re.findall(r"ttg\.local_load %\S+(?: token %\S+)? : !ttg\.memdesc<[^,]*, (#shared\d*)[^>]*> -> tensor<[^,]*, ([^\n]*)", ttgir)
+    b_alias, note = None, ""
+    for alias, result in loads:
+        if "opIdx = 1" in result:
+            b_alias = alias
+    if b_alias is None:
+        for alias, result in loads:
+            if "opIdx = 0" not in result:  # B is read into registers and transposed there
+                b_alias, note = alias, " (then transposed in registers)"
+    if b_alias is None:  # wgmma reads B straight from shared memory: its second operand
+        m = re.search(r"ttng\.warp_group_dot %\S+, %\S+, .* \* !ttg\.memdesc<[^,]*, (#shared\d*)", ttgir)
+        b_alias = m.group(1) if m else None
+    b_layout = re.sub(r"\s+", " ", aliases.get(b_alias, "?")).replace("{", "").replace("}", "") + note
+
     return {
         "kernel": kernel, "dtype": dtype, "precision": precision, "block": block,
         "triton": triton.__version__, "arch": f"sm_{arch}a" if arch == 90 else f"sm_{arch}",
-        "wgmma (tensor cores)": ptx.count("wgmma.mma_async"),
-        "fma.f32 (CUDA cores)": len(re.findall(r"\bfma\.rn\.f32\b", ptx)),
-        "cp.async 16 B": cp.get("0x10", 0) + cp.get("16", 0),
-        "cp.async 4 B": cp.get("0x4", 0) + cp.get("4", 0),
-        "ld.shared": sum(lds.values()),
-        "ld.shared by width": dict(sorted(lds.items())),
+        "HGMMA (wgmma)": total("HGMMA"),
+        "HMMA (mma.sync)": total("HMMA"),
+        "FFMA (CUDA cores)": total("FFMA"),
+        "LDGSTS 16 B": sum(v for k, v in ops.items() if k.startswith("LDGSTS") and k.endswith(".128")),
+        "LDGSTS 4 B": sum(v for k, v in ops.items() if k.startswith("LDGSTS") and not k.endswith((".128", ".64"))),
+        "LDS (shared loads)": total("LDS"),
+        "LDS.128": ops.get("LDS.128", 0),
+        "B's shared-memory layout": b_layout,
         "layout conversions": ttgir.count("ttg.convert_layout"),
-        "K-major B in smem": "transposed = true" in ttgir,
-        "shared memory bytes": ck.metadata.shared,
+        "shared KiB": ck.metadata.shared // 1024,
     }
 
 
