@@ -68,8 +68,6 @@ def kernels() -> dict[str, object]:
     }
     for t in shared_memory_tiling.TILE_SIZES:
         ks[f"shared_memory_tiling_t{t}"] = shared_memory_tiling.make_tiled_kernel(t)
-    for t, d in shared_memory_tiling.DEPTH_VARIANTS:
-        ks[f"shared_memory_tiling_t{t}_d{d}"] = shared_memory_tiling.make_tiled_kernel(t, d)
     ks["register_tiling"] = thread_coarsening.make_register_tiling_kernel(thread_coarsening.DEFAULT_CONFIG)
     for name, cfg in thread_coarsening.SWEEP_CONFIGS.items():
         ks[name] = thread_coarsening.make_register_tiling_kernel(cfg)

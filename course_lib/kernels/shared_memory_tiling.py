@@ -31,28 +31,18 @@ from course_lib.kernels._numba_support import cdiv, check_launch, kernel_array
 from course_lib.registry import Stage, register
 
 TILE_SIZES = (8, 16, 32)
-DEPTH_VARIANTS = ((32, 64), (32, 128), (16, 64))  # (TILE, DEPTH) with fewer barriers per multiply-add
 DEFAULT_TILE = 32
 FLOAT32_BYTES = 4
 
 
 @lru_cache(maxsize=None)
-def make_tiled_kernel(TILE: int, DEPTH: int | None = None):
-    """The tiled kernel for one TILE; numba compiles TILE in as a constant (loops unroll).
-
-    ``DEPTH`` (default TILE) is how far along K one step reaches: the block stages a TILE x DEPTH
-    tile of A and a DEPTH x TILE tile of B, so each pair of barriers is paid for DEPTH
-    multiply-adds instead of TILE. DEPTH = TILE is the classic square version.
-    """
-    DEPTH = TILE if DEPTH is None else DEPTH
-    if DEPTH % TILE:
-        raise ValueError(f"DEPTH={DEPTH} must be a multiple of TILE={TILE}")
-    COPIES = DEPTH // TILE  # elements of each tile one thread copies per step
+def make_tiled_kernel(TILE: int):
+    """The tiled kernel for one TILE; numba compiles TILE in as a constant (loops unroll)."""
 
     @cuda.jit(fastmath=True)
     def tiled_kernel(a, b, c):
-        a_tile = cuda.shared.array((TILE, DEPTH), float32)
-        b_tile = cuda.shared.array((DEPTH, TILE), float32)
+        a_tile = cuda.shared.array((TILE, TILE), float32)
+        b_tile = cuda.shared.array((TILE, TILE), float32)
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
         row = cuda.blockIdx.y * TILE + ty
@@ -60,21 +50,19 @@ def make_tiled_kernel(TILE: int, DEPTH: int | None = None):
         M, K = a.shape
         N = b.shape[1]
         acc = float32(0.0)
-        for k0 in range(0, K, DEPTH):
-            # ---- copy this thread's elements of each tile; past the edge, a zero that adds nothing
-            for j in range(COPIES):
-                kk = j * TILE
-                if row < M and k0 + kk + tx < K:
-                    a_tile[ty, kk + tx] = a[row, k0 + kk + tx]
-                else:
-                    a_tile[ty, kk + tx] = float32(0.0)
-                if k0 + kk + ty < K and col < N:
-                    b_tile[kk + ty, tx] = b[k0 + kk + ty, col]
-                else:
-                    b_tile[kk + ty, tx] = float32(0.0)
+        for k0 in range(0, K, TILE):
+            # ---- copy one element of each tile; past the edge, a zero that adds nothing
+            if row < M and k0 + tx < K:
+                a_tile[ty, tx] = a[row, k0 + tx]
+            else:
+                a_tile[ty, tx] = float32(0.0)
+            if k0 + ty < K and col < N:
+                b_tile[ty, tx] = b[k0 + ty, col]
+            else:
+                b_tile[ty, tx] = float32(0.0)
             cuda.syncthreads()  # (1) the tiles are complete before anyone reads them
-            # ---- DEPTH multiply-adds from shared memory
-            for k in range(DEPTH):
+            # ---- TILE multiply-adds from shared memory
+            for k in range(TILE):
                 acc += a_tile[ty, k] * b_tile[k, tx]
             cuda.syncthreads()  # (2) everyone is done reading before the next copy overwrites
         if row < M and col < N:
@@ -83,15 +71,14 @@ def make_tiled_kernel(TILE: int, DEPTH: int | None = None):
     return tiled_kernel
 
 
-def shared_memory_tiling(a, b, *, tile: int = DEFAULT_TILE, depth: int | None = None):
-    """C = A @ B with TILE x DEPTH tiles of A and DEPTH x TILE tiles of B in shared memory."""
+def shared_memory_tiling(a, b, *, tile: int = DEFAULT_TILE):
+    """C = A @ B with TILE x TILE tiles of A and B staged in shared memory."""
     stage = "shared_memory_tiling"
-    depth = tile if depth is None else depth
     ops = prepare(a, b, stage=stage, dtypes=("fp32",))
-    check_launch(stage, (tile, tile), shared_bytes=2 * tile * depth * FLOAT32_BYTES)
+    check_launch(stage, (tile, tile), shared_bytes=2 * tile * tile * FLOAT32_BYTES)
     c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
     grid = (cdiv(ops.N, tile), cdiv(ops.M, tile))
-    make_tiled_kernel(tile, depth)[grid, (tile, tile)](kernel_array(ops.a), kernel_array(ops.b), kernel_array(c))
+    make_tiled_kernel(tile)[grid, (tile, tile)](kernel_array(ops.a), kernel_array(ops.b), kernel_array(c))
     return ops.give_back(c)
 
 
@@ -136,11 +123,11 @@ def global_loads(M: int, N: int, K: int, tile: int) -> int:
     return blocks * cdiv(K, tile) * 2 * tile * tile
 
 
-def _variant(tile: int, depth: int | None = None):
+def _variant(tile: int):
     def gemm(a, b):
-        return shared_memory_tiling(a, b, tile=tile, depth=depth)
+        return shared_memory_tiling(a, b, tile=tile)
 
-    gemm.__name__ = f"shared_memory_tiling_t{tile}" + (f"_d{depth}" if depth else "")
+    gemm.__name__ = f"shared_memory_tiling_t{tile}"
     return gemm
 
 
@@ -167,15 +154,3 @@ for _tile in TILE_SIZES:
                 variant_of="shared_memory_tiling",
             )
         )
-for _tile, _depth in DEPTH_VARIANTS:
-    register(
-        Stage(
-            name=f"shared_memory_tiling_t{_tile}_d{_depth}",
-            notebook="02_shared_memory_tiling",
-            backend="numba",
-            title=f"02 shared-memory tiling (T={_tile}, {_depth} deep)",
-            gemms={"fp32": _variant(_tile, _depth)},
-            order=20.5,
-            variant_of="shared_memory_tiling",
-        )
-    )
