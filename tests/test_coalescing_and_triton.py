@@ -213,13 +213,15 @@ def test_seed_b_tile_model():
     from course_lib.viz.banks import bank_access
 
     for block in (32, 64):
-        plain = bank_access(*c04.seed_b_tile_addresses("plain", block))
-        transposed = bank_access(*c04.seed_b_tile_addresses("transposed", block))
+        plain = bank_access(*c04.seed_b_tile_addresses("plain", pitch=block))
+        transposed = bank_access(*c04.seed_b_tile_addresses("transposed", pitch=block))
         # 16 distinct 16-byte loads = 256 bytes: two passes at best; the transposed tile puts all
         # 16 columns' words in the same 4 banks.
         assert plain.wavefronts == 2 and transposed.wavefronts == 16
     addrs, width = c04.seed_b_tile_addresses("transposed", 64, k=4, j=1)
     assert width == 16 and addrs[0] == (1 * 64 + 4) * 4 and addrs[16] == addrs[0]
+    # Exercise 3's answer: one padding word per stored row spreads the columns over the banks.
+    assert bank_access(*c04.seed_b_tile_addresses("transposed", pitch=65)).wavefronts == 2
     with pytest.raises(ValueError, match="variant"):
         c04.seed_b_tile_addresses("column")
 
@@ -259,6 +261,15 @@ def test_grouping_reads_fewer_blocks():
     naive = c04.blocks_loaded(c04.row_major_order, 32, 32, 8, 132)
     assert naive == {"programs": 132, "A block-rows": 5, "B block-columns": 32, "A + B": 37}
     assert grouped["A + B"] < naive["A + B"]
+
+
+def test_draw_launch_order():
+    import matplotlib.pyplot as plt
+
+    fig = c04.draw_launch_order(6, 8, 3, 12)
+    assert len(fig.axes) == 2 and "first 12 programs read 2 block-rows of A + 8" in fig.axes[0].get_title()
+    assert "read 3 block-rows of A + 4 block-columns" in fig.axes[1].get_title()
+    plt.close(fig)
 
 
 def test_check_launch_order():
@@ -305,9 +316,9 @@ def test_hopper_compile_evidence():
     assert plain["HGMMA (wgmma)"] > 0 and transposed["HGMMA (wgmma)"] > 0
     # Row-major B: Hopper's TF32 MMA wants K-major B, so B's tiles are scattered 4 bytes at a time.
     assert plain["LDGSTS 4 B"] > 0 and transposed["LDGSTS 4 B"] == 0
-    assert "transposed = true" in plain["B's shared-memory layout"]
+    assert "transposed = true" in plain["B tile in shared memory"]
     assert ieee["HGMMA (wgmma)"] == 0 and ieee["HMMA (mma.sync)"] == 0 and ieee["FFMA (CUDA cores)"] > 0
-    assert "maxPhase = 1" in ieee["B's shared-memory layout"]  # FMA path: B's tile is not swizzled
+    assert "maxPhase = 1" in ieee["B tile in shared memory"]  # FMA path: B's tile is not swizzled
 
 
 # ---- on a GPU ------------------------------------------------------------------------------------

@@ -61,21 +61,21 @@ INPUT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "fp16": "ieee", "bf16": "ieee
 # 1. Coalescing and bank conflicts: the notebook uses course_lib.viz.coalescing and .banks; here only
 #    the addresses one warp reads from the seed kernels' B tile, as plain data for viz.banks
 # =================================================================================================
-def seed_b_tile_addresses(variant: str, block: int = 64, per_thread: int = 4, threads_along_n: int = 16,
+def seed_b_tile_addresses(variant: str, pitch: int = 64, per_thread: int = 4, threads_along_n: int = 16,
                           k: int = 0, j: int = 0) -> tuple[list[int], int]:
-    """Byte addresses (one per lane) and bytes per lane of one shared-memory load of B's tile by the
-    FMA (``input_precision="ieee"``) code of the seed kernels, and the load width.
+    """Byte address of each lane, and bytes per lane, of one shared-memory load of B's tile by the
+    FMA code (``input_precision="ieee"``) of the seed kernels.
 
-    A model read off the TTGIR for BLOCK_SIZE 64 (see the notebook): the dot's layout gives each
-    thread ``per_thread`` neighbouring columns n of B (lane t % 16 owns n = 4 t .. 4 t + 3, lanes 16-31
-    repeat lanes 0-15), and the tile sits in shared memory unswizzled (``maxPhase = 1``) with pitch
-    ``block`` words. Each thread loads ``per_thread`` consecutive 4-byte words, the widest load its
-    data allows:
+    A model read off the TTGIR for BLOCK_SIZE 64 (the notebook prints it): the dot's layout gives each
+    thread ``per_thread`` neighbouring columns n of B (lane t < 16 owns n = 4 t .. 4 t + 3; lanes
+    16-31 repeat lanes 0-15), and the tile sits in shared memory unswizzled (``maxPhase = 1``), one
+    stored row every ``pitch`` 4-byte words (``pitch`` = BLOCK_SIZE; more if the rows were padded).
+    Each thread loads ``per_thread`` consecutive words, the widest load its data allows:
 
-    * "plain": the tile of B is stored row by row (n fastest), so a thread's 4 columns at one k are
-      4 neighbouring words: lane t reads words k * block + 4 t .. + 3;
-    * "transposed": the tile of B^T is stored n by n (k fastest), so the 4 neighbouring words are 4
-      values of k for one column n = 4 t + j: lane t reads words (4 t + j) * block + k .. + 3.
+    * "plain": B's tile is stored row by row (n fastest), so a thread's 4 columns at one k are 4
+      neighbouring words: lane t reads words k * pitch + 4 t .. + 3;
+    * "transposed": B^T's tile is stored column of B by column (k fastest), so the 4 neighbouring words
+      are 4 values of k in one column n = 4 t + j: lane t reads words (4 t + j) * pitch + k .. + 3.
     """
     if variant not in ("plain", "transposed"):
         raise ValueError("variant is 'plain' or 'transposed'")
@@ -83,10 +83,7 @@ def seed_b_tile_addresses(variant: str, block: int = 64, per_thread: int = 4, th
     addrs = []
     for lane in range(32):
         t = lane % threads_along_n
-        if variant == "plain":
-            w = k * block + per_thread * t
-        else:
-            w = (per_thread * t + j) * block + k
+        w = k * pitch + per_thread * t if variant == "plain" else (per_thread * t + j) * pitch + k
         addrs.append(w * word)
     return addrs, per_thread * word
 
@@ -748,6 +745,32 @@ def blocks_loaded(order: Callable, num_pid_m: int, num_pid_n: int, group_m: int,
             "A + B": a_rows + b_cols}
 
 
+def draw_launch_order(num_pid_m: int, num_pid_n: int, group_m: int, programs: int):
+    """Two panels, row-major and grouped order: each tile of C labelled with the program that computes
+    it; the first ``programs`` programs (those in flight together) shaded, with the block-rows of A
+    and block-columns of B they read marked on the edges. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * num_pid_m + 1.6))
+    for ax, (name, order, g) in zip(axes, (("row-major order", row_major_order, 1),
+                                           (f"grouped order, GROUP_M = {group_m}", grouped_order, group_m))):
+        grid = launch_order_grid(order, num_pid_m, num_pid_n, g)
+        first = grid < programs
+        ax.imshow(first, cmap="Blues", vmin=-0.3, vmax=1.6)
+        for (r, c), pid in np.ndenumerate(grid):
+            ax.text(c, r, str(pid), ha="center", va="center", fontsize=7)
+        rows_read = np.flatnonzero(first.any(axis=1))
+        cols_read = np.flatnonzero(first.any(axis=0))
+        ax.scatter([-0.9] * len(rows_read), rows_read, marker=">", color="tab:red", clip_on=False)
+        ax.scatter(cols_read, [-0.9] * len(cols_read), marker="v", color="tab:red", clip_on=False)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(f"{name}: first {programs} programs read {len(rows_read)} block-rows of A "
+                     f"+ {len(cols_read)} block-columns of B", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 # =================================================================================================
 # 6. Exercises: reference solutions and the library calls that check learners' answers
 # =================================================================================================
@@ -887,7 +910,7 @@ def _compile_counts(kernel: str, dtype: str, precision: str, block: int, num_war
         "LDGSTS 4 B": sum(v for k, v in ops.items() if k.startswith("LDGSTS") and not k.endswith((".128", ".64"))),
         "LDS (shared loads)": total("LDS"),
         "LDS.128": ops.get("LDS.128", 0),
-        "B's shared-memory layout": b_layout,
+        "B tile in shared memory": b_layout,
         "layout conversions": ttgir.count("ttg.convert_layout"),
         "shared KiB": ck.metadata.shared // 1024,
     }
