@@ -1,0 +1,85 @@
+"""The numba.cuda stages (notebooks 01-03) on the CPU backend: correct on awkward shapes, clear
+errors for launches that cannot work, and the seed documents' bugs caught by check."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import course_lib
+from course_lib.kernels import naive, shared_memory_tiling as tiling, thread_coarsening as tc
+
+MAIN = ["naive", "naive_x_along_rows", "shared_memory_tiling", "coarsened_2x2", "register_tiling"]
+
+
+@pytest.mark.parametrize("stage", MAIN)
+def test_main_stages_pass_check_on_the_default_shapes(stage):
+    report = course_lib.check(stage)
+    assert len(report.results) == len(course_lib.check.__globals__["default_shapes"]())
+
+
+@pytest.mark.parametrize("stage", [s.name for s in course_lib.stages() if s.backend == "numba" and s.variant_of])
+def test_variants_pass_check_including_an_interior_block(stage):
+    cfg = tc.SWEEP_CONFIGS.get(stage)
+    if cfg is None:  # a tile-size variant of the tiled kernel: several tiles, partial ones too
+        course_lib.check(stage, shapes=[(3, 5, 7), (21, 19, 40)])
+        return
+    # One full BM x BN block (the unchecked fast path) plus edges; K has two full slabs and a part.
+    course_lib.check(stage, shapes=[(3, 5, 7), (cfg.BM + 1, cfg.BN + 2, 2 * cfg.BK + 3)])
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=st.integers(1, 40), n=st.integers(1, 40), k=st.integers(1, 40), seed=st.integers(0, 2**20))
+def test_naive_and_register_tiling_on_random_shapes(m, n, k, seed):
+    course_lib.check("naive", shapes=[(m, n, k)], seed=seed)
+    course_lib.check("register_tiling_4x4_64", shapes=[(m, n, k)], seed=seed)
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=st.integers(1, 40), n=st.integers(1, 40), k=st.integers(1, 70), seed=st.integers(0, 2**20))
+def test_tiled_on_random_shapes(m, n, k, seed):
+    course_lib.check("shared_memory_tiling_t8", shapes=[(m, n, k)], seed=seed)
+    course_lib.check("coarsened_2x2", shapes=[(m, n, k)], seed=seed)
+
+
+def test_impossible_launches_fail_before_launch():
+    a, b = course_lib.random_inputs(4, 4, 4)
+    with pytest.raises(ValueError, match="4096 threads is more than the 1024"):
+        tiling.shared_memory_tiling(a, b, tile=64)
+    with pytest.raises(ValueError, match="more than the 1024"):
+        naive.naive(a, b, block=(64, 32))
+    with pytest.raises(ValueError, match="static shared memory"):
+        tc.register_tiling(a, b, config=tc.TileConfig(BK=64))
+    with pytest.raises(ValueError, match="not a multiple of the per-thread tile"):
+        tc.register_tiling(a, b, config=tc.TileConfig(TM=3))
+    with pytest.raises(ValueError, match="warp tiles"):
+        tc.register_tiling(a, b, config=tc.TileConfig(lanes_n=32))
+
+
+def test_seed_naive_port_is_wrong_when_not_square_and_the_fix_is_right():
+    with pytest.raises(AssertionError, match="relative error"):
+        course_lib.check(lambda a, b: naive.run_flat(naive.seed_port_kernel, a, b), shapes=[(3, 5, 7)])
+    course_lib.check(lambda a, b: naive.run_flat(naive.seed_port_kernel, a, b), shapes=[(6, 6, 6)])
+    course_lib.check(lambda a, b: naive.run_flat(naive.seed_port_fixed_kernel, a, b))
+
+
+def test_missing_bounds_check_is_caught_on_the_simulator():
+    with pytest.raises(IndexError):
+        course_lib.check(lambda a, b: naive.launch(naive.unchecked_kernel, a, b), shapes=[(17, 17, 3)])
+
+
+def test_seed_tiled_port_is_wrong():
+    with pytest.raises(AssertionError, match="relative error"):
+        course_lib.check(lambda a, b: tiling.launch_tiled(tiling.seed_tiled_kernel, a, b), shapes=[(32, 48, 64)])
+
+
+def test_generated_source_has_scalar_accumulators_and_no_local_arrays():
+    src = tc.register_tiling_source(tc.DEFAULT_CONFIG)
+    assert src.count("acc_7_7 +=") == 1 and "cuda.local.array" not in src
+    assert "cuda.local.array" in tc.register_tiling_source(tc.SWEEP_CONFIGS["register_tiling_local_arrays"])
+    assert "uint32(" not in tc.register_tiling_source(tc.SWEEP_CONFIGS["register_tiling_signed_index"])
+
+
+def test_load_counts_match_the_formulas():
+    assert naive.global_loads(4, 5, 6) == 2 * 4 * 5 * 6
+    # 2 x 2 blocks of 16, 3 steps of 16 along K = 40: every block loads two 16 x 16 tiles per step
+    assert tiling.global_loads(32, 32, 40, 16) == 4 * 3 * 2 * 256
