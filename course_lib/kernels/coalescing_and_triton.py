@@ -23,10 +23,13 @@ Stages registered here (backend ``"triton"``; dtypes fp32 = exact IEEE fp32, tf3
     loads otherwise), an optional persistent launch, and for TF32 a pre-transposed B. On the GPU it
     autotunes among the candidates of :data:`FAST_CONFIGS`; on the CPU it uses the first one.
 
-Also here: small plain-data tables for the notebook's coalescing / bank-conflict / launch-order
-sections (the visualisation module will replace them with drawings), the seed experiment's runner,
-the exercises' reference solutions and checkers, and :func:`hopper_compile_evidence`, which compiles
-the seed kernels for sm_90a *without a GPU* (Triton ships ptxas) and counts what the compiler made.
+Also here: the seed experiment's runner and recorded figures, plain data for the notebook's pictures
+(launch order; the addresses a warp reads from the seed kernels' B tile, which the notebook hands to
+:mod:`course_lib.viz.banks`), the exercises' reference solutions and checkers, and
+:func:`hopper_compile_evidence`, which compiles the seed kernels for sm_90a *without a GPU* (Triton's
+wheel ships ptxas) and counts what the compiler made of them.
+
+The H200 measurements that choose :data:`FAST_CONFIGS` come from ``tools/gpu_triton.py``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
+import triton.testing
 
 from course_lib import backend
 from course_lib.gemm import TORCH_DTYPES, Operands, new_output, prepare
@@ -835,16 +839,13 @@ def exercise_gemm(kernel: Any, block: int = 32) -> Callable[[object, object], ob
 # Triton's wheel ships ptxas, so a kernel can be compiled for sm_90a (the H200) on any machine.
 # It has to happen in a fresh Python process: in this one Triton is in interpreter mode.
 _EVIDENCE_SCRIPT = r"""
-import json, os, re, sys, collections
+import json, os, sys
 import course_lib  # picks the CPU backend, which sets TRITON_INTERPRET=1 ...
 os.environ["TRITON_INTERPRET"] = "0"  # ... undone before the kernels are decorated
+# Triton 3.9 warns that its default for fusing a*b+c into FMA will change; keep today's default.
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 from course_lib.kernels import coalescing_and_triton as mod
-req = json.loads(sys.argv[1])
-print(json.dumps([mod._compile_counts(**r) for r in req]))
+print(json.dumps([mod._compile_counts(**case) for case in json.loads(sys.argv[1])]))
 """
 
 
