@@ -101,3 +101,11 @@ def test_bench_on_the_cpu_returns_recorded_results(tmp_path, monkeypatch, capsys
     assert [x["stage"] for x in r.records] == ["naive"] and r.label.startswith("recorded")
     with pytest.raises(LookupError, match="nothing recorded"):
         bench.bench("naive", "fp32", [(4096, 4096, 4096)])
+
+
+def test_readme_table_is_generated_from_the_results_file():
+    from course_lib import report
+
+    assert report.main(["--check"]) == 0, "run python -m course_lib.report to regenerate README.md's table"
+    table = report.headline_table(results.load())
+    assert "| register_tiling | 03_thread_coarsening | fp32 |" in table
