@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Everything the course does on a GPU, in sections, from the repository root:
+#
+#   bash tools/gpu_run_all.sh record notebooks        # what re-records the course (< 10 minutes)
+#   bash tools/gpu_run_all.sh sanitize triton tc      # evidence: sanitizers, Triton sweep, CUDA stages
+#
+# Sections:
+#   record     python -m course_lib.bench --record -> $OUT/nvidia_h200.json (+ log)
+#   notebooks  every notebook executed top to bottom on the GPU backend -> $OUT/notebooks_gpu.tgz
+#   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
+#              memcheck/racecheck/synccheck over every tensor-core stage -> $OUT/sanitize.log
+#   triton     tools/gpu_triton.py (config sweep, seed experiment, compiler evidence) -> $OUT/triton/
+#   tc         tools/gpu_tensor_cores.py (build, check, time, scheduling experiments) -> $OUT/tc/
+#
+# Python packages the GPU image lacks (numpy < 2.5 for numba-cuda; nbclient/ipykernel/ipywidgets for
+# the notebooks) are installed from wheels in .whl/ when that folder is present (see README).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu_out}
+mkdir -p "$OUT"
+export COURSE_BACKEND=gpu PYTHONUNBUFFERED=1
+if [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site:$PWD
+else
+    export PYTHONPATH=$PWD
+fi
+python3 -c "import course_lib; course_lib.describe()" || exit 1
+
+status=0
+for section in "$@"; do
+    start=$(date +%s)
+    case "$section" in
+    record)
+        timeout 560 python3 -m course_lib.bench --record --out "$OUT/nvidia_h200.json" >"$OUT/record.log" 2>&1 || status=1
+        tail -n 3 "$OUT/record.log"
+        ;;
+    notebooks)
+        timeout 400 python3 -m course_lib.notebooks --backend gpu --out "$OUT/notebooks_gpu" >"$OUT/notebooks.log" 2>&1 || status=1
+        cat "$OUT/notebooks.log" | grep -v WARNING
+        tar czf "$OUT/notebooks_gpu.tgz" -C "$OUT" notebooks_gpu && rm -rf "$OUT/notebooks_gpu"
+        ;;
+    sanitize)
+        log="$OUT/sanitize.log"
+        : >"$log"
+        python3 -c "from course_lib.kernels import tensor_cores as tc; tc.extension()" >>"$log" 2>&1
+        for tool in memcheck racecheck; do
+            echo "=== compute-sanitizer --tool $tool: numba kernels" | tee -a "$log"
+            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 \
+                python3 tools/gpu_sanitize_numba.py >>"$log" 2>&1
+            echo "exit $?" | tee -a "$log"
+            grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
+        done
+        for tool in memcheck racecheck synccheck; do
+            echo "=== compute-sanitizer --tool $tool: tensor-core stages" | tee -a "$log"
+            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 \
+                python3 tools/gpu_sanitize_tensor_cores.py >>"$log" 2>&1
+            echo "exit $?" | tee -a "$log"
+            grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
+        done
+        ;;
+    triton)
+        mkdir -p "$OUT/triton"
+        OUT="$OUT/triton" timeout 420 python3 tools/gpu_triton.py >"$OUT/triton/stdout.txt" 2>&1 || status=1
+        tail -n 40 "$OUT/triton/stdout.txt"
+        ;;
+    tc)
+        mkdir -p "$OUT/tc"
+        timeout 470 python3 tools/gpu_tensor_cores.py --out "$OUT/tc" >"$OUT/tc/stdout.txt" 2>&1 || status=1
+        tail -n 30 "$OUT/tc/stdout.txt"
+        ;;
+    *)
+        echo "unknown section $section (record, notebooks, sanitize, triton, tc)"
+        exit 2
+        ;;
+    esac
+    echo "--- $section: $(($(date +%s) - start)) s"
+done
+exit $status
