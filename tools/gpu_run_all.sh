@@ -61,7 +61,7 @@ for section in "$@"; do
         ;;
     triton)
         mkdir -p "$OUT/triton"
-        OUT="$OUT/triton" timeout 420 python3 tools/gpu_triton.py >"$OUT/triton/stdout.txt" 2>&1 || status=1
+        OUT="$OUT/triton" timeout 420 python3 tools/gpu_triton.py --budget "${TRITON_BUDGET:-320}" >"$OUT/triton/stdout.txt" 2>&1 || status=1
         tail -n 40 "$OUT/triton/stdout.txt"
         ;;
     tc)
