@@ -6,7 +6,8 @@
 #
 # Sections:
 #   record     python -m course_lib.bench --record -> $OUT/nvidia_h200.json (+ log)
-#   notebooks  every notebook executed top to bottom on the GPU backend -> $OUT/notebooks_gpu.tgz
+#   notebooks  every notebook (or those named in $NOTEBOOKS, e.g. "01 02") executed top to bottom on
+#              the GPU backend -> $OUT/notebooks_gpu.tgz
 #   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
 #              memcheck/racecheck/synccheck over every tensor-core stage -> $OUT/sanitize.log
 #   triton     tools/gpu_triton.py (config sweep, seed experiment, compiler evidence) -> $OUT/triton/
@@ -36,7 +37,7 @@ for section in "$@"; do
         tail -n 3 "$OUT/record.log"
         ;;
     notebooks)
-        timeout 400 python3 -m course_lib.notebooks --backend gpu --out "$OUT/notebooks_gpu" >"$OUT/notebooks.log" 2>&1 || status=1
+        timeout 400 python3 -m course_lib.notebooks ${NOTEBOOKS:-} --backend gpu --out "$OUT/notebooks_gpu" >"$OUT/notebooks.log" 2>&1 || status=1
         cat "$OUT/notebooks.log" | grep -v WARNING
         tar czf "$OUT/notebooks_gpu.tgz" -C "$OUT" notebooks_gpu && rm -rf "$OUT/notebooks_gpu"
         ;;
@@ -46,14 +47,14 @@ for section in "$@"; do
         python3 -c "from course_lib.kernels import tensor_cores as tc; tc.extension()" >>"$log" 2>&1
         for tool in memcheck racecheck; do
             echo "=== compute-sanitizer --tool $tool: numba kernels" | tee -a "$log"
-            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 \
+            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 --report-api-errors no \
                 python3 tools/gpu_sanitize_numba.py >>"$log" 2>&1
             echo "exit $?" | tee -a "$log"
             grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
         done
         for tool in memcheck racecheck synccheck; do
             echo "=== compute-sanitizer --tool $tool: tensor-core stages" | tee -a "$log"
-            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 \
+            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 --report-api-errors no \
                 python3 tools/gpu_sanitize_tensor_cores.py >>"$log" 2>&1
             echo "exit $?" | tee -a "$log"
             grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
