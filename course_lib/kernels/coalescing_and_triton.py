@@ -381,14 +381,8 @@ def tiled_matmul_transposed_b(a: object, b: object, dtype: str = "fp32", config:
 # tile's three sides, Triton's default num_warps / num_stages, a 2-D grid over the tiles of Z.
 SEED_SHAPE = (8192, 4096, 6144)  # (M, N, K) in the course's naming: a is M x K, b is K x N
 SEED_BLOCK_SIZES = (32, 64)
-# Recorded on the H200 (2026-11-29) and quoted from the course design notes, TFLOP/s; the seed
-# article's T4 figures for comparison. Replaced by the results file once it holds the experiment.
-SEED_RECORDED_DESIGN_NOTES = {
-    ("ieee", 64): (42.8, 14.2),
-    ("tf32", 64): (52.2, 136.1),
-    ("ieee", 32): (28.6, 7.2),
-    ("tf32", 32): (59.3, 60.9),
-}
+# The seed article's T4 figures, for comparison with the H200 run in
+# course_lib/results/nvidia_h200_triton_experiments.json (recorded by tools/gpu_triton.py).
 SEED_T4_ARTICLE = (3.15, 1.57)  # plain, transposed; fp32 on a T4 (the seed article's numbers)
 
 
