@@ -45,20 +45,19 @@ for section in "$@"; do
         log="$OUT/sanitize.log"
         : >"$log"
         python3 -c "from course_lib.kernels import tensor_cores as tc; tc.extension()" >>"$log" 2>&1
-        for tool in memcheck racecheck; do
-            echo "=== compute-sanitizer --tool $tool: numba kernels" | tee -a "$log"
-            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 --report-api-errors no \
-                python3 tools/gpu_sanitize_numba.py >>"$log" 2>&1
-            echo "exit $?" | tee -a "$log"
-            grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
-        done
-        for tool in memcheck racecheck synccheck; do
-            echo "=== compute-sanitizer --tool $tool: tensor-core stages" | tee -a "$log"
-            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 --report-api-errors no \
-                python3 tools/gpu_sanitize_tensor_cores.py >>"$log" 2>&1
-            echo "exit $?" | tee -a "$log"
-            grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
-        done
+        sanitize() {  # sanitize <label> <script> <tools...>
+            local label=$1 script=$2
+            shift 2
+            for tool in "$@"; do
+                echo "=== compute-sanitizer --tool $tool: $label" | tee -a "$log"
+                PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+                    --report-api-errors no python3 "$script" >>"$log" 2>&1
+                echo "exit $?" | tee -a "$log"
+                grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
+            done
+        }
+        sanitize "numba kernels" tools/gpu_sanitize_numba.py memcheck racecheck
+        sanitize "tensor-core stages" tools/gpu_sanitize_tensor_cores.py memcheck racecheck synccheck
         ;;
     triton)
         mkdir -p "$OUT/triton"
