@@ -111,7 +111,7 @@ def plot_roofline(results: Results, dtype: str, points: Sequence[tuple[str, floa
         ax.annotate(label, (intensity, tflops), fontsize=8, xytext=(4, -10), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved from memory)")
     ax.set_ylabel("TFLOP/s")
     ax.grid(alpha=0.3, which="both")
     ax.set_title(f"Roofline, {dtype} — {results.label}", fontsize=10)
