@@ -168,6 +168,21 @@ def test_strided_inputs_are_handled(name):
     torch.testing.assert_close(c, (a.double() @ bs.double()).float(), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 130), (65, 64), (200, 77)])
+def test_transpose_moves_every_element(shape, dtype):
+    device = backend.get().torch_device
+    x = torch.randn(shape, device=device).to(dtype)
+    got = c04.transpose(x)
+    assert got.shape == shape[::-1] and got.is_contiguous() and got.dtype == dtype
+    assert torch.equal(got.view(torch.int16 if dtype != torch.float32 else torch.int32),
+                       x.T.contiguous().view(torch.int16 if dtype != torch.float32 else torch.int32))
+    strided = torch.randn(shape[0], 2 * shape[1], device=device).to(dtype)[:, ::2]  # not contiguous
+    assert torch.equal(c04.transpose(strided).float(), strided.T.float())
+    with pytest.raises(ValueError, match="2-D"):
+        c04.transpose(x[0])
+
+
 def test_numpy_in_numpy_out():
     a, b = np.ones((3, 5), np.float32), np.ones((5, 2), np.float32)
     for name in STAGES[:1] + STAGES[2:]:

@@ -162,6 +162,32 @@ def test_persistent_grid_has_no_ragged_last_wave():
         assert ctas <= 132 and -(-tiles // (ctas // 2)) == waves
 
 
+@pytest.mark.parametrize("tiles,clusters,slices", [(256, 66, 64), (1024, 66, 128), (58, 66, 64), (3, 66, 1),
+                                                    (3, 66, 4), (70, 66, 5), (132, 66, 8), (1, 1, 1), (7, 3, 9)])
+def test_stream_k_covers_every_slice_once_and_owners_find_their_contributors(tiles, clusters, slices):
+    work = tc.stream_k_work(tiles, clusters, slices)
+    done = collections.Counter((t, k) for units in work for t, b, e in units for k in range(b, e))
+    assert set(done) == {(t, k) for t in range(tiles) for k in range(slices)} and set(done.values()) == {1}
+    # Every cluster does the same number of slices, +-1 on the split part.
+    per_cluster = [sum(e - b for _, b, e in units) for units in work]
+    assert max(per_cluster) - min(per_cluster) <= 1
+    for c, units in enumerate(work):
+        for i, (t, b, e) in enumerate(units):
+            if b > 0:  # a contributor: the first unit of its split share, after whole tiles only
+                assert all(b2 == 0 and e2 == slices for _, b2, e2 in units[:i])
+                assert all(b2 == 0 for _, b2, _ in units[i + 1:])
+            if b == 0 and e < slices:  # an owner: its last unit; it adds exactly the other holders of t
+                assert i == len(units) - 1
+                holders = sorted(c2 for c2, u2 in enumerate(work) for t2, b2, _ in u2 if t2 == t and b2 > 0)
+                assert tc.stream_k_contributors(tiles, clusters, slices, c, t) == holders
+
+
+def test_without_stream_k_every_tile_is_whole():
+    work = tc.stream_k_work(256, 66, 64, stream_k=False)
+    assert all(b == 0 and e == 64 for units in work for _, b, e in units)
+    assert sorted(t for units in work for t, _, _ in units) == list(range(256))
+
+
 # ---- sources and compiled code ---------------------------------------------------------------
 def test_designs_match_the_constants_in_the_sources():
     for d in tc.DESIGNS:
@@ -256,6 +282,16 @@ def test_persistent_knobs_are_correct_on_the_gpu(cluster, group_m):
     for stage in ("tc_5_persistent", "tc_6_tma_store"):
         fn = tc.persistent_variant(stage, cluster=cluster, group_m=group_m)
         course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520)])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_stream_k_is_correct_on_the_gpu(cluster):
+    # Fewer tiles than clusters (every tile split, some clusters idle), a ragged last wave, and
+    # K with a partial last slice.
+    fn = tc.persistent_variant("tc_6_tma_store", cluster=cluster, stream_k=True)
+    for _ in range(3):  # fresh inputs each time: the partial buffers and flags are reused
+        course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520), (2048, 2048, 2048), (4096, 4096, 1032)])
 
 
 @pytest.mark.gpu

@@ -32,14 +32,19 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK_SHAPES = [(8, 8, 8), (40, 24, 40), (136, 264, 72), (264, 520, 200), (1000, 1008, 520), (2048, 2048, 2048),
                 (4096, 4104, 1024)]
 SIZES = (1024, 2048, 4096, 8192)
-# Scheduling experiments on the persistent stages: (stage, cluster, group_m, max_ctas).
-EXPLORE = [("tc_6_tma_store", c, g, 0) for c in (1, 2) for g in (1, 8, 16)] + [
-    ("tc_5_persistent", c, 8, 0) for c in (1, 2)
-] + [("tc_6_tma_store", 2, 8, 132)]
-EXPLORE_SIZES = (4096, 8192)
+# Scheduling experiments on the persistent stages: (stage, cluster, group_m, max_ctas, stream_k).
+# The first round (cluster, group_m, grid; in nvidia_h200_tensor_core_experiments.json of
+# 2026-11-29 13:16 UTC) chose cluster 2, group_m 8, one CTA per SM. This round: stream-K for the
+# ragged last wave, each setting measured twice in alternation (run-to-run noise is ~1-2 %).
+EXPLORE = [("tc_6_tma_store", 2, 8, 132, sk) for _ in range(2) for sk in (False, True)] + [
+    ("tc_6_tma_store", 1, 8, 132, True), ("tc_6_tma_store", 2, 16, 132, True),
+]
+EXPLORE_SIZES = (4096, 6144, 8192)
+# Few tiles (every tile split along K), a ragged wave with a partial K slice, and 4096^3 itself.
+EXPLORE_CHECK_SHAPES = [(264, 520, 200), (2048, 2048, 2048), (4096, 4096, 1032), (4096, 4096, 4096)]
 BUILD_TIMEOUT_S = 420
 STAGE_TIMEOUT_S = 100
-EXPLORE_TIMEOUT_S = 150
+EXPLORE_TIMEOUT_S = 240
 
 
 def _json_line(tag: str, payload: dict) -> None:
@@ -93,12 +98,18 @@ def worker_explore(sizes: list[int]) -> int:
     from course_lib.kernels import tensor_cores as tc
 
     tc.extension()
-    for stage, cluster, group_m, max_ctas in EXPLORE:
-        fn = tc.persistent_variant(stage, cluster=cluster, group_m=group_m, max_ctas=max_ctas)
+    for stage, cluster, group_m, max_ctas, stream_k in EXPLORE:
+        fn = tc.persistent_variant(stage, cluster=cluster, group_m=group_m, max_ctas=max_ctas, stream_k=stream_k)
+        try:  # a setting is timed only once it computes the right answer (fresh inputs, float64 reference)
+            course_lib.check(fn, "bf16", EXPLORE_CHECK_SHAPES)
+        except AssertionError as e:
+            _json_line("explore_fail", {"stage": fn.__name__, "size": "check", "error": str(e)[:2000]})
+            continue
         for n in sizes:
             try:
                 rec = bench.measure(fn, "bf16", (n, n, n))
-                rec.update({"base_stage": stage, "cluster": cluster, "group_m": group_m, "max_ctas": max_ctas})
+                rec.update({"base_stage": stage, "cluster": cluster, "group_m": group_m, "max_ctas": max_ctas,
+                            "stream_k": stream_k})
                 _json_line("explore", rec)
                 print(f"{rec['stage']} {n}: {rec['tflops']:.1f} TF ({100 * rec['ratio_to_cublas']:.1f} %)", flush=True)
             except AssertionError as e:

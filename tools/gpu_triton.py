@@ -93,52 +93,33 @@ SANITY = {"fp32": 1e-3, "tf32": 2e-2, "fp16": 5e-2, "bf16": 5e-2}  # as course_l
 # ptxas): all fit in the H200's 227 KiB of shared memory per block and none spills registers with
 # Triton 3.6 (fp32 with descriptors does with 3.9: ~5 KB of stack). "nk" = B^T copied inside the call
 # (the copy is timed); the first entries are the module's current FAST_CONFIGS.
-_16BIT = [
+def _with_current(extra: list[F], dtype: str) -> list[F]:
+    return list(c04.FAST_CONFIGS[dtype]) + [c for c in extra if c not in c04.FAST_CONFIGS[dtype]]
+
+
+# The first sweep (2026-11-29 13:40 UTC, in the experiments file) tried the tutorial-style
+# non-persistent configs, 256 x 128 tiles, GROUP_M 4/16 and pointer loads; its winners are now
+# FAST_CONFIGS. This round asks what is left: grouping and tile shape of the persistent loop, and
+# for fp32 more outputs per thread.
+_16BIT_EXTRA = [
+    F(128, 256, 64, 16, 8, 3, persistent=True),
+    F(128, 256, 64, 4, 8, 3, persistent=True),
+    F(256, 128, 64, 8, 8, 3, persistent=True, epilogue_split=2),
     F(128, 256, 64, 8, 8, 3),
-    F(128, 256, 64, 8, 8, 4, persistent=True, epilogue_split=2),
-    F(128, 128, 64, 8, 4, 4),
-    F(128, 256, 64, 8, 8, 4, epilogue_split=2),
-    F(128, 256, 64, 8, 8, 3, persistent=True),
-    F(128, 128, 64, 8, 8, 4),
-    F(128, 128, 64, 8, 4, 5),
-    F(256, 128, 64, 8, 8, 3),
-    F(128, 256, 64, 4, 8, 3),
-    F(128, 256, 64, 16, 8, 3),
-    F(128, 128, 64, 8, 4, 4, persistent=True),
-    F(128, 256, 64, 8, 8, 3, loads="pointers"),
-    F(128, 256, 64, 8, 8, 3, b_layout="nk"),
 ]
 SWEEP: dict[str, list[F]] = {
-    "fp16": _16BIT,
-    "bf16": _16BIT,
-    "tf32": [
+    "fp16": _with_current(_16BIT_EXTRA, "fp16"),
+    "bf16": _with_current(_16BIT_EXTRA, "bf16"),
+    "tf32": _with_current([
+        F(128, 256, 32, 16, 8, 3, b_layout="nk", persistent=True, epilogue_split=2),
         F(128, 128, 32, 8, 8, 4, b_layout="nk"),
-        F(128, 256, 32, 8, 8, 3, b_layout="nk", epilogue_split=2),
-        F(128, 128, 32, 8, 8, 4),
-        F(128, 128, 32, 8, 4, 4, b_layout="nk"),
-        F(128, 128, 64, 8, 8, 2, b_layout="nk"),
-        F(128, 128, 32, 8, 8, 5, b_layout="nk"),
-        F(128, 128, 32, 8, 8, 4, b_layout="nk", persistent=True),
-        F(128, 256, 32, 8, 8, 3, b_layout="nk", persistent=True, epilogue_split=2),
-        F(256, 128, 32, 8, 8, 3, b_layout="nk", epilogue_split=2),
-        F(128, 128, 32, 8, 8, 4, loads="pointers"),
-        F(128, 128, 32, 8, 8, 4, b_layout="nk", loads="pointers"),
-        F(128, 256, 32, 8, 8, 3, epilogue_split=2),
-    ],
-    "fp32": [
-        F(128, 128, 32, 8, 8, 3, loads="pointers"),
-        F(128, 64, 32, 8, 4, 3, loads="pointers"),
-        F(128, 128, 32, 8, 8, 3),
-        F(128, 128, 16, 8, 8, 3, loads="pointers"),
-        F(128, 128, 32, 8, 8, 2, loads="pointers"),
-        F(128, 128, 16, 8, 8, 4, loads="pointers"),
-        F(64, 128, 32, 8, 4, 3, loads="pointers"),
-        F(64, 256, 32, 8, 8, 3, loads="pointers"),
-        F(128, 128, 32, 4, 8, 3, loads="pointers"),
-        F(128, 128, 32, 8, 8, 3, loads="pointers", persistent=True),
-        F(128, 64, 16, 8, 4, 4, loads="pointers"),
-        F(128, 128, 32, 8, 8, 4, loads="pointers"),
-    ],
+    ], "tf32"),
+    "fp32": _with_current([
+        F(128, 128, 32, 8, 4, 3, loads="pointers"),
+        F(128, 128, 16, 8, 4, 4, loads="pointers"),
+        F(64, 64, 32, 8, 4, 3, loads="pointers"),
+        F(128, 256, 16, 8, 8, 3, loads="pointers"),
+    ], "fp32"),
 }
 SEED_VARIANTS = [(p, bs, v) for bs in (64, 32) for p in ("ieee", "tf32") for v in ("plain", "transposed")]
 EXTRA_SHAPES = ((8192, 6144, 4096), (3000, 3000, 3000), (8192, 2048, 4096))  # from bench.SWEEP_SHAPES
@@ -386,12 +367,20 @@ def phase_sweep(clock: Clock, budget: float) -> tuple[list, list]:
             inputs[(dtype, n)] = (a, b)
         return inputs[(dtype, n)]
 
-    # How long B^T's copy takes alone (what "nk" pays on every call).
+    # How long B^T's copy takes alone (what "nk" pays on every call): torch's copy, and the course's
+    # transpose kernel with its default and two other tile shapes.
     for n in SIZES:
         a, b = operands("tf32", n)
-        t = bench.time_fn(lambda: b.T.contiguous(), budget_ms=40)
-        extra.append({"what": f"b.T.contiguous() fp32 {n}x{n}", "ms": t.median_ms,
-                      "GB/s (read+write)": 2 * b.numel() * 4 / (t.median_ms * 1e-3) / 1e9})
+        ways = [("b.T.contiguous()", lambda: b.T.contiguous())]
+        for block, warps in ((c04.TRANSPOSE_BLOCK, c04.TRANSPOSE_WARPS), ((32, 32), 4), ((64, 64), 8), ((128, 32), 4)):
+            ways.append((f"course_lib transpose {block[0]}x{block[1]} w{warps}",
+                         lambda block=block, warps=warps: c04.transpose(b, block, warps)))
+        assert torch.equal(c04.transpose(b), b.T), "transpose kernel is wrong"
+        for what, fn in ways:
+            t = bench.time_fn(fn, budget_ms=40)
+            extra.append({"what": f"{what} fp32 {n}x{n}", "ms": t.median_ms,
+                          "GB/s (read+write)": 2 * b.numel() * 4 / (t.median_ms * 1e-3) / 1e9})
+            log(f"    {extra[-1]['what']:<50}{t.median_ms:8.3f} ms {extra[-1]['GB/s (read+write)']:8.0f} GB/s")
     longest = max(len(v) for v in SWEEP.values())
     log(f"[4] sweep: {sum(len(v) for v in SWEEP.values())} candidates x {SIZES}")
     for i in range(longest):  # round-robin over dtypes: a short budget cuts every dtype's tail evenly
@@ -575,7 +564,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=320.0, help="seconds for the whole run")
     p.add_argument("--skip-checks", action="store_true")
     p.add_argument("--ncu-seed", action="store_true", help="only launch the seed kernels once each (for ncu)")
+    p.add_argument("--sections", default="checks,seed,sweep,confirm",
+                   help="comma-separated subset of checks,seed,sweep,confirm (default: all)")
     args = p.parse_args(argv)
+    sections = set(args.sections.split(","))
+    if sections - {"checks", "seed", "sweep", "confirm"}:
+        raise SystemExit(f"unknown sections {sorted(sections - {'checks', 'seed', 'sweep', 'confirm'})}")
     if not backend.get().is_gpu:
         raise SystemExit("tools/gpu_triton.py needs the GPU backend (COURSE_BACKEND=gpu on a machine with an NVIDIA GPU)")
     if args.ncu_seed:
@@ -591,20 +585,26 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:  # after every phase, so a run cut short still leaves its data
         (out / "results.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
 
-    checks, warm = phase_parallel(clock, budget=min(130.0, 0.4 * args.budget), skip_checks=args.skip_checks)
-    data.update(checks=checks, warm_up=warm)
-    save()
-    seed, seed_ev = phase_seed(clock, budget=min(45.0, max(10.0, clock.left() * 0.25)), files=files)
-    data.update(seed_experiment=seed, seed_evidence=seed_ev)
-    save()
-    sweep, extra = phase_sweep(clock, budget=max(10.0, clock.left() - 45.0))
-    ranked = ranking(sweep)
-    data.update(sweep=sweep, transpose_cost=extra,
-                ranking={d: [{"worst_ratio": w, "config": c.as_dict(), "label": c.label, "ratios": r} for w, c, r in v] for d, v in ranked.items()})
-    save()
-    confirm, fast_ev = phase_confirm(clock, budget=max(5.0, clock.left() - 5.0), ranked=ranked, files=files)
-    data.update(confirm=confirm, fast_evidence=fast_ev)
-    save()
+    checks, warm, seed, seed_ev, ranked, confirm, extra = [], [], [], [], {}, [], []
+    if sections & {"checks", "sweep", "confirm"}:  # the warm-up compiles what the sweep times
+        checks, warm = phase_parallel(clock, budget=min(130.0, 0.4 * args.budget),
+                                      skip_checks=args.skip_checks or "checks" not in sections)
+        data.update(checks=checks, warm_up=warm)
+        save()
+    if "seed" in sections:
+        seed, seed_ev = phase_seed(clock, budget=min(45.0, max(10.0, clock.left() * 0.25)), files=files)
+        data.update(seed_experiment=seed, seed_evidence=seed_ev)
+        save()
+    if "sweep" in sections:
+        sweep, extra = phase_sweep(clock, budget=max(10.0, clock.left() - (45.0 if "confirm" in sections else 5.0)))
+        ranked = ranking(sweep)
+        data.update(sweep=sweep, transpose_cost=extra,
+                    ranking={d: [{"worst_ratio": w, "config": c.as_dict(), "label": c.label, "ratios": r} for w, c, r in v] for d, v in ranked.items()})
+        save()
+    if "confirm" in sections and ranked:
+        confirm, fast_ev = phase_confirm(clock, budget=max(5.0, clock.left() - 5.0), ranked=ranked, files=files)
+        data.update(confirm=confirm, fast_evidence=fast_ev)
+        save()
     text = summary(checks, seed, seed_ev, ranked, confirm, extra, warm)
     (out / "summary.txt").write_text(text + "\n")
     (out / "paste_fast_configs.py").write_text(paste_configs(ranked))

@@ -14,10 +14,17 @@
 //   buffer is reused only after cp.async.bulk.wait_group.read says the engine has read it.
 //   Shared memory is tight (4 x 48 KB ring), so each consumer stages half its 64 x 256 tile at a
 //   time: 2 boxes of 64 x 64 (16 KB).
+// * Optional (stream_k): the ragged last wave is shared out by K slices (tc_schedule.cuh explains
+//   stream-K); a consumer that did only part of a tile's K either publishes its fp32 partial sums
+//   (publish_partial) or, if it holds the tile's first slice, adds the others' (add_partials)
+//   before the usual epilogue.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
 #include "tc_schedule.cuh"
+
+#include <climits>
+#include <unordered_map>
 
 namespace tc {
 namespace stage6 {
@@ -42,6 +49,49 @@ struct Smem {
 };
 constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
 static_assert(SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit");
+
+// Stream-K fix-up buffers: one slot of BLOCK_M x BLOCK_N fp32 per CTA (a CTA starts at most one
+// tile that another CTA finishes) and one flag per consumer. A flag holds the number of the launch
+// that last wrote the slot, so the buffers never need clearing between launches.
+struct Partials {
+  float4* data;  // [CTA][consumer][BLOCK_N / 8][WARPGROUP] float4: each thread's accumulators as it holds them
+  int* flags;    // [CTA][consumer]
+  int epoch;     // this launch's number (>= 1)
+};
+
+__device__ __forceinline__ float4* partial_slot(const Partials& p, int cta, int cw) {
+  return p.data + size_t(cta * CONSUMERS + cw) * (BLOCK_N / 8) * WARPGROUP;
+}
+
+// Contributor: write this consumer's 64 x 256 fp32 partial sums (each thread its own 128 values,
+// so a warp writes 512 contiguous bytes per store), then release the flag. The writes bypass L1
+// (st.cg) and the owner reads with ld.cg, so no stale L1 line can be read.
+__device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw) {
+  const int tid = threadIdx.x % WARPGROUP;
+  float4* dst = partial_slot(p, cta, cw) + tid;
+#pragma unroll
+  for (int i = 0; i < BLOCK_N / 8; ++i)
+    __stcg(dst + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  named_barrier_sync(1 + cw, WARPGROUP);  // all 128 threads' stores come before the flag
+  if (tid == 0) {
+    __threadfence();
+    store_release_gpu(p.flags + cta * CONSUMERS + cw, p.epoch);
+  }
+}
+
+// Owner: wait for one contributor's flag, then add its partial sums to the accumulators.
+__device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw) {
+  const int tid = threadIdx.x % WARPGROUP;
+  if (tid == 0)
+    while (load_acquire_gpu(p.flags + cta * CONSUMERS + cw) != p.epoch) __nanosleep(32);
+  named_barrier_sync(1 + cw, WARPGROUP);
+  const float4* src = partial_slot(p, cta, cw) + tid;
+#pragma unroll
+  for (int i = 0; i < BLOCK_N / 8; ++i) {
+    const float4 v = __ldcg(src + i * WARPGROUP);
+    acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
+  }
+}
 
 template <int CLUSTER>
 __device__ __forceinline__ void release_slot(uint64_t* empty) {
@@ -90,14 +140,13 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[BLOCK_N / 2], 
 template <int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-       const __grid_constant__ CUtensorMap map_c, int K, GroupedTiles tiles) {
+       const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials) {
   static_assert(B_BOXES % CLUSTER == 0, "each CTA of the cluster multicasts the same number of B boxes");
   extern __shared__ uint8_t smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
   const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
-  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
-  const int k_slices = ceil_div(K, BLOCK_K);
+  const int cluster_id = blockIdx.x / CLUSTER;
 
   if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; ++i) {
@@ -115,11 +164,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       prefetch_tensor_map(&map_a);
       prefetch_tensor_map(&map_b);
       int it = 0;
-      for (int t = first_tile; t < tiles.count(); t += tile_step) {
+      WorkCursor work(sched, cluster_id);
+      for (WorkUnit w; work.next(w);) {
         int cluster_row, col;
-        tiles.locate(t, cluster_row, col);
+        sched.order.locate(w.tile, cluster_row, col);
         const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
-        for (int ks = 0; ks < k_slices; ++ks, ++it) {
+        for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
           const int slot = it % STAGES;
           mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
           mbar_arrive_expect_tx(&s.full[slot], A_BYTES + B_BYTES);
@@ -143,15 +193,16 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     if (leader) prefetch_tensor_map(&map_c);
     float acc[BLOCK_N / 2];
     int it = 0;
-    for (int t = first_tile; t < tiles.count(); t += tile_step) {
+    WorkCursor work(sched, cluster_id);
+    for (WorkUnit w; work.next(w);) {
       int cluster_row, col;
-      tiles.locate(t, cluster_row, col);
+      sched.order.locate(w.tile, cluster_row, col);
       const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
 #pragma unroll
       for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
 
       int previous_slot = -1;
-      for (int ks = 0; ks < k_slices; ++ks, ++it) {
+      for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
         wgmma_fence();
@@ -166,6 +217,15 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       wgmma_wait<0>();
       fence_accumulators(acc);
       if (leader && previous_slot >= 0) release_slot<CLUSTER>(&s.empty[previous_slot]);
+      if (w.k_begin > 0) {  // stream-K contributor: the owner finishes this tile
+        publish_partial(acc, partials, blockIdx.x, cw);
+        continue;
+      }
+      if (w.k_end < sched.slices) {  // stream-K owner: add the partials of the clusters after this one
+        const int tile_end = sched.split_tile_end(w.tile);
+        for (int c = cluster_id + 1; c < sched.clusters && sched.share_start(c) < tile_end; ++c)
+          if (sched.share_start(c + 1) > sched.share_start(c)) add_partial(acc, partials, c * CLUSTER + int(rank), cw);
+      }
       // TMA clips the rows and columns that lie outside C (partial tiles, the idle half of a
       // cluster with an odd number of tile rows).
       store_tile_tma(acc, s, &map_c, cw, m0 + cw * 64, n0);
@@ -175,30 +235,64 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   if constexpr (CLUSTER > 1) cluster_sync();
 }
 
+// The stream-K buffers of the current device, allocated on first use and grown when a larger grid
+// needs them (never during a timed run: the first call at a shape allocates). Launches on one
+// stream run one after another, so one set per device is enough; each launch gets a new epoch.
+inline Partials fixup_buffers(int ctas) {
+  struct Buffers {
+    float4* data = nullptr;
+    int* flags = nullptr;
+    int ctas = 0;
+    int epoch = 0;
+  };
+  static std::unordered_map<int, Buffers> per_device;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  Buffers& b = per_device[device];
+  if (b.ctas < ctas) {
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the old buffers may be in use
+    if (b.data) check_cuda(cudaFree(b.data), "cudaFree"), check_cuda(cudaFree(b.flags), "cudaFree");
+    check_cuda(cudaMalloc(&b.data, size_t(ctas) * BLOCK_M * BLOCK_N * sizeof(float)), "cudaMalloc(stream-K partials)");
+    check_cuda(cudaMalloc(&b.flags, size_t(ctas) * CONSUMERS * sizeof(int)), "cudaMalloc(stream-K flags)");
+    check_cuda(cudaMemset(b.flags, 0, size_t(ctas) * CONSUMERS * sizeof(int)), "cudaMemset(stream-K flags)");
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    b.ctas = ctas;
+    b.epoch = 0;
+  }
+  if (++b.epoch == INT_MAX) b.epoch = 1;  // flags from 2^31 launches ago cannot still be pending
+  return Partials{b.data, b.flags, b.epoch};
+}
+
 template <int CLUSTER>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
-            int group_m, int max_ctas, cudaStream_t stream) {
+            int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
   static bool configured = false;
   if (!configured) allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES), configured = true;
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
-  const int ctas = persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
-  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, K, tiles);
+  // Stream-K needs every resident cluster (the split work fills them all); without it, the grid
+  // is trimmed so that the waves come out even.
+  const int ctas = stream_k ? resident_clusters(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, max_ctas) * CLUSTER
+                            : persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
+  const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(K, BLOCK_K), stream_k);
+  Partials partials{nullptr, nullptr, 0};
+  if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas);
+  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
   check_launch("tc6_tma_store");
 }
 
 }  // namespace stage6
 
 void launch_tc6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
-                          int group_m, int max_ctas) {
+                          int group_m, int max_ctas, bool stream_k) {
   using namespace stage6;
   const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_c = make_tensor_map(c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   if (group_m < 1) throw std::runtime_error("tc6_tma_store: group_m must be >= 1");
   if (cluster == 1)
-    launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream);
+    launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
   else if (cluster == 2)
-    launch<2>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream);
+    launch<2>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
   else
     throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
 }

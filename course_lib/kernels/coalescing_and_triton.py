@@ -531,8 +531,8 @@ class FastConfig:
     """One candidate configuration of :func:`fast_matmul_kernel` and of its wrapper.
 
     ``b_layout``: "kn" reads B as given (K x N, row-major: its tiles are N-major); "nk" first copies
-    B^T (N x K, row-major) inside the call so that B's tiles are K-major, as Hopper's TF32 tensor-core
-    instruction wants; the copy is part of every call and of its timing.
+    B^T (N x K, row-major) with :func:`transpose` inside the call so that B's tiles are K-major, as
+    Hopper's TF32 tensor-core instruction wants; the copy is part of every call and of its timing.
     ``loads``: "descriptors" uses TMA when all three matrices meet the alignment rules and falls back
     to pointers otherwise; "pointers" always uses pointers with masks.
     ``persistent``: launch one program per SM (on the CPU: :data:`CPU_PERSISTENT_PROGRAMS`).
@@ -578,36 +578,38 @@ class FastConfig:
 
 # Candidates per course dtype. The first entry is what the CPU backend runs (the interpreter cannot
 # time anything); on a GPU every entry is timed on the first call at each shape and the fastest kept.
-# NOT YET MEASURED on the H200: chosen from public knowledge until tools/gpu_triton.py has run —
-# * fp16/bf16: 128x256x64, GROUP_M 8, 8 warps, 3 stages is the first CUDA configuration of Triton's
-#   matrix-multiplication tutorial (python/tutorials/03-matrix-multiplication.py); the persistent
-#   descriptor variant with a split epilogue follows the idea of its persistent-matmul tutorial (09).
-# * tf32: B pre-transposed so both operands are K-major (CUTLASS lists Hopper TF32 tensor-op GEMMs
-#   only for the "TN" layout, K-major A and B: media/docs/cpp/functionality.md); BLOCK_K 32 keeps a
-#   128-byte fp32 row per tile row, as for 64 fp16 elements.
-# * fp32 (ieee): CUDA-core FMA path. Pointer loads first: compiled for sm_90a here, Triton 3.9 gives
-#   the descriptor version of this kernel 32 registers and ~5 KB of local-memory stack per thread
-#   (Triton 3.6: 174 registers, no stack), while the pointer version needs ~190 registers and no stack.
+# Chosen on the H200 by tools/gpu_triton.py (2026-11-29; its sweep is in
+# course_lib/results/nvidia_h200_triton_experiments.json, ranked by the worse of the two ratios to
+# cuBLAS at 4096^3 and 8192^3, each timed side by side with cuBLAS):
+# * fp16/bf16: the persistent loop with 128 x 256 tiles wins (fp16 97.0 / 103.7 %, bf16 with the
+#   split epilogue and a 4th stage 95.6 / 105.7 %). The idea of both follows Triton's
+#   persistent-matmul tutorial (python/tutorials/09-persistent-matmul.py).
+# * tf32: B^T copied (both operands K-major, as Hopper's TF32 wgmma requires; CUTLASS lists Hopper
+#   TF32 tensor-op GEMMs only for K-major A and B: media/docs/cpp/functionality.md), persistent,
+#   128 x 256 x 32 (a 128-byte fp32 row per tile row, as for 64 fp16 elements).
+# * fp32 (ieee): CUDA-core FMA path with pointer loads. Compiled for sm_90a, Triton 3.9 gives the
+#   descriptor version 32 registers and ~5 KB of local-memory stack per thread (Triton 3.6: 174
+#   registers, no stack), while the pointer version needs ~190 registers and no stack.
 FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
     "fp16": (
-        FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
+        FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3, persistent=True),
+        FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=4, persistent=True),
         FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=4, persistent=True, epilogue_split=2),
-        FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=4),
     ),
     "bf16": (
-        FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3),
         FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=4, persistent=True, epilogue_split=2),
-        FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=4),
+        FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3, persistent=True),
+        FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=4, persistent=True),
     ),
     "tf32": (
-        FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=4, b_layout="nk"),
-        FastConfig(128, 256, 32, group_m=8, num_warps=8, num_stages=3, b_layout="nk", epilogue_split=2),
-        FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=4, b_layout="kn"),
+        FastConfig(128, 256, 32, group_m=8, num_warps=8, num_stages=3, b_layout="nk", persistent=True, epilogue_split=2),
+        FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=4, b_layout="nk", persistent=True),
+        FastConfig(128, 128, 32, group_m=8, num_warps=4, num_stages=4, b_layout="nk"),
     ),
     "fp32": (
+        FastConfig(64, 128, 32, group_m=8, num_warps=4, num_stages=3, loads="pointers"),
         FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=3, loads="pointers"),
         FastConfig(128, 64, 32, group_m=8, num_warps=4, num_stages=3, loads="pointers"),
-        FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=3),
     ),
 }
 
@@ -620,10 +622,48 @@ def _sm_count() -> int:
     return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
 
 
+# ---- B^T for TF32: a transpose at memory speed ----------------------------------------------------
+# Hopper's TF32 tensor-core instruction reads both operands K-major, so "nk" configs copy B^T first.
+# torch's b.T.contiguous() did that at 1.0-1.1 TB/s on the H200 (tools/gpu_triton.py, 0.129 ms for
+# 4096^2 fp32: a quarter of the GEMM's time). The kernel below reads a tile along B's rows and
+# writes it along B^T's rows - both coalesced; Triton turns the tile around in shared memory.
+TRANSPOSE_BLOCK = (64, 64)
+TRANSPOSE_WARPS = 4
+
+
+@triton.jit
+def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr,
+                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """dst (C x R, row-major) = src (R x C)^T, one BLOCK_R x BLOCK_C tile of src per program."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    tile = tl.load(src_ptr + rows[:, None] * stride_sr + cols[None, :] * stride_sc,
+                   mask=(rows[:, None] < R) & (cols[None, :] < C))
+    tl.store(dst_ptr + cols[:, None] * stride_dr + rows[None, :], tl.trans(tile),
+             mask=(cols[:, None] < C) & (rows[None, :] < R))
+
+
+def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_warps: int = TRANSPOSE_WARPS) -> torch.Tensor:
+    """``x.T.contiguous()`` with :func:`transpose_kernel` (a 2-D tensor on the backend's device)."""
+    if x.dim() != 2:
+        raise ValueError(f"transpose takes a 2-D tensor, not {x.dim()}-D")
+    R, C = x.shape
+    out = torch.empty((C, R), dtype=x.dtype, device=x.device)
+    if x.numel() == 0:
+        return out
+    _require_32bit_offsets("transpose", x, out)
+    # Moving bits needs no arithmetic: 16-bit types travel as int16 (the interpreter has no bf16).
+    src, dst = (x.view(torch.int16), out.view(torch.int16)) if x.element_size() == 2 else (x, out)
+    grid = (triton.cdiv(R, block[0]), triton.cdiv(C, block[1]))
+    transpose_kernel[grid](src, dst, R, C, src.stride(0), src.stride(1), dst.stride(0),
+                           BLOCK_R=block[0], BLOCK_C=block[1], num_warps=num_warps)
+    return out
+
+
 def _launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
     """Launch :func:`fast_matmul_kernel` with ``cfg`` into ``c``; returns (compiled, used descriptors)."""
     if cfg.b_layout == "nk":
-        b_arg = ops.b.T.contiguous()  # B^T: N x K, row-major
+        b_arg = transpose(ops.b)  # B^T: N x K, row-major
     else:
         b_arg = ops.b
     use_desc = cfg.loads == "descriptors" and all(

@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import torch
 
@@ -252,12 +252,19 @@ GEMMS = {
 }
 
 
-def persistent_variant(stage: str = "tc_6_tma_store", *, cluster: int = 2, group_m: int = 8, max_ctas: int = 0) -> Callable:
-    """Stage 5 or 6 with other scheduling knobs (for experiments on a GPU; not registered)."""
+def persistent_variant(stage: str = "tc_6_tma_store", *, cluster: int = 2, group_m: int = 8, max_ctas: int = 0,
+                       stream_k: bool = False) -> Callable:
+    """Stage 5 or 6 with other scheduling knobs (for experiments on a GPU; not registered).
+    ``stream_k`` (stage 6 only): share the ragged last wave out by K slices (tc_schedule.cuh)."""
     if stage not in ("tc_5_persistent", "tc_6_tma_store"):
         raise ValueError("only tc_5_persistent and tc_6_tma_store have scheduling knobs")
-    fn = _make_gemm(stage, _ENTRIES[stage], cluster=cluster, group_m=group_m, max_ctas=max_ctas)
-    fn.__name__ = f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}]"
+    knobs: dict[str, Any] = dict(cluster=cluster, group_m=group_m, max_ctas=max_ctas)
+    if stream_k:
+        if stage != "tc_6_tma_store":
+            raise ValueError("stream_k is a knob of tc_6_tma_store only")
+        knobs["stream_k"] = True
+    fn = _make_gemm(stage, _ENTRIES[stage], **knobs)
+    fn.__name__ = f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}]"
     return fn
 
 
@@ -607,6 +614,38 @@ def persistent_ctas(cluster_tiles: int, max_clusters: int, cluster: int) -> int:
     """CTAs of a persistent launch: as many clusters as fit, trimmed so the waves come out even."""
     waves = -(-cluster_tiles // max_clusters)
     return -(-cluster_tiles // waves) * cluster
+
+
+def stream_k_work(cluster_tiles: int, clusters: int, slices: int, stream_k: bool = True) -> list[list[tuple[int, int, int]]]:
+    """Each cluster's work units (tile, first K slice, end K slice), in order - the WorkCursor of
+    tc_schedule.cuh: whole waves of whole tiles round robin, then the rest shared out by slices."""
+    dp_tiles = cluster_tiles - cluster_tiles % clusters if stream_k else cluster_tiles
+    split = (cluster_tiles - dp_tiles) * slices
+    out = []
+    for c in range(clusters):
+        units = [(t, 0, slices) for t in range(c, dp_tiles, clusters)]
+        pos, end = split * c // clusters, split * (c + 1) // clusters
+        while pos < end:
+            k = pos % slices
+            k_end = min(slices, k + end - pos)
+            units.append((dp_tiles + pos // slices, k, k_end))
+            pos += k_end - k
+        out.append(units)
+    return out
+
+
+def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner: int, tile: int) -> list[int]:
+    """The clusters whose partial sums the owner of split tile ``tile`` adds (tc6_tma_store.cu's loop)."""
+    dp_tiles = cluster_tiles - cluster_tiles % clusters
+    split = (cluster_tiles - dp_tiles) * slices
+    start = lambda c: split * c // clusters  # noqa: E731
+    tile_end = (tile - dp_tiles + 1) * slices
+    out, c = [], owner + 1
+    while c < clusters and start(c) < tile_end:
+        if start(c + 1) > start(c):
+            out.append(c)
+        c += 1
+    return out
 
 
 # ---- for the notebook ---------------------------------------------------------------------------
