@@ -241,6 +241,9 @@ def _sm_count() -> int:
 # One CTA per SM at most (the textbook persistent grid): in the scheduling experiments on the H200
 # (2026-11-29, tools/gpu_tensor_cores.py) this was the best setting at both 4096 (100.4 % of cuBLAS
 # against 99.7 % with the occupancy-derived grid) and 8192 (105.2 % against 102.2 %).
+# Stream-K (stream_k=True) stays off: on the H200 (2026-11-29, "stream_k_round" in
+# nvidia_h200_tensor_core_experiments.json) it measured 94.4 / 95.2 % of cuBLAS at 4096^3 against
+# 102.0 / 97.6 % without it, and changed 6144^3 and 8192^3 by no more than the noise.
 tc_6_tma_store = _make_gemm("tc_6_tma_store", _ENTRIES["tc_6_tma_store"], cluster=2, group_m=8, max_ctas=_sm_count)
 GEMMS = {
     "tc_1_mma_sync": tc_1_mma_sync,
