@@ -37,7 +37,7 @@ for section in "$@"; do
         tail -n 3 "$OUT/record.log"
         ;;
     notebooks)
-        timeout 400 python3 -m course_lib.notebooks ${NOTEBOOKS:-} --backend gpu --out "$OUT/notebooks_gpu" >"$OUT/notebooks.log" 2>&1 || status=1
+        timeout 540 python3 -m course_lib.notebooks ${NOTEBOOKS:-} --backend gpu --out "$OUT/notebooks_gpu" >"$OUT/notebooks.log" 2>&1 || status=1
         cat "$OUT/notebooks.log" | grep -v WARNING
         tar czf "$OUT/notebooks_gpu.tgz" -C "$OUT" notebooks_gpu && rm -rf "$OUT/notebooks_gpu"
         ;;
