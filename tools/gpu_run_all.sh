@@ -12,6 +12,8 @@
 #              memcheck/racecheck/synccheck over every tensor-core stage -> $OUT/sanitize.log
 #   triton     tools/gpu_triton.py (config sweep, seed experiment, compiler evidence) -> $OUT/triton/
 #   tc         tools/gpu_tensor_cores.py (build, check, time, scheduling experiments) -> $OUT/tc/
+#   ncu        Nsight Compute on five GEMMs at 4096^3 (tools/gpu_ncu_probe.py; $NCU_PROBES picks some,
+#              e.g. "tc6 tc6_sk") -> $OUT/ncu_<what>.txt
 #
 # Python packages the GPU image lacks (numpy < 2.5 for numba-cuda; nbclient/ipykernel/ipywidgets for
 # the notebooks) are installed from wheels in .whl/ when that folder is present (see README).
@@ -69,8 +71,21 @@ for section in "$@"; do
         timeout 470 python3 tools/gpu_tensor_cores.py --out "$OUT/tc" >"$OUT/tc/stdout.txt" 2>&1 || status=1
         tail -n 30 "$OUT/tc/stdout.txt"
         ;;
+    ncu)
+        python3 -c "from course_lib.kernels import tensor_cores as tc; tc.extension()" >/dev/null 2>&1
+        # "<what> <ncu kernel filter>": the CUDA stages' kernels are all named "kernel" (in namespaces).
+        for probe in "tc6 kernel" "tc6_sk kernel" "cublas16 regex:gemm|xmma|cutlass|nvjet" "triton32 fast_matmul_kernel" \
+                     "cublas32 regex:gemm|xmma|cutlass|nvjet"; do
+            set -- $probe
+            [ -n "${NCU_PROBES:-}" ] && [[ " $NCU_PROBES " != *" $1 "* ]] && continue
+            timeout 120 ncu --clock-control none --kernel-name "$2" --launch-skip 1 --launch-count 1 \
+                --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+                --section WarpStateStats python3 tools/gpu_ncu_probe.py "$1" >"$OUT/ncu_$1.txt" 2>&1 || status=1
+            echo "ncu $1: $(grep -E -m1 "Duration" "$OUT/ncu_$1.txt")"
+        done
+        ;;
     *)
-        echo "unknown section $section (record, notebooks, sanitize, triton, tc)"
+        echo "unknown section $section (record, notebooks, sanitize, triton, tc, ncu)"
         exit 2
         ;;
     esac

@@ -1,0 +1,56 @@
+"""Launch one GEMM twice at 4096^3 so Nsight Compute can profile the second launch.
+
+    PYTHONPATH=. COURSE_BACKEND=gpu ncu --clock-control none --kernel-name <filter> \
+        --launch-skip 1 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+        --section MemoryWorkloadAnalysis_Tables --section WarpStateStats \
+        python3 tools/gpu_ncu_probe.py <what>
+
+<what> and the kernel filter that selects its GEMM kernel:
+
+    tc6        tc_6_tma_store as recorded (no stream-K)             kernel
+    tc6_sk     tc_6_tma_store with stream-K, one CTA per SM         kernel
+    cublas16   torch.matmul, bf16                                   regex:gemm|xmma|cutlass|nvjet
+    triton32   triton_fast, fp32 (ieee), first FAST_CONFIGS entry   fast_matmul_kernel
+    cublas32   torch.matmul, fp32 (no TF32)                         regex:gemm|xmma|cutlass|nvjet
+
+``--clock-control none`` keeps the GPU's own clocks (ncu would otherwise lock them to base), so
+the SM frequency in SpeedOfLight is the one the recording ran at. Used for the evidence in the
+closing notes of issues 5 and 6 (tools/gpu_run_all.sh's ``ncu`` section runs all five).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+import course_lib
+from course_lib.kernels import coalescing_and_triton as c04
+from course_lib.kernels import tensor_cores as tc
+
+N = 4096
+
+
+def main(what: str) -> int:
+    torch.backends.cuda.matmul.allow_tf32 = False
+    if what in ("tc6", "tc6_sk", "cublas16"):
+        a, b = course_lib.random_inputs(N, N, N, "bf16", seed=0)
+        fn = {
+            "tc6": tc.tc_6_tma_store,
+            "tc6_sk": tc.persistent_variant("tc_6_tma_store", cluster=2, group_m=8, max_ctas=tc._sm_count(), stream_k=True),
+            "cublas16": torch.matmul,
+        }[what]
+    elif what in ("triton32", "cublas32"):
+        a, b = course_lib.random_inputs(N, N, N, "fp32", seed=0)
+        fn = {"triton32": lambda x, y: c04.fast_matmul(x, y, "fp32", c04.FAST_CONFIGS["fp32"][0]),
+              "cublas32": torch.matmul}[what]
+    else:
+        raise SystemExit(f"unknown {what!r}: tc6, tc6_sk, cublas16, triton32, cublas32")
+    for _ in range(2):  # the first launch compiles / builds; ncu profiles the second
+        fn(a, b)
+    torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1] if len(sys.argv) > 1 else ""))
