@@ -168,6 +168,22 @@ def test_strided_inputs_are_handled(name):
     torch.testing.assert_close(c, (a.double() @ bs.double()).float(), rtol=1e-5, atol=1e-4)
 
 
+def test_b_stored_transposed_is_not_copied(monkeypatch):
+    cfg = c04.FAST_CONFIGS["tf32"][0]
+    assert cfg.b_layout == "nk"
+    a, b = random_inputs(40, 24, 32, "tf32", seed=5)
+    want = a.double() @ b.double()
+    copies = []
+    real = c04.transpose
+    monkeypatch.setattr(c04, "transpose", lambda x, *args: copies.append(x.shape) or real(x, *args))
+    small = c04.FastConfig(32, 32, 16, b_layout="nk", persistent=True)
+    torch.testing.assert_close(c04.fast_matmul(a, b, "tf32", small).double(), want, rtol=1e-4, atol=1e-4)
+    assert copies == [(32, 24)]  # B as given (K x N, row-major): one transpose
+    w = b.T.contiguous()  # stored N x K, as a torch.nn.Linear weight
+    torch.testing.assert_close(c04.fast_matmul(a, w.T, "tf32", small).double(), want, rtol=1e-4, atol=1e-4)
+    assert copies == [(32, 24)]  # w.T is read as it is stored: no second copy
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1), (3, 130), (65, 64), (200, 77)])
 def test_transpose_moves_every_element(shape, dtype):

@@ -587,8 +587,10 @@ class FastConfig:
 # * tf32: B^T copied (both operands K-major, as Hopper's TF32 wgmma requires; CUTLASS lists Hopper
 #   TF32 tensor-op GEMMs only for K-major A and B: media/docs/cpp/functionality.md), persistent,
 #   128 x 256 x 32 (a 128-byte fp32 row per tile row, as for 64 fp16 elements). With torch's copy
-#   (1.1 TB/s) it reached 76 / 92 %; with :func:`transpose` (3.5-4.0 TB/s) 94 / 99 % (GROUP_M 16)
-#   and 91.5 / 102 % (GROUP_M 8) in the second sweep.
+#   (1.1 TB/s) it reached 76 / 92 %; with :func:`transpose` (3.5-4.0 TB/s) GROUP_M 16 and 8 traded
+#   places in two sweeps that day: 94.0 / 98.6 % and 91.5 / 101.9 % at 14:35 UTC (only the printed
+#   summary of that run came back from the device), 90.9 / 99.5 % and 93.3 / 101.9 % at 14:46 UTC
+#   ("second_sweep" in the experiments file). On a GPU the wrapper times both.
 # * fp32 (ieee): CUDA-core FMA path with pointer loads. Compiled for sm_90a, Triton 3.9 gives the
 #   descriptor version 32 registers and ~5 KB of local-memory stack per thread (Triton 3.6: 174
 #   registers, no stack), while the pointer version needs ~190 registers and no stack.
@@ -665,7 +667,9 @@ def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_war
 def _launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
     """Launch :func:`fast_matmul_kernel` with ``cfg`` into ``c``; returns (compiled, used descriptors)."""
     if cfg.b_layout == "nk":
-        b_arg = transpose(ops.b)  # B^T: N x K, row-major
+        # B^T (N x K, row-major): no copy when B is already stored that way (b = w.T, as for the
+        # weight of torch.nn.Linear), otherwise one pass of the transpose kernel.
+        b_arg = ops.b.T if ops.b.T.is_contiguous() else transpose(ops.b)
     else:
         b_arg = ops.b
     use_desc = cfg.loads == "descriptors" and all(
