@@ -55,3 +55,20 @@ def test_ci_runs_the_readme_test_command_and_nothing_else():
     run = [l for l in (ROOT / ".ci" / "run").read_text().splitlines() if l.strip() and not l.startswith("#")]
     assert run[-1].strip() == "make test"
     assert "make test" in (ROOT / "README.md").read_text()
+
+
+def test_readme_version_table_matches_the_lock():
+    lock = {}
+    for line in (ROOT / "requirements-lock.txt").read_text().splitlines():
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if m:
+            lock[m.group(1).lower()] = m.group(2)
+    rows = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] in ("torch", "Triton", "numba / numba-cuda", "numpy"):
+            rows[cells[0]] = cells[1]
+    assert rows["torch"] == lock["torch"]
+    assert rows["Triton"].split()[0] == lock["triton"]
+    assert rows["numba / numba-cuda"] == f"{lock['numba']} / {lock['numba-cuda']}"
+    assert rows["numpy"] == lock["numpy"]
