@@ -11,8 +11,11 @@ from __future__ import annotations
 import io
 
 
-def figure_png(fig, dpi: int = 80) -> bytes:
-    """The figure as PNG bytes; the figure is closed (it lives on only as the picture)."""
+def figure_png(fig, dpi: int = 100) -> bytes:
+    """The figure as PNG bytes; the figure is closed (it lives on only as the picture).
+
+    100 dpi is what the notebooks' inline figures use, so a widget's picture has the same size and
+    text size as a figure drawn by a cell."""
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -22,6 +25,11 @@ def figure_png(fig, dpi: int = 80) -> bytes:
 
 
 def image_widget():
+    """An Image widget shown at the PNG's own size (at most the output's width).
+
+    Inside a VBox an image is stretched to the box's width by default (flex ``align-items:
+    stretch``): a small figure then came out blown up and blurred, taller than the screen, with its
+    controls scrolled out of sight. ``align_self="flex-start"`` keeps its natural size."""
     import ipywidgets as w
 
-    return w.Image(format="png", layout=w.Layout(max_width="900px"))
+    return w.Image(format="png", layout=w.Layout(max_width="100%", align_self="flex-start"))

@@ -145,12 +145,12 @@ def draw_banks(acc: BankAccess, ax=None, title: str = "", words_in_tile: int | N
     if top <= 40:
         for lane, ws in zip(acc.lanes, acc.words):
             w = ws[0]
-            ax.text(w % N_BANKS, w // N_BANKS, str(lane), ha="center", va="center", fontsize=5, color="white")
+            ax.text(w % N_BANKS, w // N_BANKS, str(lane), ha="center", va="center", fontsize=6, color="white")
     ax.set_xlabel("bank")
     ax.set_ylabel("128-byte row of shared memory")
     counts = acc.words_per_bank
     ax_bar.bar(range(N_BANKS), counts, color=["tab:red" if c > 1 else "tab:green" for c in counts])
-    ax_bar.set_ylabel("words")
+    ax_bar.set_ylabel("words\nper bank", fontsize=8)
     ax_bar.set_title((title + ": " if title else "") + acc.describe(), fontsize=9)
     fig.tight_layout()
     return fig
@@ -165,10 +165,11 @@ def banks_widget(cols: int = 32, pattern: str = "column", layout: str = "plain")
 
     from course_lib.viz._figure import figure_png, image_widget
 
-    cols_d = widgets.Dropdown(options=[32, 64], value=cols, description="tile (fp32)")
-    pat = widgets.ToggleButtons(options=["row", "column"], value=pattern, description="warp reads a")
-    lay = widgets.ToggleButtons(options=list(LAYOUTS), value=layout, description="layout")
-    idx = widgets.IntSlider(value=0, min=0, max=cols - 1, description="which row/col", continuous_update=False)
+    style = {"description_width": "initial"}  # the whole label, not cut to "which row..."
+    cols_d = widgets.Dropdown(options=[32, 64], value=cols, description="tile (fp32)", style=style)
+    pat = widgets.ToggleButtons(options=["row", "column"], value=pattern, description="warp reads a", style=style)
+    lay = widgets.ToggleButtons(options=list(LAYOUTS), value=layout, description="layout", style=style)
+    idx = widgets.IntSlider(value=0, min=0, max=cols - 1, description="which row/col", continuous_update=False, style=style)
     summary = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([widgets.HBox([cols_d, idx]), pat, lay, summary, image])

@@ -133,19 +133,36 @@ def draw_access(acc: WarpAccess, ax=None, title: str = ""):
             sec = line * per_line + s
             ax.add_patch(Rectangle((x0 + s * SECTOR_BYTES, 0), SECTOR_BYTES, 1, fc="tab:orange" if sec in sectors else "#f2f2f2", ec="black", lw=0.6))
         if len(lines) <= 8:
-            ax.text(x0 + LINE_BYTES / 2, -0.35, f"line @ {line * LINE_BYTES} B", ha="center", fontsize=6)
+            ax.text(x0 + LINE_BYTES / 2, -0.35, f"128-byte line at byte {line * LINE_BYTES:,}", ha="center", fontsize=7)
+        readers: dict[int, list[int]] = {}  # byte address -> the lanes reading it (a broadcast has several)
         for lane, a in zip(acc.lanes, acc.byte_addresses):
             if a // LINE_BYTES == line:
-                x = x0 + a % LINE_BYTES
-                ax.add_patch(Rectangle((x, 0.25), acc.itemsize, 0.5, fc="tab:blue", ec="none"))
-                if len(lines) <= 2:
-                    ax.text(x + acc.itemsize / 2, 1.15, str(lane), ha="center", fontsize=5, rotation=90)
+                readers.setdefault(int(a), []).append(int(lane))
+        for a, lanes in readers.items():
+            x = x0 + a % LINE_BYTES
+            ax.add_patch(Rectangle((x, 0.25), acc.itemsize, 0.5, fc="tab:blue", ec="none"))
+            if len(lines) <= 2:
+                label = "/".join(map(str, lanes)) if len(lanes) <= 2 else f"{len(lanes)} lanes"
+                ax.text(x + acc.itemsize / 2, 1.15, label, ha="center", va="bottom", fontsize=6, rotation=90)
     width = max(1, len(lines)) * (LINE_BYTES + 24)
     ax.set_xlim(-8, width)
     ax.set_ylim(-0.6, 1.6)
     ax.axis("off")
     ax.set_title(title + ("\n" if title else "") + f"{acc.n_sectors} sectors, {acc.n_lines} lines, {acc.efficiency:.0%} of moved bytes used", fontsize=9)
     return fig
+
+
+def _legend(fig) -> None:
+    from matplotlib.patches import Patch
+
+    fig.legend(
+        handles=[
+            Patch(fc="tab:orange", ec="black", lw=0.6, label="32-byte sector moved"),
+            Patch(fc="#f2f2f2", ec="black", lw=0.6, label="sector not moved"),
+            Patch(fc="tab:blue", label="bytes a lane asked for"),
+        ],
+        loc="lower center", ncol=3, fontsize=8, frameon=False,
+    )
 
 
 def draw_coalescing(accesses: dict[str, WarpAccess]):
@@ -155,7 +172,8 @@ def draw_coalescing(accesses: dict[str, WarpAccess]):
     fig, axes = plt.subplots(len(accesses), 1, figsize=(10, 2.0 * len(accesses)), squeeze=False)
     for ax, (name, acc) in zip(axes[:, 0], accesses.items()):
         draw_access(acc, ax=ax, title=name)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06, 1, 1))  # room for the legend below
+    _legend(fig)
     return fig
 
 
@@ -167,9 +185,10 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
 
     from course_lib.viz._figure import figure_png, image_widget
 
-    n_s = widgets.IntSlider(value=n, min=64, max=8192, step=32, description="N (row stride)", continuous_update=False)
-    dt = widgets.Dropdown(options=list(ITEMSIZE), value=dtype, description="element")
-    off = widgets.IntSlider(value=0, min=0, max=31, description="start column", continuous_update=False)
+    style = {"description_width": "initial"}  # the whole label, not cut to "N (row str..."
+    n_s = widgets.IntSlider(value=n, min=64, max=8192, step=32, description="N (row stride)", continuous_update=False, style=style)
+    dt = widgets.Dropdown(options=list(ITEMSIZE), value=dtype, description="element", style=style)
+    off = widgets.IntSlider(value=0, min=0, max=31, description="start column", continuous_update=False, style=style)
     summary = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([widgets.HBox([n_s, dt, off]), summary, image])
@@ -181,11 +200,18 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
         row = matrix_load("row", n_s.value, size, row=0, col=off.value)
         col = matrix_load("column", n_s.value, size, row=0, col=off.value)
         box.accesses = {"row": row, "column": col}
+        stride = n_s.value * size
         summary.value = (
             f"<b>row-wise</b> (lane l reads A[0, {off.value} + l]): {row.describe()}<br>"
-            f"<b>column-wise</b> (lane l reads A[l, {off.value}]): {col.describe()}"
+            f"<b>column-wise</b> (lane l reads A[l, {off.value}]): {col.describe()}<br>"
+            f"down a column, neighbouring lanes are one row = N x {size} B = {stride:,} B apart, "
+            f"lane 31 at byte {int(col.byte_addresses[-1]):,}: any stride of {SECTOR_BYTES} B or more "
+            "gives every lane a sector of its own, so N moves the lines, not their number"
         )
-        image.value = figure_png(draw_coalescing({"row-wise: threadIdx.x along a row": row, "column-wise: threadIdx.x down a column": col}))
+        image.value = figure_png(draw_coalescing({
+            "row-wise: threadIdx.x along a row": row,
+            f"column-wise: threadIdx.x down a column (lanes {stride:,} B apart)": col,
+        }))
 
     for c in box.controls.values():
         c.observe(update, names="value")

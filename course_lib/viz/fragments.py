@@ -168,7 +168,7 @@ def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
 
     rows, cols = fm.owner.shape
     if ax is None:
-        fig, ax = plt.subplots(figsize=(min(12, 1.2 + cols * 0.55), min(12, 1.0 + rows * (0.45 if rows <= 16 else 0.16))))
+        fig, ax = plt.subplots(figsize=(min(12, 1.2 + cols * 0.55), min(12, 1.0 + rows * (0.45 if rows <= 16 else 0.1))))
     else:
         fig = ax.figure
     wg = fm.instruction.startswith("wgmma")
@@ -188,7 +188,8 @@ def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
     ax.set_xlabel("column")
     ax.set_ylabel("row")
     what = "warp of the warpgroup (colour), thread T0..T127" if wg else "lane T0..T31 (colour), register element"
-    ax.set_title(f"{fm.instruction} operand {fm.operand} ({rows} x {cols}): owner = {what}", fontsize=9)
+    outlined = f"\nred outline: the elements thread T{highlight} holds" if highlight is not None else ""
+    ax.set_title(f"{fm.instruction} operand {fm.operand} ({rows} x {cols}): owner = {what}{outlined}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -202,10 +203,11 @@ def fragments_widget():
 
     from course_lib.viz._figure import figure_png, image_widget
 
-    instr = widgets.ToggleButtons(options=["mma.m16n8k16", "wgmma.m64nNk16"], value="mma.m16n8k16", description="instruction")
-    operand = widgets.ToggleButtons(options=["A", "B", "C"], value="A", description="operand")
-    thread = widgets.IntSlider(value=0, min=0, max=31, description="lane / thread", continuous_update=False)
-    n_d = widgets.Dropdown(options=[8, 16, 32, 64], value=16, description="wgmma N")
+    style = {"description_width": "initial"}  # the whole label, not cut to "lane / thre..."
+    instr = widgets.ToggleButtons(options=["mma.m16n8k16", "wgmma.m64nNk16"], value="mma.m16n8k16", description="instruction", style=style)
+    operand = widgets.ToggleButtons(options=["A", "B", "C"], value="A", description="operand", style=style)
+    thread = widgets.IntSlider(value=0, min=0, max=31, description="lane / thread", continuous_update=False, style=style)
+    n_d = widgets.Dropdown(options=[8, 16, 32, 64], value=16, description="wgmma N", style=style)
     summary = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([instr, widgets.HBox([operand, n_d]), thread, summary, image])
@@ -225,6 +227,7 @@ def fragments_widget():
                 operand.options = options
                 operand.value = keep
             thread.max = WARPGROUP_SIZE - 1 if wg else WARP_SIZE - 1
+            n_d.disabled = not wg  # N is wgmma's: greyed out for mma.m16n8k16, where it changes nothing
         finally:
             busy[0] = False
         fm = fragment_map(instr.value, operand.value, n_d.value)

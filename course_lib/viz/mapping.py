@@ -158,6 +158,10 @@ def mapping_widget(n: int = 64, block: int = 16):
         )
         if m.n_rows * m.n_cols > 512 * 512:  # too many elements to draw one by one: hide the picture
             image.layout.display = "none"
+            summary.value += (
+                "<br><i>No picture above N = 512 (too many elements to draw one by one); the counts "
+                "above still hold. Try N = 100 to see the idle threads past the edge.</i>"
+            )
             return
         image.layout.display = None
         image.value = figure_png(draw_mapping(m, color.value))

@@ -185,10 +185,17 @@ def draw_tiles(s: TileStep, ax=None):
     ax_b.add_patch(Rectangle((s.b_cols.start, 0), len(s.b_cols), n, fill=False, ec="tab:orange", lw=1.5))
     frac = (s.step + 1) / s.steps
     ax_c.add_patch(Rectangle((s.b_cols.start, s.a_rows.start), len(s.b_cols), len(s.a_rows), color="tab:green", alpha=0.25 + 0.6 * frac))
-    ax_c.text(n / 2, n + n * 0.12, f"block ({bi}, {bj}) has summed {s.step + 1}/{s.steps} of K", ha="center", fontsize=8)
-    ax_a.text(n / 2, n + n * 0.12, f"A tile {s.a_tile} -> shared", ha="center", fontsize=8)
-    ax_b.text(n / 2, n + n * 0.12, f"B tile {s.b_tile} -> shared", ha="center", fontsize=8)
-    fig.suptitle(f"T x T tiling, N={n}, T={t}: step {s.step + 1} of {s.steps}", fontsize=10)
+    ax_a.set_xlabel(f"k (column of A)\nstep {s.step + 1}: A tile {s.a_tile} -> shared memory", fontsize=8)
+    ax_a.set_ylabel("row of A (and of C)", fontsize=8)
+    ax_b.set_xlabel(f"column of B (and of C)\nstep {s.step + 1}: B tile {s.b_tile} -> shared memory", fontsize=8)
+    ax_b.set_ylabel("k (row of B)", fontsize=8)
+    ax_c.set_xlabel(f"column of C\nblock ({bi}, {bj}) has summed {s.step + 1}/{s.steps} of K", fontsize=8)
+    ax_c.set_ylabel("row of C", fontsize=8)
+    fig.suptitle(
+        f"T x T tiling, N={n}, T={t}: step {s.step + 1} of {s.steps}\n"
+        "strong colour: the tiles copied in this step; light: earlier steps; outline: all the block reads",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 

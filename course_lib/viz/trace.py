@@ -441,8 +441,9 @@ def trace_widget(trace: Trace):
     ]
     if not options:
         raise ValueError("the trace recorded no accesses")
-    site = widgets.Dropdown(options=options, value=options[0][1], description="access", layout=widgets.Layout(width="560px"))
-    req_s = widgets.IntSlider(value=0, min=0, max=0, description="warp request", continuous_update=False)
+    style = {"description_width": "initial"}  # the whole label, not cut to "warp requ..."
+    site = widgets.Dropdown(options=options, value=options[0][1], description="access", layout=widgets.Layout(width="560px"), style=style)
+    req_s = widgets.IntSlider(value=0, min=0, max=0, description="warp request", continuous_update=False, style=style)
     text = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([widgets.HTML(f"<pre>{trace.describe()}</pre>"), site, req_s, text, image])

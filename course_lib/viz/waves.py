@@ -264,10 +264,13 @@ def draw_waves(w: Waves, ax=None, max_waves: int = 12):
     colors = ["#eeeeee"] + list(plt.get_cmap("Blues")(np.linspace(0.35, 0.95, max(1, w.resident))))
     cmap = ListedColormap(colors)
     norm = BoundaryNorm(np.arange(-0.5, w.resident + 1), cmap.N)
-    ax.imshow(shown, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+    im = ax.imshow(shown, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+    bar = fig.colorbar(im, ax=ax, ticks=range(w.resident + 1), pad=0.01, fraction=0.04)
+    bar.set_label("blocks on the SM", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
     ax.set_yticks(range(len(shown)))
     ax.set_yticklabels([f"wave {first + i + 1}" for i in range(len(shown))], fontsize=8)
-    ax.set_xlabel(f"SM (0..{w.sms - 1}); colour = blocks resident on it, grey = idle")
+    ax.set_xlabel(f"SM (0..{w.sms - 1}); colour = blocks resident on it (scale on the right), grey = idle")
     ax.set_title(
         f"{w.blocks} blocks, {w.resident} per SM -> {w.waves} waves; "
         f"last wave {w.tail_utilisation:.0%} full, {w.idle_sms_in_tail} SMs idle",
