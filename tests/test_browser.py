@@ -1,14 +1,29 @@
-"""The course in a real browser: JupyterLab + headless Chromium, widgets rendered and moved.
+"""The course in a real browser: JupyterLab + headless Chromium, every notebook run, widgets moved.
 
 What it does: starts JupyterLab on 127.0.0.1 with a random token and fresh config, data, runtime,
-settings and workspace directories (all temporary), opens a notebook in Debian's Chromium through
-Playwright (``executable_path``; no browser is ever downloaded), runs all cells, checks that every
-widget rendered (none stuck at "Loading widget..." and no error output), moves a slider and checks
-that the picture changed. Screenshots go to tests/artifacts/browser/ (git-ignored; the path is
-printed), with the JupyterLab log, so a failing CI run can be inspected. Everything it starts is stopped at the end.
+settings and workspace directories (all temporary), and for every notebook opens it in Debian's
+Chromium through Playwright (``executable_path``; no browser is ever downloaded), runs all cells
+(stopping at the first error output, which then fails the test with the cell and the error), and
+checks that:
 
-Notebooks driven: ``notebooks/00_gpu_execution_model.ipynb`` when it exists, and always a small
-notebook written here (``_widget_cells``) that shows every widget of ``course_lib.viz``.
+* every cell ran and no output is an error or a traceback on stderr;
+* every widget the notebook makes rendered (none stuck at "Loading widget...", no error view) and
+  drew its picture;
+* moving the first slider of every widget changes its picture (the PNG's bytes, not just its URL);
+  in the notebook of all widgets, every other enabled dropdown and toggle too changes the picture or
+  the summary above it;
+* nothing went wrong in the kernel meanwhile: no error or stderr traceback on the kernel's message
+  channel (where a widget callback's print or error goes) and no traceback in the server's log.
+
+Screenshots (after running, after moving the controls, and on failure) go to
+tests/artifacts/browser/<notebook>/ (git-ignored; the path is printed), with the JupyterLab log, so a
+failing CI run can be inspected. Everything it starts is stopped at the end.
+
+Notebooks driven: every ``notebooks/NN_*.ipynb`` (in order) and a small notebook written here
+(``_WIDGET_CELLS``) that shows every widget of ``course_lib.viz``. ``COURSE_BROWSER_NOTEBOOKS=00,04``
+limits the course notebooks to those prefixes (for a quick local run). On a 2-core machine the whole
+test takes about three minutes: running the notebooks' cells is most of it (the CPU backend's
+simulator), the rest is about 6 s per notebook to open it and start its kernel.
 
 Chromium comes from Debian's ``chromium`` package, which ``make test`` installs when it is missing
 and it runs as root. Without it (a learner without root) this test skips with the reason - except
@@ -33,12 +48,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK_00 = ROOT / "notebooks" / "00_gpu_execution_model.ipynb"
+NOTEBOOK_DIR = ROOT / "notebooks"
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
-TIMEOUT_S = 90  # for the server to start and for a notebook to run all its cells
+TIMEOUT_S = 90  # for the server to start, a notebook to open and its kernel to start, a widget to answer
+RUN_TIMEOUT_S = 600  # for one notebook to run all its cells (the slowest takes about 30 s on 2 cores)
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
-# The notebook written for this test: one cell per widget of course_lib.viz (the mapping widget
-# first, because its slider is the one moved). Kept small: each widget draws one figure.
+# The notebook written for this test: one cell per widget of course_lib.viz, the trace widget on a
+# tiny naive GEMM. Kept small: each widget draws one figure.
 _WIDGET_CELLS = [
     "import course_lib\n"
     "from course_lib.viz import banks, coalescing, fragments, mapping, tiles, waves",
@@ -48,6 +65,11 @@ _WIDGET_CELLS = [
     "coalescing.coalescing_widget()",
     "banks.banks_widget()",
     "fragments.fragments_widget()",
+    "import numpy as np\n"
+    "from course_lib.kernels import naive\n"
+    "from course_lib.viz import trace\n"
+    "a, b, c = np.ones((16, 8), np.float32), np.ones((8, 16), np.float32), np.zeros((16, 16), np.float32)\n"
+    "trace.trace_widget(trace.trace_kernel(naive.naive_kernel, (1, 1), (16, 16), a, b, c))",
 ]
 
 
@@ -128,9 +150,13 @@ def lab(tmp_path_factory):
     dirs = {name: tmp / name for name in ("config", "data", "runtime", "settings", "workspaces", "ipython", "notebooks")}
     for d in dirs.values():
         d.mkdir()
-    if NOTEBOOK_00.exists():
-        shutil.copy(NOTEBOOK_00, dirs["notebooks"] / NOTEBOOK_00.name)
+    for path in _course_notebooks():
+        shutil.copy(path, dirs["notebooks"] / path.name)
     _write_notebook(dirs["notebooks"] / "viz_widgets.ipynb", _WIDGET_CELLS)
+    # No "get notified about Jupyter news?" toast over the notebook (it can cover a control).
+    notifications = dirs["settings"] / "@jupyterlab" / "apputils-extension"
+    notifications.mkdir(parents=True)
+    (notifications / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     token, port = secrets.token_hex(16), _free_port()
     env = dict(os.environ)
     env.update(
@@ -166,7 +192,7 @@ def lab(tmp_path_factory):
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"JupyterLab did not start; its log:\n{(tmp / 'jupyterlab.log').read_text()[-3000:]}")
             time.sleep(0.3)
-        yield base, token, dirs["notebooks"], chromium
+        yield base, token, tmp / "jupyterlab.log", chromium
     finally:
         _stop(server, base, token)
         log.close()
@@ -230,8 +256,24 @@ _PROBLEMS = """() => {
 }"""
 
 
+def _course_notebooks() -> list[Path]:
+    """The course's notebooks, in order (``COURSE_BROWSER_NOTEBOOKS=00,04`` keeps only those)."""
+    paths = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+    wanted = [w.strip() for w in os.environ.get("COURSE_BROWSER_NOTEBOOKS", "").split(",") if w.strip()]
+    return [p for p in paths if not wanted or any(p.name.startswith(w) for w in wanted)]
+
+
 def _notebooks() -> list[str]:
-    return ([NOTEBOOK_00.name] if NOTEBOOK_00.exists() else []) + ["viz_widgets.ipynb"]
+    return [p.name for p in _course_notebooks()] + ["viz_widgets.ipynb"]
+
+
+def _widgets_stored(path: Path) -> int:
+    """How many widgets the committed notebook shows (its stored outputs, from the CPU run)."""
+    nb = json.loads(path.read_text())
+    return sum(
+        WIDGET_MIME in out.get("data", {})
+        for cell in nb["cells"] if cell["cell_type"] == "code" for out in cell.get("outputs", [])
+    )
 
 
 _PNG_DIGEST = """async (el) => {
@@ -247,14 +289,135 @@ def _image_digest(box) -> str:
     return box.evaluate(_PNG_DIGEST)
 
 
+# Run-state and results read from JupyterLab's notebook model (complete even for cells scrolled out
+# of view): code cells, how many ran, and every error output or traceback on stderr.
+_RUN_STATE = """(path) => {
+    const s = (""" + _OUTPUT_STATE + """)(path);
+    if (!s) return null;
+    const panel = window.jupyterapp.shell.currentWidget;
+    s.errors = [];
+    s.widgets = 0;
+    panel.content.widgets.forEach((cell, index) => {
+        if (cell.model.type !== 'code') return;
+        for (let k = 0; k < cell.model.outputs.length; k++) {
+            const o = cell.model.outputs.get(k).toJSON();
+            if (o.output_type === 'error') s.errors.push(`cell ${index}: ${o.ename}: ${o.evalue}`);
+            if (o.output_type === 'stream' && o.name === 'stderr' && /Error|Traceback/.test(o.text))
+                s.errors.push(`cell ${index} (stderr): ${String(o.text).slice(0, 400)}`);
+            if (o.data && o.data['""" + WIDGET_MIME + """']) s.widgets += 1;
+        }
+    });
+    return s;
+}"""
+
+# The kernel's message channel: errors and stderr that reach no cell (a widget callback's, say).
+_LISTEN_TO_KERNEL = """() => {
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    window.__kernelProblems = [];
+    kernel.iopubMessage.connect((_, msg) => {
+        const t = msg.header.msg_type;
+        if (t === 'error') window.__kernelProblems.push(`error: ${msg.content.ename}: ${msg.content.evalue}`);
+        if (t === 'stream' && msg.content.name === 'stderr' && /Error|Traceback/.test(msg.content.text))
+            window.__kernelProblems.push('stderr: ' + msg.content.text.slice(0, 400));
+    });
+}"""
+
+_BOX_STATE = """(el) => {
+    const img = el.querySelector('img.widget-image');
+    return {src: img ? img.src : null,
+            summary: Array.from(el.querySelectorAll('.widget-html-content')).map(e => e.innerText).join('|')};
+}"""
+
+_CHANGED = """([el, old, pictureOnly]) => {
+    const img = el.querySelector('img.widget-image');
+    const summary = Array.from(el.querySelectorAll('.widget-html-content')).map(e => e.innerText).join('|');
+    return (img && img.src !== old.src) || (!pictureOnly && summary !== old.summary);
+}"""
+
+
+_KERNEL_IDLE = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'"
+
+
+_PICTURE_SHOWN = """(el) => {
+    const img = el.querySelector('img.widget-image');
+    return !img || img.offsetParent === null || (img.complete && img.naturalWidth > 0);
+}"""
+
+
+def _settle(page, box) -> None:
+    """Wait until the kernel is idle again - every message the control's callback sent has arrived
+    (the kernel's status messages come in order with the widget updates), so the summary and the
+    picture belong together - and the browser has decoded the picture (or it is hidden)."""
+    page.wait_for_function(_KERNEL_IDLE, polling=100)
+    page.wait_for_function(_PICTURE_SHOWN, arg=box.element_handle(), polling=100)
+
+
+def _move_first_slider(page, box, where: str) -> str:
+    """Move the widget's first slider one step with the keyboard; the picture must change."""
+    slider = box.locator(".widget-slider").first
+    name = slider.locator(".widget-label").first.inner_text()
+    readout = slider.locator(".widget-readout").first
+    old_value = readout.inner_text()
+    before, before_digest = box.evaluate(_BOX_STATE), _image_digest(box)
+    slider.locator(".noUi-handle").first.focus()
+    page.keyboard.press("ArrowRight")
+    try:
+        page.wait_for_function("([el, old]) => el.innerText !== old", arg=[readout.element_handle(), old_value], polling=200, timeout=5000)
+    except Exception:  # already at its maximum
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function("([el, old]) => el.innerText !== old", arg=[readout.element_handle(), old_value], polling=200)
+    moved = f"{where}: slider {name!r} {old_value} -> {readout.inner_text()}"
+    page.wait_for_function(_CHANGED, arg=[box.element_handle(), before, True], polling=200)  # a new PNG arrives
+    _settle(page, box)
+    assert _image_digest(box) != before_digest, f"{moved}: the picture did not change"
+    return moved
+
+
+def _move_other_controls(page, box, where: str) -> list[str]:
+    """Pick the next option of every enabled dropdown and toggle group; each must change the
+    picture or the summary above it."""
+    moved = []
+    for kind, group in (("dropdown", ".widget-dropdown"), ("toggle", ".widget-toggle-buttons")):
+        controls = box.locator(group)
+        for i in range(controls.count()):
+            control = controls.nth(i)
+            label = control.locator(".widget-label").first.inner_text()
+            before = box.evaluate(_BOX_STATE)
+            if kind == "dropdown":
+                select = control.locator("select")
+                if select.is_disabled():
+                    continue
+                options = select.evaluate("el => Array.from(el.options).map(o => o.text)")
+                old = select.evaluate("el => el.options[el.selectedIndex].text")
+                new = options[(options.index(old) + 1) % len(options)]
+                select.select_option(label=new)
+            else:
+                buttons = control.locator("button")
+                labels = [buttons.nth(b).inner_text() for b in range(buttons.count())]
+                active = [b for b in range(buttons.count()) if "mod-active" in (buttons.nth(b).get_attribute("class") or "")]
+                current = active[0] if active else 0
+                old, new = labels[current], labels[(current + 1) % len(labels)]
+                buttons.nth((current + 1) % len(labels)).click()
+            what = f"{where}: {kind} {label!r} {old} -> {new}"
+            try:
+                page.wait_for_function(_CHANGED, arg=[box.element_handle(), before, False], polling=200)
+            except Exception as e:
+                raise AssertionError(f"{what}: neither the picture nor the summary changed") from e
+            _settle(page, box)
+            moved.append(what)
+    return moved
+
+
 @pytest.mark.parametrize("notebook", _notebooks())
-def test_notebook_widgets_render_and_respond_in_chromium(lab, notebook):
+def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
     from playwright.sync_api import sync_playwright
 
-    base, token, _, chromium = lab
+    base, token, server_log, chromium = lab
     shots = ARTIFACTS / Path(notebook).stem
     shots.mkdir(parents=True, exist_ok=True)
     print(f"\nbrowser screenshots: {shots}")
+    log_start = server_log.stat().st_size
+    expected_widgets = len(_WIDGET_CELLS) - 1 if notebook == "viz_widgets.ipynb" else _widgets_stored(NOTEBOOK_DIR / notebook)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         try:
@@ -265,45 +428,50 @@ def test_notebook_widgets_render_and_respond_in_chromium(lab, notebook):
             try:
                 # A workspace of its own, reset: only this notebook is open, and it is the current tab.
                 page.goto(f"{base}/lab/workspaces/{Path(notebook).stem}/tree/{notebook}?reset&token={token}")
-                state = f"(path) => {{ const s = ({_OUTPUT_STATE})(path); return s && s.status === 'idle'"
-                page.wait_for_function(state + "; }", arg=notebook)
+                page.wait_for_function(f"(path) => {{ const s = ({_OUTPUT_STATE})(path); return s && s.status === 'idle'; }}", arg=notebook)
+                page.evaluate(_LISTEN_TO_KERNEL)
+                started = time.monotonic()
                 page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-                page.wait_for_function(state + " && s.executed === s.cells && s.running === 0; }", arg=notebook, polling=500)
+                # Done when every cell ran, or when one failed (run-all stops there): idle, nothing queued.
+                page.wait_for_function(
+                    f"(path) => {{ const s = ({_RUN_STATE})(path); return s && s.status === 'idle' && s.running === 0"
+                    " && (s.executed === s.cells || s.errors.length > 0); }",
+                    arg=notebook, polling=500, timeout=RUN_TIMEOUT_S * 1000,
+                )
+                print(f"{notebook}: ran all cells in {time.monotonic() - started:.0f} s")
                 # Widgets render after the kernel is idle: wait until none says "Loading widget".
                 page.wait_for_function(
                     "() => !Array.from(document.querySelectorAll('.jp-OutputArea-output')).some(e => (e.innerText || '').includes('Loading widget'))",
                     polling=500,
                 )
-                boxes = page.locator(".jp-OutputArea-output .widget-vbox").filter(has=page.locator(".widget-slider")).filter(has=page.locator(".widget-image"))
-                boxes.first.wait_for()
-                page.screenshot(path=str(shots / "1_after_run_all.png"), full_page=True)
+                state = page.evaluate(_RUN_STATE, notebook)
+                page.screenshot(path=str(shots / "1_after_run_all.png"))
+                assert state["errors"] == [], f"{notebook}: error output(s): {state['errors']}"
+                assert state["executed"] == state["cells"], f"{notebook}: only {state['executed']} of {state['cells']} code cells ran"
                 assert page.evaluate(_PROBLEMS) == []
-                if notebook == "viz_widgets.ipynb":  # every widget of course_lib.viz drew its figure
-                    assert page.locator(".jp-OutputArea-output img.widget-image").count() >= len(_WIDGET_CELLS) - 1
 
-                box = boxes.first
-                box.scroll_into_view_if_needed()
-                before = _image_digest(box)
-                before_src = box.locator("img.widget-image").first.get_attribute("src")
-                slider = box.locator(".widget-slider").first
-                readout = slider.locator(".widget-readout").first
-                old_value = readout.inner_text()
-                slider.locator(".noUi-handle").first.focus()
-                page.keyboard.press("ArrowRight")
-                page.wait_for_function(
-                    "([el, old]) => el.innerText !== old", arg=[readout.element_handle(), old_value], polling=200,
-                )
-                page.wait_for_function(  # the Image widget gets the new figure's PNG
-                    "([el, old]) => { const img = el.querySelector('img.widget-image'); return img && img.src && img.src !== old; }",
-                    arg=[box.element_handle(), before_src],
-                    polling=200,
-                )
-                page.screenshot(path=str(shots / "2_after_slider.png"), full_page=True)
-                assert readout.inner_text() != old_value
-                assert _image_digest(box) != before, "the figure did not change when the slider moved"
-                assert page.evaluate(_PROBLEMS) == []
+                # Every widget the notebook makes rendered with its picture.
+                assert state["widgets"] == expected_widgets, f"{notebook}: {state['widgets']} widgets, expected {expected_widgets}"
+                boxes = page.locator(".jp-OutputArea-output").filter(has=page.locator(".jupyter-widgets img.widget-image"))
+                assert boxes.count() == expected_widgets, f"{notebook}: {boxes.count()} of {expected_widgets} widgets rendered"
+                moved = []
+                for i in range(expected_widgets):
+                    box = boxes.nth(i)
+                    box.scroll_into_view_if_needed()
+                    page.wait_for_function("(el) => { const img = el.querySelector('img.widget-image'); return img && img.src; }", arg=box.element_handle())
+                    moved.append(_move_first_slider(page, box, f"{notebook} widget {i}"))
+                    if notebook == "viz_widgets.ipynb":  # every other control of every widget too
+                        moved += _move_other_controls(page, box, f"{notebook} widget {i}")
+                    box.screenshot(path=str(shots / f"2_widget_{i}_after_moving.png"))
+                    assert page.evaluate(_PROBLEMS) == [], moved[-1]
+                print("\n".join(moved))
+
+                kernel_problems = page.evaluate("() => window.__kernelProblems")
+                assert kernel_problems == [], f"{notebook}: the kernel reported {kernel_problems}"
+                new_log = server_log.read_text(errors="replace")[log_start:]
+                assert "Traceback" not in new_log, f"{notebook}: a traceback in the JupyterLab log:\n{new_log[-3000:]}"
             except Exception:
-                page.screenshot(path=str(shots / "failure.png"), full_page=True)
+                page.screenshot(path=str(shots / "failure.png"))
                 (shots / "console_errors.txt").write_text("\n".join(console_errors))
                 raise
         finally:
