@@ -101,14 +101,19 @@ def plot_roofline(results: Results, dtype: str, points: Sequence[tuple[str, floa
         raise LookupError(f"the results file has no cuBLAS peak for {dtype}")
     peak = float(peaks[dtype]) * 1e12
     ridge = peak / bw
-    xs = [ridge / 64, ridge, ridge * 64]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    lo = min([ridge / 64] + [intensity / 2 for _, intensity, _ in points])
+    xs = [lo, ridge, ridge * 64]
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
     ax.plot(xs, [min(peak, x * bw) / 1e12 for x in xs], color="black")
     ax.annotate(f"memory: {bw / 1e12:.2f} TB/s (measured copy)", (xs[0], xs[0] * bw / 1e12), fontsize=8, rotation=20, va="bottom")
     ax.annotate(f"{dtype} peak: {peak / 1e12:.0f} TFLOP/s (best cuBLAS)", (ridge, peak / 1e12), fontsize=8, va="bottom")
-    for label, intensity, tflops in points:
-        ax.plot([intensity], [tflops], "o")
-        ax.annotate(label, (intensity, tflops), fontsize=8, xytext=(4, -10), textcoords="offset points")
+    # Points are named in a legend, not next to the dot: stages with the same tile share an x.
+    markers = "osD^vP*Xh<>p"
+    for i, (label, intensity, tflops) in enumerate(points):
+        ax.plot([intensity], [tflops], markers[i % len(markers)], label=f"{label} ({intensity:.3g} FLOP/B, {tflops:.3g} TF)",
+                alpha=0.85)
+    if points:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved from memory)")

@@ -111,3 +111,11 @@ def test_tolerance_grows_with_k_and_depends_on_dtype():
 def test_numpy_in_numpy_out():
     a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
     assert isinstance(_right(a, b), np.ndarray)
+
+
+def test_every_registered_stage_has_its_own_title():
+    # Charts and tables label stages by title: two variants with one title cannot be told apart.
+    from course_lib import registry
+
+    titles = [s.title for s in registry.stages()]
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)

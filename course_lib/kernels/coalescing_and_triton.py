@@ -805,12 +805,17 @@ def draw_launch_order(num_pid_m: int, num_pid_n: int, group_m: int, programs: in
             ax.text(c, r, str(pid), ha="center", va="center", fontsize=7)
         rows_read = np.flatnonzero(first.any(axis=1))
         cols_read = np.flatnonzero(first.any(axis=0))
-        ax.scatter([-0.9] * len(rows_read), rows_read, marker=">", color="tab:red", clip_on=False)
+        ax.scatter([-0.9] * len(rows_read), rows_read, marker=">", color="tab:red", clip_on=False,
+                   label="block-row of A / block-column of B read")
         ax.scatter(cols_read, [-0.9] * len(cols_read), marker="v", color="tab:red", clip_on=False)
+        ax.scatter([], [], marker="s", color=plt.get_cmap("Blues")(0.6), label=f"tile of programs 0-{programs - 1}")
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_title(f"{name}: first {programs} programs read {len(rows_read)} block-rows of A "
+        ax.set_xlabel("tile column (pid_n)", fontsize=8)
+        ax.set_ylabel("tile row (pid_m)", fontsize=8)
+        ax.set_title(f"{name}\nthe first {programs} programs read {len(rows_read)} block-rows of A "
                      f"+ {len(cols_read)} block-columns of B", fontsize=8)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), ncol=2, fontsize=7, frameon=False)
     fig.tight_layout()
     return fig
 

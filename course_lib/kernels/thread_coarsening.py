@@ -325,6 +325,22 @@ SWEEP_CONFIGS = {
 }
 
 
+def _variant_title(cfg: TileConfig) -> str:
+    """Tile shape plus whatever differs from DEFAULT_CONFIG in the code it generates, so that no two
+    variants share a title (charts label bars by title)."""
+    what = []
+    if not cfg.scalar_accumulators:
+        what.append("local-array accumulators")
+    if not cfg.unsigned_index:
+        what.append("signed indices")
+    if not cfg.prefetch:
+        what.append("no prefetch")
+    if cfg.lanes_n != DEFAULT_CONFIG.lanes_n:
+        what.append(f"{cfg.lanes_n} lanes along N")
+    extra = f" ({', '.join(what)})" if what else ""
+    return f"03 register tiling {cfg.TM}x{cfg.TN}/thread, {cfg.BM}x{cfg.BN}/block, BK={cfg.BK}{extra}"
+
+
 def _with_config(name: str, cfg: TileConfig):
     def gemm(a, b):
         return register_tiling(a, b, config=cfg)
@@ -360,7 +376,7 @@ for _name, _cfg in SWEEP_CONFIGS.items():
             name=_name,
             notebook="03_thread_coarsening",
             backend="numba",
-            title=f"03 register tiling {_cfg.TM}x{_cfg.TN}/thread, {_cfg.BM}x{_cfg.BN}/block, BK={_cfg.BK}",
+            title=_variant_title(_cfg),
             gemms={"fp32": _with_config(_name, _cfg)},
             order=32,
             variant_of="register_tiling",
