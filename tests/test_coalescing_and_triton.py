@@ -197,6 +197,9 @@ def test_transpose_moves_every_element(shape, dtype):
     assert torch.equal(c04.transpose(strided).float(), strided.T.float())
     with pytest.raises(ValueError, match="2-D"):
         c04.transpose(x[0])
+    other = "meta" if device == "cpu" else "cpu"
+    with pytest.raises(ValueError, match="backend runs on"):
+        c04.transpose(torch.empty(4, 4, device=other))
 
 
 def test_numpy_in_numpy_out():

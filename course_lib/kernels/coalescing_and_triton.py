@@ -651,6 +651,10 @@ def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_war
     """``x.T.contiguous()`` with :func:`transpose_kernel` (a 2-D tensor on the backend's device)."""
     if x.dim() != 2:
         raise ValueError(f"transpose takes a 2-D tensor, not {x.dim()}-D")
+    want = backend.get().torch_device
+    if x.device.type != torch.device(want).type:
+        raise ValueError(f"transpose: the tensor is on {x.device}, the {backend.get().name} backend runs on "
+                         f"{want}; pass x.to({want!r})")
     R, C = x.shape
     out = torch.empty((C, R), dtype=x.dtype, device=x.device)
     if x.numel() == 0:
