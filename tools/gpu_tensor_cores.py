@@ -189,9 +189,10 @@ def _summary(results: dict) -> str:
         f"{sorted(cub[n])[len(cub[n]) // 2]:>9.1f}       " if n in cub else f"{'-':>16}" for n in SIZES))
     if results["explore"]:
         lines.append("")
-        lines.append("scheduling experiments (stage, cluster, group_m, max_ctas): TF/s, % of cuBLAS")
+        lines.append("scheduling experiments (stage, cluster, group_m, max_ctas, stream-K): TF/s, % of cuBLAS")
         for r in results["explore"]:
-            lines.append(f"  {r['base_stage']:<16} c={r['cluster']} g={r['group_m']:<3} max={r['max_ctas']:<4} "
+            sk = "sk" if r.get("stream_k") else "  "
+            lines.append(f"  {r['base_stage']:<16} c={r['cluster']} g={r['group_m']:<3} max={r['max_ctas']:<4} {sk} "
                          f"{r['M']:>5}: {r['tflops']:7.1f} {100 * r['ratio_to_cublas']:5.1f}%")
     for f in results["failures"]:
         lines.append("FAILED: " + f)

@@ -14,6 +14,7 @@
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
+#include "tc_schedule.cuh"
 
 namespace tc {
 namespace stage2 {
@@ -21,13 +22,11 @@ namespace stage2 {
 constexpr int BLOCK_M = 128, BLOCK_N = 128, BLOCK_K = TILE_K;
 constexpr int CONSUMERS = BLOCK_M / 64;                 // warpgroups, each owns 64 rows of C: 2
 constexpr int THREADS = CONSUMERS * WARPGROUP;          // 256
-constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;          // 16 KB, one TMA box of 128 x 64
-constexpr int B_BYTES = BLOCK_K * BLOCK_N * 2;          // 16 KB, two TMA boxes of 64 x 64
-constexpr int B_BOXES = BLOCK_N / 64;
 
 struct Smem {
-  bf16 a[BLOCK_M * BLOCK_K];                            // offsets are multiples of 1024 bytes
-  bf16 b[BLOCK_K * BLOCK_N];
+  bf16 a[BLOCK_M * BLOCK_K];                            // 16 KB, one TMA box of 128 x 64
+  bf16 b[BLOCK_K * BLOCK_N];                            // 16 KB, two TMA boxes of 64 x 64
+                                                        // (offsets are multiples of 1024 bytes)
   uint64_t full;                                        // "this slice has arrived"
 };
 constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
@@ -53,21 +52,15 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   const int k_slices = ceil_div(K, BLOCK_K);
   for (int ks = 0; ks < k_slices; ++ks) {
     // ---- one thread asks the copy engine for the slice ---------------------------------------
-    if (threadIdx.x == 0) {
-      mbar_arrive_expect_tx(&s.full, A_BYTES + B_BYTES);
-      tma_load_2d(s.a, &map_a, &s.full, ks * BLOCK_K, m0);
-#pragma unroll
-      for (int j = 0; j < B_BOXES; ++j) tma_load_2d(s.b + j * 64 * BLOCK_K, &map_b, &s.full, n0 + 64 * j, ks * BLOCK_K);
-    }
+    //      (tma_load_slice, in tc_hopper.cuh: expect_tx for the slice's 32 KB, then one TMA box of A
+    //      and two of B)
+    if (threadIdx.x == 0) tma_load_slice<BLOCK_M, BLOCK_N>(s.a, s.b, &s.full, &map_a, &map_b, ks, m0, n0);
     // ---- everyone waits for the bytes (the barrier's phase flips once per slice) -------------
     mbar_wait(&s.full, ks % 2);
 
     // ---- each warpgroup multiplies its 64 rows by the whole 64 x 128 slice of B --------------
-    wgmma_fence();
-#pragma unroll
-    for (int k16 = 0; k16 < BLOCK_K / WGMMA_K; ++k16)
-      wgmma_m64n128k16(acc, a_descriptor(s.a + wg * 64 * BLOCK_K, k16), b_descriptor(s.b, k16));
-    wgmma_commit();
+    //      (wgmma_slice: fence, BLOCK_K / 16 wgmma.m64n128k16 through descriptors, commit)
+    wgmma_slice<BLOCK_N>(acc, s.a + wg * 64 * BLOCK_K, s.b);
     wgmma_wait<0>();
     fence_accumulators(acc);
     __syncthreads();  // both warpgroups have finished reading before the next copy overwrites
@@ -80,13 +73,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 
 void launch_tc2_wgmma_tma(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
   using namespace stage2;
-  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  static bool configured = false;
-  if (!configured) allow_dynamic_smem(kernel, SMEM_BYTES), configured = true;
-  const dim3 grid(ceil_div(N, BLOCK_N), ceil_div(M, BLOCK_M));
-  kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K);
-  check_launch("tc2_wgmma_tma");
+  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, a, b, c, M, N, K, stream, "tc2_wgmma_tma");
 }
 
 }  // namespace tc

@@ -12,6 +12,7 @@
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
+#include "tc_schedule.cuh"
 
 namespace tc {
 namespace stage3 {
@@ -20,9 +21,6 @@ constexpr int BLOCK_M = 128, BLOCK_N = 128, BLOCK_K = TILE_K;
 constexpr int STAGES = 5;                               // 5 x 32 KB of the 227 KB
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = CONSUMERS * WARPGROUP;
-constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;
-constexpr int B_BYTES = BLOCK_K * BLOCK_N * 2;
-constexpr int B_BOXES = BLOCK_N / 64;
 
 struct Smem {
   bf16 a[STAGES][BLOCK_M * BLOCK_K];
@@ -31,13 +29,10 @@ struct Smem {
 };
 constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
 
+// Slice ks into ring slot `slot` (tma_load_slice: tc_hopper.cuh).
 __device__ __forceinline__ void issue_slice(Smem& s, const CUtensorMap* map_a, const CUtensorMap* map_b, int slot,
                                             int ks, int m0, int n0) {
-  mbar_arrive_expect_tx(&s.full[slot], A_BYTES + B_BYTES);
-  tma_load_2d(s.a[slot], map_a, &s.full[slot], ks * BLOCK_K, m0);
-#pragma unroll
-  for (int j = 0; j < B_BOXES; ++j)
-    tma_load_2d(s.b[slot] + j * 64 * BLOCK_K, map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K);
+  tma_load_slice<BLOCK_M, BLOCK_N>(s.a[slot], s.b[slot], &s.full[slot], map_a, map_b, ks, m0, n0);
 }
 
 __global__ void __launch_bounds__(THREADS)
@@ -50,13 +45,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N;
   const int k_slices = ceil_div(K, BLOCK_K);
 
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < STAGES; ++i) {
-      mbar_init(&s.full[i], 1);
-      mbar_init(&s.empty[i], CONSUMERS);
-    }
-    fence_barrier_init();
-  }
+  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS);  // released by each consumer warpgroup
   __syncthreads();
 
   // ---- prologue: fill the ring --------------------------------------------------------------
@@ -72,11 +61,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     const uint32_t parity = (ks / STAGES) % 2;
     mbar_wait(&s.full[slot], parity);
 
-    wgmma_fence();
-#pragma unroll
-    for (int k16 = 0; k16 < BLOCK_K / WGMMA_K; ++k16)
-      wgmma_m64n128k16(acc, a_descriptor(s.a[slot] + wg * 64 * BLOCK_K, k16), b_descriptor(s.b[slot], k16));
-    wgmma_commit();
+    wgmma_slice<BLOCK_N>(acc, s.a[slot] + wg * 64 * BLOCK_K, s.b[slot]);
     wgmma_wait<0>();
     fence_accumulators(acc);
 
@@ -95,13 +80,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 
 void launch_tc3_pipeline(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
   using namespace stage3;
-  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  static bool configured = false;
-  if (!configured) allow_dynamic_smem(kernel, SMEM_BYTES), configured = true;
-  const dim3 grid(ceil_div(N, BLOCK_N), ceil_div(M, BLOCK_M));
-  kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K);
-  check_launch("tc3_pipeline");
+  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, a, b, c, M, N, K, stream, "tc3_pipeline");
 }
 
 }  // namespace tc

@@ -13,6 +13,7 @@
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
+#include "tc_schedule.cuh"
 
 namespace tc {
 namespace stage4 {
@@ -22,9 +23,6 @@ constexpr int STAGES = 4;                                   // 4 x 48 KB
 constexpr int CONSUMERS = BLOCK_M / 64;                     // 2 consumer warpgroups
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;        // + 1 producer warpgroup = 384
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;
-constexpr int B_BYTES = BLOCK_K * BLOCK_N * 2;
-constexpr int B_BOXES = BLOCK_N / 64;
 static_assert(PRODUCER_REGS * WARPGROUP + CONSUMER_REGS * CONSUMERS * WARPGROUP <= 65536, "register file");
 
 struct Smem {
@@ -43,13 +41,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   const int m0 = blockIdx.y * BLOCK_M, n0 = blockIdx.x * BLOCK_N;
   const int k_slices = ceil_div(K, BLOCK_K);
 
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < STAGES; ++i) {
-      mbar_init(&s.full[i], 1);
-      mbar_init(&s.empty[i], CONSUMERS);
-    }
-    fence_barrier_init();
-  }
+  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS);  // released by each consumer warpgroup
   __syncthreads();
 
   if (wg == 0) {
@@ -63,11 +55,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         // Use u = ks / STAGES of the slot needs the consumers' release of use u - 1: parity
         // (u - 1) % 2 = (u % 2) ^ 1. For u = 0 that is parity 1 of a fresh barrier: no wait.
         mbar_wait(&s.empty[slot], ((ks / STAGES) % 2) ^ 1);
-        mbar_arrive_expect_tx(&s.full[slot], A_BYTES + B_BYTES);
-        tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * BLOCK_K, m0);
-#pragma unroll
-        for (int j = 0; j < B_BOXES; ++j)
-          tma_load_2d(s.b[slot] + j * 64 * BLOCK_K, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K);
+        tma_load_slice<BLOCK_M, BLOCK_N>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0, n0);
       }
     }
   } else {
@@ -81,11 +69,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     for (int ks = 0; ks < k_slices; ++ks) {
       const int slot = ks % STAGES;
       mbar_wait(&s.full[slot], (ks / STAGES) % 2);
-      wgmma_fence();
-#pragma unroll
-      for (int k16 = 0; k16 < BLOCK_K / WGMMA_K; ++k16)
-        wgmma_m64n256k16(acc, a_descriptor(s.a[slot] + cw * 64 * BLOCK_K, k16), b_descriptor(s.b[slot], k16));
-      wgmma_commit();
+      wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot]);
       wgmma_wait<0>();
       fence_accumulators(acc);
       if (threadIdx.x % WARPGROUP == 0) mbar_arrive(&s.empty[slot]);
@@ -98,13 +82,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 
 void launch_tc4_warp_specialized(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
   using namespace stage4;
-  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  static bool configured = false;
-  if (!configured) allow_dynamic_smem(kernel, SMEM_BYTES), configured = true;
-  const dim3 grid(ceil_div(N, BLOCK_N), ceil_div(M, BLOCK_M));
-  kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K);
-  check_launch("tc4_warp_specialized");
+  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, a, b, c, M, N, K, stream, "tc4_warp_specialized");
 }
 
 }  // namespace tc

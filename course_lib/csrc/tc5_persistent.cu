@@ -27,9 +27,6 @@ constexpr int STAGES = 4;
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;
-constexpr int B_BYTES = BLOCK_K * BLOCK_N * 2;
-constexpr int B_BOXES = BLOCK_N / 64;
 
 struct Smem {
   bf16 a[STAGES][BLOCK_M * BLOCK_K];
@@ -42,7 +39,6 @@ template <int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, bf16* c, int M, int N,
        int K, GroupedTiles tiles) {
-  static_assert(B_BOXES % CLUSTER == 0, "each CTA of the cluster multicasts the same number of B boxes");
   extern __shared__ uint8_t smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
@@ -50,13 +46,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
   const int k_slices = ceil_div(K, BLOCK_K);
 
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < STAGES; ++i) {
-      mbar_init(&s.full[i], 1);
-      mbar_init(&s.empty[i], CONSUMERS * CLUSTER);
-    }
-    fence_barrier_init();
-  }
+  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);  // released by each consumer warpgroup of every CTA in the cluster
   // The peer's barriers must be initialised before our first multicast or remote arrive.
   if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
 
@@ -68,22 +58,14 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       prefetch_tensor_map(&map_b);
       int it = 0;  // slices issued so far, over all tiles
       for (int t = first_tile; t < tiles.count(); t += tile_step) {
-        int cluster_row, col;
-        tiles.locate(t, cluster_row, col);
-        const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
+        int m0, n0;
+        tiles.origin<CLUSTER, BLOCK_M, BLOCK_N>(t, rank, m0, n0);
         for (int ks = 0; ks < k_slices; ++ks, ++it) {
           const int slot = it % STAGES;
           mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
-          mbar_arrive_expect_tx(&s.full[slot], A_BYTES + B_BYTES);  // A + all of B arrive here
-          tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * BLOCK_K, m0);
-#pragma unroll
-          for (int j = int(rank); j < B_BOXES; j += CLUSTER) {
-            bf16* dst = s.b[slot] + j * 64 * BLOCK_K;
-            if constexpr (CLUSTER > 1)
-              tma_load_2d_multicast(dst, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K, (1u << CLUSTER) - 1);
-            else
-              tma_load_2d(dst, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K);
-          }
+          // A, and this CTA's half of B's boxes multicast to both CTAs: all of B arrives here.
+          tma_load_slice<BLOCK_M, BLOCK_N, CLUSTER>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0,
+                                                    n0, rank);
         }
       }
     }
@@ -95,30 +77,18 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     float acc[BLOCK_N / 2];
     int it = 0;
     for (int t = first_tile; t < tiles.count(); t += tile_step) {
-      int cluster_row, col;
-      tiles.locate(t, cluster_row, col);
-      const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
+      int m0, n0;
+      tiles.origin<CLUSTER, BLOCK_M, BLOCK_N>(t, rank, m0, n0);
 #pragma unroll
       for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
 
       for (int ks = 0; ks < k_slices; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
-        wgmma_fence();
-#pragma unroll
-        for (int k16 = 0; k16 < BLOCK_K / WGMMA_K; ++k16)
-          wgmma_m64n256k16(acc, a_descriptor(s.a[slot] + cw * 64 * BLOCK_K, k16), b_descriptor(s.b[slot], k16));
-        wgmma_commit();
+        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot]);
         wgmma_wait<0>();
         fence_accumulators(acc);
-        if (leader) {
-          if constexpr (CLUSTER > 1) {
-#pragma unroll
-            for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(&s.empty[slot], r);
-          } else {
-            mbar_arrive(&s.empty[slot]);
-          }
-        }
+        if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[slot]);  // free in both CTAs' rings
       }
       // Rows of a cluster's second tile may lie below M (odd number of tile rows): that CTA still
       // multicast its half of B for its partner, and its own rows are simply not written.
@@ -132,8 +102,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 template <int CLUSTER>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, bf16* c, int M, int N, int K, int group_m,
             int max_ctas, cudaStream_t stream) {
-  static bool configured = false;
-  if (!configured) allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES), configured = true;
+  allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
   const int ctas = persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K, tiles);

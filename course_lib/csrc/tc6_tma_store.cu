@@ -16,7 +16,7 @@
 //   time: 2 boxes of 64 x 64 (16 KB).
 // * Optional (stream_k): the ragged last wave is shared out by K slices (tc_schedule.cuh explains
 //   stream-K); a consumer that did only part of a tile's K either publishes its fp32 partial sums
-//   (publish_partial) or, if it holds the tile's first slice, adds the others' (add_partials)
+//   (publish_partial) or, if it holds the tile's first slice, adds the others' (add_partial)
 //   before the usual epilogue.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
@@ -34,9 +34,6 @@ constexpr int STAGES = 4;
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;
-constexpr int B_BYTES = BLOCK_K * BLOCK_N * 2;
-constexpr int B_BOXES = BLOCK_N / 64;
 constexpr int C_BOX = 64;                                   // 64 x 64 bf16 boxes, 128-byte swizzle
 constexpr int C_HALF_COLS = BLOCK_N / 2;                    // columns staged per round
 constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;           // 2
@@ -93,16 +90,6 @@ __device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Par
   }
 }
 
-template <int CLUSTER>
-__device__ __forceinline__ void release_slot(uint64_t* empty) {
-  if constexpr (CLUSTER > 1) {
-#pragma unroll
-    for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty, r);
-  } else {
-    mbar_arrive(empty);
-  }
-}
-
 // One consumer's 64 x 256 accumulator -> bf16 -> swizzled staging boxes -> TMA store, in two
 // rounds of 128 columns. Called by all 128 threads of consumer `cw`.
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[BLOCK_N / 2], Smem& s, const CUtensorMap* map_c,
@@ -141,20 +128,13 @@ template <int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
        const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials) {
-  static_assert(B_BOXES % CLUSTER == 0, "each CTA of the cluster multicasts the same number of B boxes");
   extern __shared__ uint8_t smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
   const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
   const int cluster_id = blockIdx.x / CLUSTER;
 
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < STAGES; ++i) {
-      mbar_init(&s.full[i], 1);
-      mbar_init(&s.empty[i], CONSUMERS * CLUSTER);
-    }
-    fence_barrier_init();
-  }
+  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);  // released by each consumer warpgroup of every CTA in the cluster
   if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
 
   if (wg == 0) {
@@ -166,22 +146,13 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       int it = 0;
       WorkCursor work(sched, cluster_id);
       for (WorkUnit w; work.next(w);) {
-        int cluster_row, col;
-        sched.order.locate(w.tile, cluster_row, col);
-        const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
+        int m0, n0;
+        sched.order.origin<CLUSTER, BLOCK_M, BLOCK_N>(w.tile, rank, m0, n0);
         for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
           const int slot = it % STAGES;
           mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
-          mbar_arrive_expect_tx(&s.full[slot], A_BYTES + B_BYTES);
-          tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * BLOCK_K, m0);
-#pragma unroll
-          for (int j = int(rank); j < B_BOXES; j += CLUSTER) {
-            bf16* dst = s.b[slot] + j * 64 * BLOCK_K;
-            if constexpr (CLUSTER > 1)
-              tma_load_2d_multicast(dst, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K, (1u << CLUSTER) - 1);
-            else
-              tma_load_2d(dst, &map_b, &s.full[slot], n0 + 64 * j, ks * BLOCK_K);
-          }
+          tma_load_slice<BLOCK_M, BLOCK_N, CLUSTER>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0,
+                                                    n0, rank);
         }
       }
     }
@@ -195,9 +166,8 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     int it = 0;
     WorkCursor work(sched, cluster_id);
     for (WorkUnit w; work.next(w);) {
-      int cluster_row, col;
-      sched.order.locate(w.tile, cluster_row, col);
-      const int m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M, n0 = col * BLOCK_N;
+      int m0, n0;
+      sched.order.origin<CLUSTER, BLOCK_M, BLOCK_N>(w.tile, rank, m0, n0);
 #pragma unroll
       for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
 
@@ -205,18 +175,14 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
-        wgmma_fence();
-#pragma unroll
-        for (int k16 = 0; k16 < BLOCK_K / WGMMA_K; ++k16)
-          wgmma_m64n256k16(acc, a_descriptor(s.a[slot] + cw * 64 * BLOCK_K, k16), b_descriptor(s.b[slot], k16));
-        wgmma_commit();
+        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot]);
         wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
-        if (leader && previous_slot >= 0) release_slot<CLUSTER>(&s.empty[previous_slot]);
+        if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
         previous_slot = slot;
       }
       wgmma_wait<0>();
       fence_accumulators(acc);
-      if (leader && previous_slot >= 0) release_slot<CLUSTER>(&s.empty[previous_slot]);
+      if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
       if (w.k_begin > 0) {  // stream-K contributor: the owner finishes this tile
         publish_partial(acc, partials, blockIdx.x, cw);
         continue;
@@ -266,8 +232,7 @@ inline Partials fixup_buffers(int ctas) {
 template <int CLUSTER>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
             int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
-  static bool configured = false;
-  if (!configured) allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES), configured = true;
+  allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
   // Stream-K needs every resident cluster (the split work fills them all); without it, the grid
   // is trimmed so that the waves come out even.

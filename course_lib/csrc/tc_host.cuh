@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 namespace tc {
 
@@ -64,11 +65,17 @@ inline CUtensorMap make_tensor_map(const void* base, int rows, int cols, int box
   return map;
 }
 
-// Raise a kernel's dynamic shared-memory limit (48 KB by default) once per process.
+// Raise a kernel's dynamic shared-memory limit (48 KB by default); the attribute stays with the
+// kernel, so each kernel is configured once per process (keyed by its address: several stages'
+// kernels share one C++ type).
 template <typename Kernel>
 inline void allow_dynamic_smem(Kernel kernel, int bytes) {
+  static std::unordered_set<const void*> configured;
+  const void* key = reinterpret_cast<const void*>(kernel);
+  if (configured.count(key)) return;
   check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
              "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  configured.insert(key);
 }
 
 }  // namespace tc

@@ -1,4 +1,5 @@
-// The tile scheduler of the persistent stages (5 and 6), written once.
+// How the wgmma stages cover C with CTAs, written once: one CTA per tile (stages 2-4,
+// launch_tile_per_cta) or a persistent grid with a tile scheduler (stages 5-6).
 //
 // A persistent kernel launches about one CTA per SM and lets each CTA walk a list of output tiles.
 // Tiles are handed out in clusters: CLUSTER consecutive tile rows that share one column of B
@@ -32,7 +33,30 @@ struct GroupedTiles {
     cluster_row = first + r % rows;
     col = r / rows;
   }
+
+  // The first row and column of C that CTA `rank` of the cluster computes for cluster tile t
+  // (the cluster's CTAs take consecutive BLOCK_M-row tiles of one tile column).
+  template <int CLUSTER, int BLOCK_M, int BLOCK_N>
+  __device__ void origin(int t, uint32_t rank, int& m0, int& n0) const {
+    int cluster_row, col;
+    locate(t, cluster_row, col);
+    m0 = (cluster_row * CLUSTER + int(rank)) * BLOCK_M;
+    n0 = col * BLOCK_N;
+  }
 };
+
+// Stages 2-4: one CTA per BLOCK_M x BLOCK_N tile of C. A and B are read by TMA in boxes of
+// BLOCK_M x 64 and 64 x 64 with 128-byte swizzle; the kernel writes C from registers.
+template <int BLOCK_M, int BLOCK_N, typename Kernel>
+inline void launch_tile_per_cta(Kernel kernel, int threads, int smem_bytes, const bf16* a, const bf16* b, bf16* c,
+                                int M, int N, int K, cudaStream_t stream, const char* name) {
+  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, TILE_K, CU_TENSOR_MAP_SWIZZLE_128B);
+  const CUtensorMap map_b = make_tensor_map(b, K, N, TILE_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  allow_dynamic_smem(kernel, smem_bytes);
+  const dim3 grid(ceil_div(N, BLOCK_N), ceil_div(M, BLOCK_M));
+  kernel<<<grid, threads, smem_bytes, stream>>>(map_a, map_b, c, M, N, K);
+  check_launch(name);
+}
 
 // How many clusters of `kernel` can be resident on the GPU at once (capped by `max_ctas` when it
 // is > 0): the grid of a persistent launch.
