@@ -227,7 +227,7 @@ def test_stage_compiles_for_sm90a_without_spills_or_warnings(compiled, name):
 
 @pytest.mark.parametrize("name", STAGE_NAMES)
 def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
-    _, mixes = compiled
+    results, mixes = compiled
     mix = mixes[name]
     if name == "tc_1_mma_sync":
         assert mix["HMMA"] > 0 and mix["LDSM"] > 0 and mix["HGMMA"] == 0
@@ -237,10 +237,10 @@ def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
         assert mix["USETMAXREG"] > 0
     if name == "tc_6_tma_store":
         # C leaves through stmatrix + TMA store. The only ordinary global stores are stream-K's
-        # partial sums (BLOCK_N / 8 float4 per thread) and its flag, in each of the two kernels
-        # (cluster 1 and 2): a store of C slipping back to STG would change this count.
+        # partial sums (BLOCK_N / 8 float4 per thread) and its flag, in each kernel the file
+        # instantiates: a store of C slipping back to STG would change this count.
         assert mix["STSM"] > 0 and mix["UTMASTG"] > 0
-        assert mix["STG"] == 2 * (256 // 8 + 1)
+        assert mix["STG"] == len(results[name].kernels) * (256 // 8 + 1)
 
 
 def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
