@@ -32,12 +32,16 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK_SHAPES = [(8, 8, 8), (40, 24, 40), (136, 264, 72), (264, 520, 200), (1000, 1008, 520), (2048, 2048, 2048),
                 (4096, 4104, 1024)]
 SIZES = (1024, 2048, 4096, 8192)
-# Experiments on the persistent stages: (stage, cluster, group_m, max_ctas, stream_k, epilogue_rounds).
-# Earlier rounds (nvidia_h200_tensor_core_experiments.json): cluster 2, group_m 8 and one CTA per SM
-# won (2026-11-29 13:16 UTC); stream-K for the ragged last wave lost (14:37 UTC). This round: the
-# epilogue in 2 rounds (each waits for the copy engine to read the previous one) against 4 rounds
-# alternating between two staging boxes, each setting measured twice in alternation.
-EXPLORE = [("tc_6_tma_store", 2, 8, 132, False, rounds) for _ in range(2) for rounds in (2, 4)]
+# Scheduling experiments on the persistent stages: (stage, cluster, group_m, max_ctas, stream_k).
+# The first round (cluster, group_m, grid; in nvidia_h200_tensor_core_experiments.json of
+# 2026-11-29 13:16 UTC) chose cluster 2, group_m 8, one CTA per SM. The second (below): stream-K for
+# the ragged last wave, each setting measured twice in alternation (run-to-run noise is ~1-2 %); it
+# lost. A third round (2026-11-30, "epilogue_round" in the same file) measured stage 6's epilogue
+# in 4 rounds alternating two staging boxes against the 2 rounds it has: no gain, so that knob was
+# removed again (the code as measured is commit c042812).
+EXPLORE = [("tc_6_tma_store", 2, 8, 132, sk) for _ in range(2) for sk in (False, True)] + [
+    ("tc_6_tma_store", 1, 8, 132, True), ("tc_6_tma_store", 2, 16, 132, True),
+]
 EXPLORE_SIZES = (4096, 6144, 8192)
 # Few tiles (every tile split along K), a ragged wave with a partial K slice, and 4096^3 itself.
 EXPLORE_CHECK_SHAPES = [(264, 520, 200), (2048, 2048, 2048), (4096, 4096, 1032), (4096, 4096, 4096)]
@@ -97,9 +101,8 @@ def worker_explore(sizes: list[int]) -> int:
     from course_lib.kernels import tensor_cores as tc
 
     tc.extension()
-    for stage, cluster, group_m, max_ctas, stream_k, rounds in EXPLORE:
-        fn = tc.persistent_variant(stage, cluster=cluster, group_m=group_m, max_ctas=max_ctas, stream_k=stream_k,
-                                   epilogue_rounds=rounds)
+    for stage, cluster, group_m, max_ctas, stream_k in EXPLORE:
+        fn = tc.persistent_variant(stage, cluster=cluster, group_m=group_m, max_ctas=max_ctas, stream_k=stream_k)
         try:  # a setting is timed only once it computes the right answer (fresh inputs, float64 reference)
             course_lib.check(fn, "bf16", EXPLORE_CHECK_SHAPES)
         except AssertionError as e:
@@ -109,7 +112,7 @@ def worker_explore(sizes: list[int]) -> int:
             try:
                 rec = bench.measure(fn, "bf16", (n, n, n))
                 rec.update({"base_stage": stage, "cluster": cluster, "group_m": group_m, "max_ctas": max_ctas,
-                            "stream_k": stream_k, "epilogue_rounds": rounds})
+                            "stream_k": stream_k})
                 _json_line("explore", rec)
                 print(f"{rec['stage']} {n}: {rec['tflops']:.1f} TF ({100 * rec['ratio_to_cublas']:.1f} %)", flush=True)
             except AssertionError as e:
@@ -118,9 +121,14 @@ def worker_explore(sizes: list[int]) -> int:
 
 
 # ---- the driver ----------------------------------------------------------------------------------
+def _subprocess_env() -> dict[str, str]:
+    """The environment of every subprocess: the repository first, then the caller's PYTHONPATH."""
+    return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), COURSE_BACKEND="gpu")
+
+
 def _run(args: list[str], timeout: int, log) -> tuple[int | str, list[tuple[str, dict]], float]:
     """Run a worker; return its exit code (or 'timeout'), the @@ records it printed, seconds."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), COURSE_BACKEND="gpu")
+    env = _subprocess_env()
     t0 = time.time()
     log.write(f"\n===== {' '.join(args)} =====\n")
     log.flush()
@@ -162,7 +170,7 @@ def _env_text() -> str:
 def _provenance() -> dict:
     code = ("import json, course_lib; from course_lib import bench; "
             "print(json.dumps(bench.provenance('tools/gpu_tensor_cores.py')))")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COURSE_BACKEND="gpu")
+    env = _subprocess_env()  # the workers' packages (numpy carried as a wheel) are the ones reported
     try:
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=str(ROOT))
         return json.loads(p.stdout.strip().splitlines()[-1])
@@ -189,11 +197,11 @@ def _summary(results: dict) -> str:
         f"{sorted(cub[n])[len(cub[n]) // 2]:>9.1f}       " if n in cub else f"{'-':>16}" for n in SIZES))
     if results["explore"]:
         lines.append("")
-        lines.append("experiments (stage, cluster, group_m, max_ctas, stream-K, epilogue rounds): TF/s, % of cuBLAS")
+        lines.append("scheduling experiments (stage, cluster, group_m, max_ctas, stream-K): TF/s, % of cuBLAS")
         for r in results["explore"]:
             sk = "sk" if r.get("stream_k") else "  "
             lines.append(f"  {r['base_stage']:<16} c={r['cluster']} g={r['group_m']:<3} max={r['max_ctas']:<4} {sk} "
-                         f"e={r.get('epilogue_rounds', 2)} {r['M']:>5}: {r['tflops']:7.1f} {100 * r['ratio_to_cublas']:5.1f}%")
+                         f"{r['M']:>5}: {r['tflops']:7.1f} {100 * r['ratio_to_cublas']:5.1f}%")
     for f in results["failures"]:
         lines.append("FAILED: " + f)
     lines.append(f"build: {results['build'].get('seconds', float('nan')):.0f} s; total {results['seconds']:.0f} s")

@@ -35,12 +35,13 @@ constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int C_BOX = 64;                                   // 64 x 64 bf16 boxes, 128-byte swizzle
-constexpr int C_STAGING_BOXES = 2;                          // per consumer: 2 x 8 KB of staging
+constexpr int C_HALF_COLS = BLOCK_N / 2;                    // columns staged per round
+constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;           // 2
 
 struct Smem {
   bf16 a[STAGES][BLOCK_M * BLOCK_K];
   bf16 b[STAGES][BLOCK_K * BLOCK_N];
-  bf16 c[CONSUMERS][C_STAGING_BOXES][C_BOX * C_BOX];       // 2 x 16 KB
+  bf16 c[CONSUMERS][C_HALF_BOXES][C_BOX * C_BOX];          // 2 x 16 KB
   uint64_t full[STAGES], empty[STAGES];
 };
 constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
@@ -89,20 +90,10 @@ __device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Par
   }
 }
 
-// One consumer's 64 x 256 accumulator -> bf16 -> swizzled staging boxes -> TMA store, in ROUNDS
-// rounds of BLOCK_N / ROUNDS columns. Called by all 128 threads of consumer `cw`.
-// ROUNDS = 2: each round fills both staging boxes, so it must wait until the copy engine has read
-//   the previous round (wait_group.read 0) - the second round waits for the first.
-// ROUNDS = 4: each round fills one box and the two boxes alternate, so a round waits only for the
-//   round before the previous one (wait_group.read 1): the copy engine reads one box while the
-//   threads write the other.
-template <int ROUNDS>
+// One consumer's 64 x 256 accumulator -> bf16 -> swizzled staging boxes -> TMA store, in two
+// rounds of 128 columns. Called by all 128 threads of consumer `cw`.
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[BLOCK_N / 2], Smem& s, const CUtensorMap* map_c,
                                                int cw, int row0, int col0) {
-  constexpr int COLS = BLOCK_N / ROUNDS;               // columns per round
-  constexpr int BOXES = COLS / C_BOX;                  // staging boxes one round fills
-  constexpr int BUFFERS = C_STAGING_BOXES / BOXES;     // rounds whose stores may be in flight
-  static_assert(BOXES >= 1 && BUFFERS >= 1 && ROUNDS % BUFFERS == 0, "ROUNDS must be 2 or 4");
   const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
   const bool leader = tid == 0;
   // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of
@@ -110,30 +101,30 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[BLOCK_N / 2], 
   const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
   const int col_in_16 = (lane / 16) * 8;
 #pragma unroll
-  for (int round = 0; round < ROUNDS; ++round) {
-    bf16(*staging)[C_BOX * C_BOX] = s.c[cw] + (round % BUFFERS) * BOXES;
-    if (leader) bulk_wait_read<BUFFERS - 1>();  // the store that last read these boxes is done reading
+  for (int half = 0; half < 2; ++half) {
+    if (leader) bulk_wait_read_all();   // the previous round's store has read the staging boxes
     named_barrier_sync(1 + cw, WARPGROUP);
 #pragma unroll
-    for (int j = 0; j < COLS / 16; ++j) {
-      const int q = round * (COLS / 16) + j;  // which 16 columns of the 256
-      const int col = j * 16 + col_in_16;     // column within this round
+    for (int j = 0; j < C_HALF_COLS / 16; ++j) {
+      const int q = half * (C_HALF_COLS / 16) + j;  // which 16 columns of the 256
+      const int col = j * 16 + col_in_16;            // column within this half
       const int box = col / C_BOX, chunk = (col % C_BOX) / 8;
-      const uint32_t addr = smem_u32(staging[box]) + row * 128 + ((chunk ^ (row % 8)) * 16);
+      const uint32_t addr = smem_u32(s.c[cw][box]) + row * 128 + ((chunk ^ (row % 8)) * 16);
       stmatrix_x4(addr, pack_bf16x2(acc[8 * q + 0], acc[8 * q + 1]), pack_bf16x2(acc[8 * q + 2], acc[8 * q + 3]),
                   pack_bf16x2(acc[8 * q + 4], acc[8 * q + 5]), pack_bf16x2(acc[8 * q + 6], acc[8 * q + 7]));
     }
-    fence_proxy_async_shared();  // st.shared/stmatrix -> visible to the copy engine
+    fence_proxy_async_shared();         // st.shared/stmatrix -> visible to the copy engine
     named_barrier_sync(1 + cw, WARPGROUP);
     if (leader) {
 #pragma unroll
-      for (int bx = 0; bx < BOXES; ++bx) tma_store_2d(map_c, staging[bx], col0 + round * COLS + bx * C_BOX, row0);
+      for (int bx = 0; bx < C_HALF_BOXES; ++bx)
+        tma_store_2d(map_c, s.c[cw][bx], col0 + half * C_HALF_COLS + bx * C_BOX, row0);
       bulk_commit();
     }
   }
 }
 
-template <int CLUSTER, int ROUNDS>
+template <int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
        const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials) {
@@ -203,7 +194,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       }
       // TMA clips the rows and columns that lie outside C (partial tiles, the idle half of a
       // cluster with an odd number of tile rows).
-      store_tile_tma<ROUNDS>(acc, s, &map_c, cw, m0 + cw * 64, n0);
+      store_tile_tma(acc, s, &map_c, cw, m0 + cw * 64, n0);
     }
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
   }
@@ -238,38 +229,37 @@ inline Partials fixup_buffers(int ctas) {
   return Partials{b.data, b.flags, b.epoch};
 }
 
-template <int CLUSTER, int ROUNDS>
+template <int CLUSTER>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
             int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
-  const auto k = kernel<CLUSTER, ROUNDS>;
-  allow_dynamic_smem(k, SMEM_BYTES);
+  allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
   // Stream-K needs every resident cluster (the split work fills them all); without it, the grid
   // is trimmed so that the waves come out even.
-  const int ctas = stream_k ? resident_clusters(k, THREADS, SMEM_BYTES, CLUSTER, max_ctas) * CLUSTER
-                            : persistent_ctas(k, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
+  const int ctas = stream_k ? resident_clusters(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, max_ctas) * CLUSTER
+                            : persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(K, BLOCK_K), stream_k);
   Partials partials{nullptr, nullptr, 0};
   if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas);
-  k<<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
+  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
   check_launch("tc6_tma_store");
 }
 
 }  // namespace stage6
 
 void launch_tc6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
-                          int group_m, int max_ctas, bool stream_k, int epilogue_rounds) {
+                          int group_m, int max_ctas, bool stream_k) {
   using namespace stage6;
   const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_c = make_tensor_map(c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   if (group_m < 1) throw std::runtime_error("tc6_tma_store: group_m must be >= 1");
-  if (cluster != 1 && cluster != 2) throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
-  if (epilogue_rounds != 2 && epilogue_rounds != 4)
-    throw std::runtime_error("tc6_tma_store: epilogue_rounds must be 2 or 4");
-  const auto launcher = cluster == 1 ? (epilogue_rounds == 2 ? launch<1, 2> : launch<1, 4>)
-                                     : (epilogue_rounds == 2 ? launch<2, 2> : launch<2, 4>);
-  launcher(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
+  if (cluster == 1)
+    launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
+  else if (cluster == 2)
+    launch<2>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
+  else
+    throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
 }
 
 }  // namespace tc

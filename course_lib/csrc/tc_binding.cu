@@ -56,14 +56,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "tc6_tma_store",
       [](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int cluster, int group_m, int max_ctas,
-         bool stream_k, int epilogue_rounds) {
-        run(a, b, c, [&](auto... args) {
-          tc::launch_tc6_tma_store(args..., cluster, group_m, max_ctas, stream_k, epilogue_rounds);
-        });
+         bool stream_k) {
+        run(a, b, c, [&](auto... args) { tc::launch_tc6_tma_store(args..., cluster, group_m, max_ctas, stream_k); });
       },
       pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("cluster") = 2,
-      pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0, pybind11::arg("stream_k") = false,
-      pybind11::arg("epilogue_rounds") = 2);
+      pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0, pybind11::arg("stream_k") = false);
 #else
   m.attr("has_sm90a") = false;
 #endif

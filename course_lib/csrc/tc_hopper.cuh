@@ -161,11 +161,9 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void*
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// Wait until all but the newest PENDING store groups have *read* their shared-memory source
-// (those buffers may be reused; PTX ISA, cp.async.bulk.wait_group.read).
-template <int PENDING = 0>
-__device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(PENDING) : "memory");
+// Wait until the stores issued so far have *read* their shared-memory source (it may be reused).
+__device__ __forceinline__ void bulk_wait_read_all() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
 // Wait until the stores issued so far are complete (before the CTA exits).
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }

@@ -28,14 +28,12 @@ void launch_tc4_warp_specialized(const __nv_bfloat16* a, const __nv_bfloat16* b,
 // Persistent stages: `cluster` is 1 or 2 (CTAs sharing one B tile by TMA multicast), `group_m`
 // the number of tile rows walked together (L2 reuse), `max_ctas` caps the grid (0: one wave of
 // the whole GPU). Stage 6 also takes `stream_k`: share the ragged last wave out by K slices
-// (tc_schedule.cuh), and `epilogue_rounds` (2 or 4): in how many rounds each consumer stages and
-// stores its 64 x 256 tile (tc6_tma_store.cu). Defaults are what the course records; the knobs are for experiments.
+// (tc_schedule.cuh). Defaults are what the course records; the knobs are for experiments.
 void launch_tc5_persistent(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c,
                            int M, int N, int K, cudaStream_t stream,
                            int cluster = 2, int group_m = 8, int max_ctas = 0);
 void launch_tc6_tma_store(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c,
                           int M, int N, int K, cudaStream_t stream,
-                          int cluster = 2, int group_m = 8, int max_ctas = 0, bool stream_k = false,
-                          int epilogue_rounds = 2);
+                          int cluster = 2, int group_m = 8, int max_ctas = 0, bool stream_k = false);
 
 }  // namespace tc

@@ -591,9 +591,13 @@ class FastConfig:
 #   places in two sweeps that day: 94.0 / 98.6 % and 91.5 / 101.9 % at 14:35 UTC (only the printed
 #   summary of that run came back from the device), 90.9 / 99.5 % and 93.3 / 101.9 % at 14:46 UTC
 #   ("second_sweep" in the experiments file). On a GPU the wrapper times both.
-# * fp32 (ieee): CUDA-core FMA path with pointer loads. Compiled for sm_90a, Triton 3.9 gives the
-#   descriptor version 32 registers and ~5 KB of local-memory stack per thread (Triton 3.6: 174
-#   registers, no stack), while the pointer version needs ~190 registers and no stack.
+# * fp32 (ieee): CUDA-core FMA path. Pointer loads with 64 x 128 tiles led the first two sweeps
+#   (82-85 % at 4096^3). A third round (2026-11-30 19:26 UTC, "third_sweep_fp32" in the experiments
+#   file) gave descriptors (TMA) with small 64 x 64 x 32 tiles 88.5 / 91.8 %, 3 stages ahead of 4;
+#   larger descriptor tiles (64 x 128, 128 x 64) and a persistent 64 x 64 loop were slower. An earlier
+#   offline compile for sm_90a gave a descriptor fp32 kernel 32 registers and ~5 KB of local-memory
+#   stack per thread with Triton 3.9 (Triton 3.6: 174 registers, no stack): on a GPU with Triton 3.9
+#   descriptors may be slow, so a pointer candidate stays in the list (the wrapper times them all).
 FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
     "fp16": (
         FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3, persistent=True),
@@ -611,9 +615,9 @@ FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
         FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=4, b_layout="nk", persistent=True),
     ),
     "fp32": (
-        FastConfig(64, 128, 32, group_m=8, num_warps=4, num_stages=3, loads="pointers"),
+        FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=3),
+        FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=4),
         FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=3, loads="pointers"),
-        FastConfig(128, 64, 32, group_m=8, num_warps=4, num_stages=3, loads="pointers"),
     ),
 }
 

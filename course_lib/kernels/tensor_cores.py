@@ -256,22 +256,18 @@ GEMMS = {
 
 
 def persistent_variant(stage: str = "tc_6_tma_store", *, cluster: int = 2, group_m: int = 8, max_ctas: int = 0,
-                       stream_k: bool = False, epilogue_rounds: int = 2) -> Callable:
+                       stream_k: bool = False) -> Callable:
     """Stage 5 or 6 with other scheduling knobs (for experiments on a GPU; not registered).
-    Stage 6 only: ``stream_k`` shares the ragged last wave out by K slices (tc_schedule.cuh);
-    ``epilogue_rounds`` (2 or 4) is the number of rounds in which a consumer stores its tile."""
+    ``stream_k`` (stage 6 only): share the ragged last wave out by K slices (tc_schedule.cuh)."""
     if stage not in ("tc_5_persistent", "tc_6_tma_store"):
         raise ValueError("only tc_5_persistent and tc_6_tma_store have scheduling knobs")
-    if epilogue_rounds not in (2, 4):
-        raise ValueError(f"epilogue_rounds must be 2 or 4, not {epilogue_rounds!r}")
     knobs: dict[str, Any] = dict(cluster=cluster, group_m=group_m, max_ctas=max_ctas)
-    if stage == "tc_6_tma_store":
-        knobs.update(stream_k=stream_k, epilogue_rounds=epilogue_rounds)
-    elif stream_k or epilogue_rounds != 2:
-        raise ValueError("stream_k and epilogue_rounds are knobs of tc_6_tma_store only")
+    if stream_k:
+        if stage != "tc_6_tma_store":
+            raise ValueError("stream_k is a knob of tc_6_tma_store only")
+        knobs["stream_k"] = True
     fn = _make_gemm(stage, _ENTRIES[stage], **knobs)
-    fn.__name__ = (f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}"
-                   f"{f',epilogue_rounds={epilogue_rounds}' if epilogue_rounds != 2 else ''}]")
+    fn.__name__ = f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}]"
     return fn
 
 
