@@ -243,6 +243,19 @@ def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
         assert mix["STG"] == len(results[name].kernels) * (256 // 8 + 1)
 
 
+def test_stage6_timeline_stamps_exist_only_in_the_timeline_build(compiled):
+    """tools/gpu_tc_timeline.py builds stage 6 with -DTC_TIMELINE; the course's build must carry
+    none of its stamps (the STG count above also holds them out), and the stamps must not make
+    ptxas serialise the wgmmas (its warning C7515), or the timeline would time another kernel."""
+    results, mixes = compiled
+    timed = tc.compile_stage("tc_6_tma_store", defines=("TC_TIMELINE",))
+    assert timed.warnings == (), timed.warnings
+    timed_mix = tc.sass_instruction_mix(timed.cubin)
+    assert "SR_GLOBALTIMER" in tc.sass(timed.cubin)
+    assert "SR_GLOBALTIMER" not in tc.sass(results["tc_6_tma_store"].cubin)
+    assert timed_mix["STG"] > mixes["tc_6_tma_store"]["STG"]
+    assert timed_mix["HGMMA"] == mixes["tc_6_tma_store"]["HGMMA"]
+
 def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
     results, _ = compiled
     for name in ("tc_4_warp_spec", "tc_5_persistent", "tc_6_tma_store"):

@@ -25,6 +25,7 @@
 
 #include <climits>
 #include <unordered_map>
+#include <vector>
 
 namespace tc {
 namespace stage6 {
@@ -46,6 +47,36 @@ struct Smem {
 };
 constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
 static_assert(SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit");
+
+// Optional per-tile timeline, compiled only with -DTC_TIMELINE (tools/gpu_tc_timeline.py builds such
+// a copy of the extension): each consumer's leader thread stamps clock64 (this SM's cycles) when a
+// tile's first slice has arrived, when its last wgmma is done and when its epilogue has been handed
+// to the copy engine, plus clock64 and globaltimer (ns) at the consumer's start and end. Without
+// the define the stamps compile to nothing, and the SASS is the one measured.
+#ifdef TC_TIMELINE
+constexpr int TIMELINE_CTAS = 264, TIMELINE_TILES = 64, TIMELINE_ENTRIES = 4 + 3 * TIMELINE_TILES;
+__device__ long long timeline[TIMELINE_CTAS][CONSUMERS][TIMELINE_ENTRIES];
+__device__ __forceinline__ long long global_ns() {
+  long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void stamp(bool leader, int cw, int entry, long long value) {
+  if (leader && blockIdx.x < TIMELINE_CTAS && entry < TIMELINE_ENTRIES) timeline[blockIdx.x][cw][entry] = value;
+}
+#define TC_STAMP_START(leader, cw) (stamp(leader, cw, 0, clock64()), stamp(leader, cw, 1, global_ns()))
+#define TC_STAMP_END(leader, cw) (stamp(leader, cw, 2, clock64()), stamp(leader, cw, 3, global_ns()))
+#define TC_STAMP_TILE(leader, cw, tile, event) stamp(leader, cw, 4 + 3 * (tile) + (event), clock64())
+// It waits for the first slice before the K loop (a stamp inside the loop, or a branch around this
+// wait, makes ptxas serialise the wgmmas: warning C7515); every work unit has a slice without
+// stream-K, and the timeline is taken without it.
+#define TC_STAMP_FIRST_SLICE(leader, cw, tile, full, parity) (mbar_wait(full, parity), TC_STAMP_TILE(leader, cw, tile, 0))
+#else
+#define TC_STAMP_FIRST_SLICE(leader, cw, tile, full, parity)
+#define TC_STAMP_START(leader, cw)
+#define TC_STAMP_END(leader, cw)
+#define TC_STAMP_TILE(leader, cw, tile, event)
+#endif
 
 // Stream-K fix-up buffers: one slot of BLOCK_M x BLOCK_N fp32 per CTA (a CTA starts at most one
 // tile that another CTA finishes) and one flag per consumer. A flag holds the number of the launch
@@ -163,15 +194,17 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     const bool leader = threadIdx.x % WARPGROUP == 0;
     if (leader) prefetch_tensor_map(&map_c);
     float acc[BLOCK_N / 2];
-    int it = 0;
+    int it = 0, done = 0;  // slices and work units this consumer has finished
+    TC_STAMP_START(leader, cw);
     WorkCursor work(sched, cluster_id);
-    for (WorkUnit w; work.next(w);) {
+    for (WorkUnit w; work.next(w); ++done) {
       int m0, n0;
       sched.order.origin<CLUSTER, BLOCK_M, BLOCK_N>(w.tile, rank, m0, n0);
 #pragma unroll
       for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
 
       int previous_slot = -1;
+      TC_STAMP_FIRST_SLICE(leader, cw, done, &s.full[it % STAGES], (it / STAGES) % 2);
       for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
@@ -182,6 +215,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       }
       wgmma_wait<0>();
       fence_accumulators(acc);
+      TC_STAMP_TILE(leader, cw, done, 1);
       if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
       if (w.k_begin > 0) {  // stream-K contributor: the owner finishes this tile
         publish_partial(acc, partials, blockIdx.x, cw);
@@ -195,8 +229,10 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       // TMA clips the rows and columns that lie outside C (partial tiles, the idle half of a
       // cluster with an odd number of tile rows).
       store_tile_tma(acc, s, &map_c, cw, m0 + cw * 64, n0);
+      TC_STAMP_TILE(leader, cw, done, 2);
     }
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
+    TC_STAMP_END(leader, cw);
   }
   if constexpr (CLUSTER > 1) cluster_sync();
 }
@@ -246,6 +282,22 @@ void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMa
 }
 
 }  // namespace stage6
+
+#ifdef TC_TIMELINE
+void read_tc6_timeline(long long* host, size_t count) {
+  if (count != sizeof(stage6::timeline) / sizeof(long long))
+    throw std::runtime_error("read_tc6_timeline: wrong buffer size");
+  check_cuda(cudaMemcpyFromSymbol(host, stage6::timeline, sizeof(stage6::timeline)), "cudaMemcpyFromSymbol(timeline)");
+}
+void clear_tc6_timeline() {
+  const std::vector<long long> zeros(sizeof(stage6::timeline) / sizeof(long long), 0);
+  check_cuda(cudaMemcpyToSymbol(stage6::timeline, zeros.data(), sizeof(stage6::timeline)), "cudaMemcpyToSymbol(timeline)");
+}
+size_t tc6_timeline_shape(int dim) {
+  const size_t shape[3] = {stage6::TIMELINE_CTAS, stage6::CONSUMERS, stage6::TIMELINE_ENTRIES};
+  return shape[dim];
+}
+#endif
 
 void launch_tc6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
                           int group_m, int max_ctas, bool stream_k) {

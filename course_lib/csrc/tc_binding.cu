@@ -61,6 +61,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       },
       pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("cluster") = 2,
       pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0, pybind11::arg("stream_k") = false);
+#ifdef TC_TIMELINE
+  m.def("tc6_clear_timeline", &tc::clear_tc6_timeline);
+  m.def("tc6_timeline", []() {
+    torch::Tensor t = torch::empty({int64_t(tc::tc6_timeline_shape(0)), int64_t(tc::tc6_timeline_shape(1)),
+                                    int64_t(tc::tc6_timeline_shape(2))}, torch::kInt64);
+    tc::read_tc6_timeline(reinterpret_cast<long long*>(t.data_ptr<int64_t>()), size_t(t.numel()));
+    return t;
+  }, "stage 6's timeline stamps [CTA][consumer][entry] (tc6_tma_store.cu)");
+#endif
 #else
   m.attr("has_sm90a") = false;
 #endif

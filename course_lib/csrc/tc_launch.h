@@ -36,4 +36,11 @@ void launch_tc6_tma_store(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_b
                           int M, int N, int K, cudaStream_t stream,
                           int cluster = 2, int group_m = 8, int max_ctas = 0, bool stream_k = false);
 
+#ifdef TC_TIMELINE
+// Stage 6's per-tile timeline (tc6_tma_store.cu; only in builds with -DTC_TIMELINE).
+void read_tc6_timeline(long long* host, size_t count);
+void clear_tc6_timeline();
+size_t tc6_timeline_shape(int dim);
+#endif
+
 }  // namespace tc

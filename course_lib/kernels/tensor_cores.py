@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
@@ -418,11 +418,13 @@ def _source_digest(paths: Iterable[Path], flags: Iterable[str], nvcc: Path) -> s
     return h.hexdigest()[:16]
 
 
-def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = None, use_cache: bool = True) -> CompileResult:
+def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = None, use_cache: bool = True,
+                  defines: Sequence[str] = ()) -> CompileResult:
     """Compile one stage's .cu file to a cubin with ``nvcc -Xptxas -v`` (no GPU needed).
 
-    ``arch`` defaults to sm_90a (stage 1 also takes e.g. "sm_80"). Raises RuntimeError with the
-    compiler's messages if it fails, or if nvcc is missing.
+    ``arch`` defaults to sm_90a (stage 1 also takes e.g. "sm_80"); ``defines`` are passed as
+    ``-D`` (e.g. "TC_TIMELINE"). Raises RuntimeError with the compiler's messages if it fails, or if
+    nvcc is missing.
     """
     design = DESIGN[stage]
     arch = arch or "sm_90a"
@@ -433,7 +435,7 @@ def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = No
         raise RuntimeError("nvcc not found: install the CUDA toolkit or `pip install nvidia-cuda-nvcc`")
     number = arch.removeprefix("sm_")
     gencode = f"-gencode=arch=compute_{number},code=sm_{number}"
-    flags = [*NVCC_FLAGS, gencode, "-Xptxas", "-v", "-cubin", "-I", str(CSRC)]
+    flags = [*NVCC_FLAGS, gencode, *(f"-D{d}" for d in defines), "-Xptxas", "-v", "-cubin", "-I", str(CSRC)]
     src = CSRC / design.source
     digest = _source_digest([src, *(CSRC / h for h in HEADERS)], flags, nvcc)
     out_dir = cubin_cache_dir() / digest
