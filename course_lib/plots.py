@@ -122,3 +122,31 @@ def plot_roofline(results: Results, dtype: str, points: Sequence[tuple[str, floa
     ax.set_title(f"Roofline, {dtype} — {results.label}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def plot_timeline(consumers: Sequence[dict[str, Any]], label: str, rows: int = 8) -> Figure:
+    """Stage 6's per-tile timeline (tools/gpu_tc_timeline.py): one row per consumer warpgroup, its
+    cycles from its own start: waiting for data, mainloop (tensor cores busy), epilogue.
+
+    ``consumers`` are the ``raw`` entries of ``nvidia_h200_tc6_timeline.json`` (clock64 stamps of
+    one SM each, so every row has its own zero); ``label`` says where they were recorded."""
+    if not consumers:
+        raise ValueError("no consumers to draw: pass the 'raw' list of a timeline recording")
+    shown = list(consumers)[:rows]
+    fig, ax = plt.subplots(figsize=(11, 0.35 * len(shown) + 1.6))
+    colours = {"waiting for the first slice / next tile": "0.8", "mainloop (wgmma)": "tab:blue",
+               "epilogue (convert, stmatrix, TMA store)": "tab:orange"}
+    for y, c in enumerate(shown):
+        start, previous = c["start"], c["start"]
+        for t0, t1, t2 in c["tiles"]:
+            for (a, b), colour in zip(((previous, t0), (t0, t1), (t1, t2)), colours.values()):
+                ax.barh(y, (b - a) / 1e3, left=(a - start) / 1e3, color=colour, height=0.7)
+            previous = t2
+    ax.set_yticks(range(len(shown)), [f"CTA {c['cta']} consumer {c['consumer']}" for c in shown])
+    ax.invert_yaxis()
+    ax.set_xlabel("thousands of SM cycles since the consumer started")
+    ax.legend([plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()], list(colours), loc="upper center",
+              bbox_to_anchor=(0.5, -0.22 if len(shown) > 4 else -0.4), ncol=3, frameon=False)
+    ax.set_title(f"tc_6_tma_store, per tile ({label})")
+    fig.tight_layout()
+    return fig
