@@ -91,7 +91,7 @@ for section in "$@"; do
         done
         ;;
     *)
-        echo "unknown section $section (record, notebooks, sanitize, triton, tc, ncu)"
+        echo "unknown section $section (record, notebooks, sanitize, triton, tc, timeline, ncu)"
         exit 2
         ;;
     esac

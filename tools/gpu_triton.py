@@ -115,15 +115,17 @@ SWEEP: dict[str, list[F]] = {
         F(128, 128, 32, 8, 8, 4, b_layout="nk"),
     ], "tf32"),
     # The first two sweeps tried pointer loads with more outputs per thread (128 x 128, 128 x 256:
-    # all slower). The teaching stage triton_tiled_descriptors (64 x 64 x 32, TMA) then measured
-    # 88.6 % at 4096^3 in the recording of 2026-11-29 14:41 UTC, above every pointer candidate:
-    # this round tries descriptors with small tiles.
+    # all slower). The third (2026-11-30 19:26 UTC) found descriptors (TMA) with 64 x 64 x 32 tiles
+    # best (88.5 / 91.8 %, now FAST_CONFIGS' first fp32 entry); 64 x 128 / 128 x 64 descriptors were
+    # slower with 4 warps. The fourth round (below; 2026-11-30 19:59 UTC, "fourth_sweep_fp32"):
+    # descriptors with 8 warps, shallower K slices and 2 warps. None beat 64 x 64 x 32 with 4 warps.
     "fp32": _with_current([
-        F(64, 64, 32, 8, 4, 3),
-        F(64, 64, 32, 8, 4, 4),
-        F(64, 128, 32, 8, 4, 3),
-        F(128, 64, 32, 8, 4, 3),
-        F(64, 64, 32, 8, 4, 3, persistent=True),
+        F(128, 128, 32, 8, 8, 3),
+        F(128, 64, 32, 8, 8, 3),
+        F(64, 64, 32, 8, 8, 3),
+        F(64, 64, 16, 8, 4, 4),
+        F(64, 64, 32, 8, 2, 3),
+        F(32, 64, 32, 8, 2, 3),
     ], "fp32"),
 }
 SEED_VARIANTS = [(p, bs, v) for bs in (64, 32) for p in ("ieee", "tf32") for v in ("plain", "transposed")]

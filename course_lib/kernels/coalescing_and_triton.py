@@ -594,7 +594,8 @@ class FastConfig:
 # * fp32 (ieee): CUDA-core FMA path. Pointer loads with 64 x 128 tiles led the first two sweeps
 #   (82-85 % at 4096^3). A third round (2026-11-30 19:26 UTC, "third_sweep_fp32" in the experiments
 #   file) gave descriptors (TMA) with small 64 x 64 x 32 tiles 88.5 / 91.8 %, 3 stages ahead of 4;
-#   larger descriptor tiles (64 x 128, 128 x 64) and a persistent 64 x 64 loop were slower. An earlier
+#   larger descriptor tiles (64 x 128, 128 x 64) and a persistent 64 x 64 loop were slower, and so
+#   were 8 warps, 2 warps and K slices of 16 in a fourth round ("fourth_sweep_fp32"). An earlier
 #   offline compile for sm_90a gave a descriptor fp32 kernel 32 registers and ~5 KB of local-memory
 #   stack per thread with Triton 3.9 (Triton 3.6: 174 registers, no stack): on a GPU with Triton 3.9
 #   descriptors may be slow, so a pointer candidate stays in the list (the wrapper times them all).
