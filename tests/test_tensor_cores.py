@@ -325,3 +325,33 @@ def test_accumulator_layout_agrees_with_the_fragment_visualisation():
 
     for t, i in itertools.product(range(128), range(128)):
         assert tc.wgmma_accumulator_position(t, i, 256) == wgmma_m64nNk16_d(t, i, 256)
+
+
+def test_recorded_timeline_is_consistent_and_plots():
+    """The stage 6 timeline recorded on the H200 (tools/gpu_tc_timeline.py): every tile stamped
+    once per consumer, stamps in order, the mainloop never faster than the tensor cores' peak, and
+    notebook 05's picture draws three bars per tile."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course_lib import plots
+    from course_lib.results import RESULTS_DIR
+
+    timeline = json.loads((RESULTS_DIR / "nvidia_h200_tc6_timeline.json").read_text())
+    sizes = {s["shape"][0]: s for s in timeline["sizes"]}
+    assert set(sizes) == {4096, 8192}
+    for n, s in sizes.items():
+        assert s["ideal_mainloop_cycles"] == 2 * 128 * 256 * n / 4096
+        assert 0.9 < s["mainloop_efficiency"] <= 1.0 + 1e-3
+        assert s["relative_error"] < 1e-2
+    raw = sizes[4096]["raw"]
+    assert sum(len(c["tiles"]) for c in raw) == 2 * (4096 // 128) * (4096 // 256)
+    for c in raw:
+        flat = [c["start"], *(t for tile in c["tiles"] for t in tile), c["end"]]
+        assert flat == sorted(flat), c["cta"]
+    fig = plots.plot_timeline(raw, "recorded", rows=3)
+    assert len(fig.axes[0].patches) == 3 * 3 * len(raw[0]["tiles"])
+    with pytest.raises(ValueError, match="no consumers"):
+        plots.plot_timeline([], "recorded")

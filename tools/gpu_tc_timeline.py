@@ -63,6 +63,11 @@ def analyse(stamps: torch.Tensor, M: int, N: int, K: int) -> dict:
             tiles = [s[4 + 3 * i: 7 + 3 * i] for i in range((len(s) - 4) // 3) if s[4 + 3 * i] != 0]
             per_consumer.append({"cta": cta, "consumer": cw, "start": s[0], "start_ns": s[1], "end": s[2],
                                  "end_ns": s[3], "tiles": tiles})
+    stamped = sum(len(c["tiles"]) for c in per_consumer)
+    expected = 2 * -(-M // BLOCK_M) * -(-N // BLOCK_N)  # each tile has two consumers (64 rows each)
+    if stamped != expected:
+        raise RuntimeError(f"{stamped} tile stamps for {expected} consumer tiles: the timeline holds at most "
+                           f"{stamps.shape[0]} CTAs and {(stamps.shape[2] - 4) // 3} tiles per consumer")
     mains, epis, gaps, firsts, tails, totals, mhz = [], [], [], [], [], [], []
     for c in per_consumer:
         totals.append(c["end"] - c["start"])
