@@ -1,6 +1,9 @@
 """The numba.cuda stages (notebooks 01-03) on the CPU backend: correct on awkward shapes, clear
 errors for launches that cannot work, and the seed documents' bugs caught by check."""
 
+import sys
+
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -8,6 +11,7 @@ from hypothesis import strategies as st
 import course_lib
 from course_lib.check import default_shapes
 from course_lib.kernels import naive, shared_memory_tiling as tiling, thread_coarsening as tc
+from numba import cuda, float32  # after course_lib, which chose the simulator
 
 MAIN = ["naive", "naive_x_along_rows", "shared_memory_tiling", "coarsened_2x2", "register_tiling"]
 
@@ -84,3 +88,36 @@ def test_load_counts_match_the_formulas():
     assert naive.global_loads(4, 5, 6) == 2 * 4 * 5 * 6
     # 2 x 2 blocks of 16, 3 steps of 16 along K = 40: every block loads two 16 x 16 tiles per step
     assert tiling.global_loads(32, 32, 40, 16) == 4 * 3 * 2 * 256
+
+
+
+@cuda.jit
+def _rotate_through_shared(out):
+    """Each thread writes its index into shared memory and reads its neighbour's."""
+    s = cuda.shared.array(256, float32)
+    t = cuda.threadIdx.x
+    s[t] = t
+    cuda.syncthreads()
+    out[t] = s[(t + 1) % 256]
+
+
+def test_simulator_shares_one_shared_array_per_block():
+    """numba-cuda 0.30.4's simulator creates a block's shared array without a lock, so two of its
+    Python threads can each create one and read each other's never-written memory (a rare wrong
+    result of register_tiling in CI). _numba_support puts a lock around the creation. With a tiny
+    thread switch interval the unpatched simulator got about 1 launch in 20 wrong here."""
+    from numba.cuda.simulator import kernelapi
+
+    assert getattr(kernelapi.FakeCUDAShared.array, "course_lib_locked", False)
+    want = (np.arange(256) + 1) % 256
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        wrong = 0
+        for _ in range(60):
+            out = np.zeros(256, np.float32)
+            _rotate_through_shared[1, 256](out)
+            wrong += int((out != want).any())
+    finally:
+        sys.setswitchinterval(old)
+    assert wrong == 0, f"{wrong} of 60 launches read another thread's shared array"

@@ -6,9 +6,20 @@ of the same memory, so what the kernel writes lands in the tensor.
 
 Simulator quirk worth knowing when writing a kernel: the simulator tells shared arrays apart by the
 source line that declares them, so declare each ``cuda.shared.array`` on a line of its own.
+
+Simulator bug worked around here: in numba-cuda 0.30.4 the simulator creates a block's shared array
+when the first of its threads (Python threads) reaches the declaration, with no lock; two threads
+that get there at once each create an array, and one thread then writes where the others never
+read - they read uninitialised memory. It showed as a rare wrong result in CI, and a 256-thread
+kernel with a short thread switch interval reproduces it in a few runs out of thirty.
+:func:`_thread_safe_simulator_shared_arrays` puts a lock around the creation.
 """
 
 from __future__ import annotations
+
+import sys
+import threading
+import traceback
 
 import torch
 
@@ -52,3 +63,35 @@ def check_launch(stage: str, block: tuple[int, ...], shared_bytes: int = 0) -> N
             f"{stage}: {shared_bytes} bytes of static shared memory per block is more than the "
             f"{MAX_STATIC_SHARED_BYTES} allowed; use smaller tiles"
         )
+
+
+def _thread_safe_simulator_shared_arrays() -> None:
+    """Make the simulator's ``cuda.shared.array`` create each array once per block (see above)."""
+    import numpy as np
+    from numba.cuda.simulator import kernelapi
+
+    shared = kernelapi.FakeCUDAShared
+    if getattr(shared.array, "course_lib_locked", False):
+        return
+    original = shared.array
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None or shape == 0:  # refused, or the one dynamic buffer: no allocation race
+            return original(self, shape, dtype, alignment)
+        if isinstance(dtype, kernelapi.types.Type):  # as the original does
+            dtype = kernelapi.numpy_support.as_dtype(dtype)
+        # Keyed, like the original, by the declaring line: the caller's file and line number.
+        caller = tuple(traceback.extract_stack(sys._getframe(1), limit=1)[0][0:2])
+        with lock:
+            res = self._allocations.get(caller)
+            if res is None:
+                res = self._allocations[caller] = np.empty(shape, dtype)
+        return res
+
+    array.course_lib_locked = True
+    shared.array = array
+
+
+if not backend.get().is_gpu:
+    _thread_safe_simulator_shared_arrays()
