@@ -40,17 +40,6 @@ FLOP_PER_CYCLE_PER_SM = 4096  # dense bf16 tensor-core peak (see the module docs
 BLOCK_M, BLOCK_N = 128, 256  # stage 6's tile (tc6_tma_store.cu)
 
 
-def build():
-    from torch.utils.cpp_extension import load
-
-    sources, flags, name = tc.build_plan(torch.cuda.get_device_capability())
-    build_dir = tc.extensions_dir() / f"{name}_timeline"
-    build_dir.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))
-    return load(name=f"{name}_timeline", sources=[str(s) for s in sources], extra_cuda_cflags=flags + ["-DTC_TIMELINE"],
-                extra_include_paths=[str(tc.CSRC)], build_directory=str(build_dir))
-
-
 def analyse(stamps: torch.Tensor, M: int, N: int, K: int) -> dict:
     """Summarise one run's stamps [CTA][consumer][entry] (entries: start clk, start ns, end clk,
     end ns, then per tile: first slice arrived, last wgmma done, stores issued)."""
@@ -109,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    ext = build()
+    ext = tc.build_extension(defines=("TC_TIMELINE",))
     print(f"timeline build ready in {time.time() - t0:.0f} s", flush=True)
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     prov = dict(bench.provenance("tools/gpu_tc_timeline.py"),

@@ -168,27 +168,34 @@ def build_plan(capability: tuple[int, int]) -> tuple[list[Path], list[str], str]
 def extension(verbose: bool = False):
     """Build (first call, ~1 minute) or load the extension for this GPU and return the module."""
     global _EXTENSION
-    if _EXTENSION is not None:
-        return _EXTENSION
+    if _EXTENSION is None:
+        _EXTENSION = build_extension(verbose=verbose)
+    return _EXTENSION
+
+
+def build_extension(defines: Sequence[str] = (), verbose: bool = False):
+    """Build or load the extension with extra ``-D`` ``defines`` (e.g. "TC_TIMELINE", used by
+    tools/gpu_tc_timeline.py); each set of defines gets its own module name and cache folder."""
     _require_gpu("the tensor-core extension")
     from torch.utils.cpp_extension import load
 
     sources, flags, name = build_plan(torch.cuda.get_device_capability())
+    name += "".join(f"_{d.lower()}" for d in defines)
     build_dir = extensions_dir() / name
     build_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))  # ninja compiles the stages in parallel
     t0 = time.time()
-    _EXTENSION = load(
+    module = load(
         name=name,
         sources=[str(s) for s in sources],
-        extra_cuda_cflags=flags,
+        extra_cuda_cflags=flags + [f"-D{d}" for d in defines],
         extra_include_paths=[str(CSRC)],
         build_directory=str(build_dir),
         verbose=verbose,
     )
     if verbose:
         print(f"tensor-core extension ready in {time.time() - t0:.0f} s ({build_dir})", file=sys.stderr)
-    return _EXTENSION
+    return module
 
 
 # ---- the stages: check, allocate, launch ----------------------------------------------------
