@@ -263,18 +263,21 @@ GEMMS = {
 
 
 def persistent_variant(stage: str = "tc_6_tma_store", *, cluster: int = 2, group_m: int = 8, max_ctas: int = 0,
-                       stream_k: bool = False) -> Callable:
+                       stream_k: bool = False, overlap_epilogue: bool = False) -> Callable:
     """Stage 5 or 6 with other scheduling knobs (for experiments on a GPU; not registered).
-    ``stream_k`` (stage 6 only): share the ragged last wave out by K slices (tc_schedule.cuh)."""
+    Stage 6 only: ``stream_k`` shares the ragged last wave out by K slices (tc_schedule.cuh);
+    ``overlap_epilogue`` keeps a finished tile in registers (as bf16) and stores it while the next
+    tile's first two slices run on the tensor cores (tc6_tma_store.cu)."""
     if stage not in ("tc_5_persistent", "tc_6_tma_store"):
         raise ValueError("only tc_5_persistent and tc_6_tma_store have scheduling knobs")
     knobs: dict[str, Any] = dict(cluster=cluster, group_m=group_m, max_ctas=max_ctas)
-    if stream_k:
-        if stage != "tc_6_tma_store":
-            raise ValueError("stream_k is a knob of tc_6_tma_store only")
-        knobs["stream_k"] = True
+    if stage == "tc_6_tma_store":
+        knobs.update(stream_k=stream_k, overlap_epilogue=overlap_epilogue)
+    elif stream_k or overlap_epilogue:
+        raise ValueError("stream_k and overlap_epilogue are knobs of tc_6_tma_store only")
     fn = _make_gemm(stage, _ENTRIES[stage], **knobs)
-    fn.__name__ = f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}]"
+    fn.__name__ = (f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}"
+                   f"{',overlap_epilogue' if overlap_epilogue else ''}]")
     return fn
 
 
