@@ -3,8 +3,11 @@ kernels rely on (checked element by element against a model of what TMA writes),
 compiling for sm_90a with the instructions we expect in the SASS, and - on a GPU - correctness."""
 
 import collections
+import concurrent.futures
 import itertools
+import os
 import re
+import subprocess
 
 import pytest
 import torch
@@ -270,6 +273,26 @@ def test_mma_sync_stage_also_builds_for_ampere():
     assert r.kernels and all(not k.spills for k in r.kernels)
     with pytest.raises(ValueError, match="only for sm_90a"):
         tc.compile_stage("tc_2_wgmma_tma", "sm_80")
+
+
+def test_stage_objects_link_into_one_library(tmp_path):
+    """The extension links every stage's object into one library: a non-inline function defined in
+    a shared header (as the watchdog's trap once was) compiles file by file but fails that link."""
+    nvcc = tc.find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
+    objects = [tmp_path / f"{d.source}.o" for d in tc.DESIGNS]
+
+    def compile_one(design, obj):
+        return subprocess.run([str(nvcc), *tc.NVCC_FLAGS, tc.SM90A, "-Xcompiler", "-fPIC", "-c", "-I", str(tc.CSRC),
+                               "-o", str(obj), str(tc.CSRC / design.source)], capture_output=True, text=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for proc in pool.map(compile_one, tc.DESIGNS, objects):
+            assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([str(nvcc), "-shared", "-o", str(tmp_path / "stages.so"), *map(str, objects)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_demangle_names_the_course_kernels():

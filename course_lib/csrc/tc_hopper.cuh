@@ -125,7 +125,7 @@ __device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
 #define TC_WAIT_TIMEOUT_CYCLES (1ll << 35)
 #endif
 
-__device__ __noinline__ void watchdog_trap() { __trap(); }
+static __device__ __noinline__ void watchdog_trap() { __trap(); }
 
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   if (mbar_try_wait(bar, parity)) return;
