@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -90,13 +91,66 @@ def analyse(stamps: torch.Tensor, M: int, N: int, K: int) -> dict:
     }
 
 
+class PowerSampler:
+    """``nvidia-smi`` sampling power, SM clock and the clock-event reasons every 50 ms in the
+    background (read-only queries: nothing about the card is changed)."""
+
+    FIELDS = ("timestamp", "power.draw", "power.limit", "clocks.sm", "clocks_event_reasons.sw_power_cap",
+              "clocks_event_reasons.hw_slowdown", "temperature.gpu")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.proc = None
+        try:
+            self.proc = subprocess.Popen(["nvidia-smi", f"--query-gpu={','.join(self.FIELDS)}", "--format=csv,noheader,nounits",
+                                          "-lms", "50"], stdout=path.open("w"), stderr=subprocess.STDOUT)
+        except OSError as e:
+            print(f"nvidia-smi sampling unavailable: {e}", flush=True)
+
+    def stop(self) -> None:
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+    def window(self, t0: float, t1: float) -> dict:
+        """Medians of the samples taken between host times t0 and t1 (seconds since the epoch)."""
+        rows = []
+        for line in self.path.read_text().splitlines() if self.path.exists() else []:
+            parts = [x.strip() for x in line.split(",")]
+            if len(parts) != len(self.FIELDS):
+                continue
+            try:
+                ts = time.mktime(time.strptime(parts[0].split(".")[0], "%Y/%m/%d %H:%M:%S")) + float("0." + parts[0].split(".")[1])
+                rows.append((ts, float(parts[1]), float(parts[2]), float(parts[3]), parts[4], parts[5], float(parts[6])))
+            except (ValueError, IndexError):
+                continue
+        inside = [r for r in rows if t0 <= r[0] <= t1]
+        if not inside:
+            return {"samples": 0}
+        return {"samples": len(inside), "power_w": statistics.median(r[1] for r in inside), "power_limit_w": inside[0][2],
+                "sm_clock_mhz": statistics.median(r[3] for r in inside),
+                "sw_power_cap_share": sum(r[4] == "Active" for r in inside) / len(inside),
+                "hw_slowdown_share": sum(r[5] == "Active" for r in inside) / len(inside),
+                "temperature_c": statistics.median(r[6] for r in inside)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_tc_timeline_out")))
     p.add_argument("--sizes", type=int, nargs="*", default=[4096, 8192])
     p.add_argument("--runs", type=int, default=20, help="runs per size; the last one's stamps are kept")
+    p.add_argument("--epilogues", default="serial",
+                   help="comma-separated: serial (the recorded kernel), overlap (overlap_epilogue=True), cublas "
+                        "(torch.matmul: only the sustained run and nvidia-smi, no stamps)")
+    p.add_argument("--rounds", type=int, default=1, help="alternations of the epilogue variants per size")
+    p.add_argument("--sustain-s", type=float, default=0.0,
+                   help="before the stamped runs, launch back to back for this long (CUDA events: sustained "
+                        "TFLOP/s) while nvidia-smi samples power and clock")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    variants = [v.strip() for v in args.epilogues.split(",") if v.strip()]
+    if set(variants) - {"serial", "overlap", "cublas"}:
+        raise SystemExit(f"--epilogues takes serial, overlap and cublas, not {args.epilogues!r}")
     t0 = time.time()
     ext = tc.build_extension(defines=("TC_TIMELINE",))
     print(f"timeline build ready in {time.time() - t0:.0f} s", flush=True)
@@ -104,24 +158,67 @@ def main(argv: list[str] | None = None) -> int:
     prov = dict(bench.provenance("tools/gpu_tc_timeline.py"),
                 method="clock64 and globaltimer stamped inside the kernel by each consumer's first thread; no events, no cuBLAS")
     results = {"provenance": prov, "sizes": []}
-    for n in args.sizes:
-        a, b = course_lib.random_inputs(n, n, n, "bf16", seed=n)
-        c = torch.empty(n, n, dtype=torch.bfloat16, device="cuda")
-        for _ in range(args.runs):
-            ext.tc6_clear_timeline()
-            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm)
-        torch.cuda.synchronize()
-        err = float(torch.linalg.norm(c.double() - a.double() @ b.double()) / torch.linalg.norm(a.double() @ b.double()))
-        summary = analyse(ext.tc6_timeline(), n, n, n)
-        summary["relative_error"] = err
-        results["sizes"].append(summary)
-        print(f"{n}^3: {summary['consumers']} consumers, tiles each {summary['tiles_per_consumer']}, rel. error {err:.1e}")
-        for key in ("sm_clock_mhz", "first_slice_wait_cycles", "mainloop_cycles", "epilogue_cycles",
-                    "gap_to_next_tile_cycles", "tail_cycles", "consumer_lifetime_cycles"):
-            print(f"  {key:<28} {summary[key]}")
-        print(f"  ideal mainloop {summary['ideal_mainloop_cycles']:.0f} cycles: mainloop efficiency "
-              f"{summary['mainloop_efficiency']:.3f}, mainloop share of a consumer's life "
-              f"{summary['mainloop_share_of_lifetime']:.3f}", flush=True)
+    sampler = PowerSampler(args.out / "nvidia_smi.csv") if args.sustain_s > 0 else None
+    try:
+        for n in args.sizes:
+            a, b = course_lib.random_inputs(n, n, n, "bf16", seed=n)
+            c = torch.empty(n, n, dtype=torch.bfloat16, device="cuda")
+            for rnd in range(args.rounds):
+                for variant in variants:
+                    def launch() -> None:
+                        if variant == "cublas":
+                            torch.matmul(a, b, out=c)
+                        else:
+                            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm,
+                                              overlap_epilogue=variant == "overlap")
+
+                    sustained = None
+                    if args.sustain_s > 0:
+                        launch()
+                        torch.cuda.synchronize()
+                        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                        e0.record()
+                        launch()
+                        e1.record()
+                        e1.synchronize()
+                        count = max(10, int(args.sustain_s * 1e3 / max(e0.elapsed_time(e1), 1e-3)))
+                        h0 = time.time()
+                        e0.record()
+                        for _ in range(count):
+                            launch()
+                        e1.record()
+                        e1.synchronize()
+                        h1 = time.time()
+                        ms = e0.elapsed_time(e1) / count
+                        sustained = {"launches": count, "ms_per_gemm": ms, "tflops": 2 * n ** 3 / ms / 1e9,
+                                     "nvidia_smi": sampler.window(h0 + 0.2 * (h1 - h0), h1) if sampler else None}
+                    if variant == "cublas":
+                        results["sizes"].append({"shape": [n, n, n], "epilogue": variant, "round": rnd, "sustained": sustained})
+                        print(f"{n}^3 cublas (round {rnd}): sustained {sustained}", flush=True)
+                        continue
+                    for _ in range(args.runs):
+                        ext.tc6_clear_timeline()
+                        launch()
+                    torch.cuda.synchronize()
+                    ref = a.double() @ b.double()
+                    err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+                    summary = analyse(ext.tc6_timeline(), n, n, n)
+                    summary.update(relative_error=err, epilogue=variant, round=rnd, sustained=sustained)
+                    results["sizes"].append(summary)
+                    print(f"{n}^3 {variant} (round {rnd}): {summary['consumers']} consumers, tiles each "
+                          f"{summary['tiles_per_consumer']}, rel. error {err:.1e}")
+                    if sustained:
+                        print(f"  sustained: {sustained['tflops']:.1f} TFLOP/s over {sustained['launches']} launches; "
+                              f"nvidia-smi {sustained['nvidia_smi']}")
+                    for key in ("sm_clock_mhz", "first_slice_wait_cycles", "mainloop_cycles", "epilogue_cycles",
+                                "gap_to_next_tile_cycles", "tail_cycles", "consumer_lifetime_cycles"):
+                        print(f"  {key:<28} {summary[key]}")
+                    print(f"  ideal mainloop {summary['ideal_mainloop_cycles']:.0f} cycles: mainloop efficiency "
+                          f"{summary['mainloop_efficiency']:.3f}, mainloop share of a consumer's life "
+                          f"{summary['mainloop_share_of_lifetime']:.3f}", flush=True)
+    finally:
+        if sampler:
+            sampler.stop()
     (args.out / "timeline.json").write_text(json.dumps(results) + "\n")
     return 0
 
