@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="*", default=[4096, 8192])
     p.add_argument("--runs", type=int, default=20, help="runs per size; the last one's stamps are kept")
     p.add_argument("--epilogues", default="serial",
-                   help="comma-separated: serial (the recorded kernel), overlap (overlap_epilogue=True), cublas "
+                   help="comma-separated: serial (the recorded kernel), overlap / direct (epilogue 1 / 2), cublas "
                         "(torch.matmul: only the sustained run and nvidia-smi, no stamps)")
     p.add_argument("--rounds", type=int, default=1, help="alternations of the epilogue variants per size")
     p.add_argument("--sustain-s", type=float, default=0.0,
@@ -149,8 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     variants = [v.strip() for v in args.epilogues.split(",") if v.strip()]
-    if set(variants) - {"serial", "overlap", "cublas"}:
-        raise SystemExit(f"--epilogues takes serial, overlap and cublas, not {args.epilogues!r}")
+    if set(variants) - {"serial", "overlap", "direct", "cublas"}:
+        raise SystemExit(f"--epilogues takes serial, overlap, direct and cublas, not {args.epilogues!r}")
     t0 = time.time()
     ext = tc.build_extension(defines=("TC_TIMELINE",))
     print(f"timeline build ready in {time.time() - t0:.0f} s", flush=True)
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                             torch.matmul(a, b, out=c)
                         else:
                             ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm,
-                                              overlap_epilogue=variant == "overlap")
+                                              epilogue={"serial": 0, "overlap": 1, "direct": 2}[variant])
 
                     sustained = None
                     if args.sustain_s > 0:

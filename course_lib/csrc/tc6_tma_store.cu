@@ -124,6 +124,21 @@ __device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Par
 // One consumer's 64 x 256 tile -> swizzled staging boxes -> TMA store, in two rounds of 128
 // columns. `pair(i)` is the thread's i-th pair of bf16 results (0 <= i < 64), i.e. its
 // accumulators 2i and 2i+1 converted (pack_bf16x2). Called by all 128 threads of consumer `cw`.
+// Experiment: a consumer's staged bf16 pairs straight to global memory (the accumulator layout of
+// tc_hopper.cuh: pair 2j is row lane/4 of the warp's 16, pair 2j+1 row lane/4 + 8, at column 8j + 2*(lane%4)).
+__device__ __forceinline__ void store_pairs_global(const uint32_t (&pairs)[BLOCK_N / 4], bf16* c, int M, int N,
+                                                   int row0, int col0) {
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x % WARPGROUP) / 32;
+  const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BLOCK_N / 8; ++j) {
+    const int col = col0 + 8 * j + 2 * (lane % 4);
+    if (col >= N) continue;
+    if (r < M) *reinterpret_cast<uint32_t*>(c + size_t(r) * N + col) = pairs[2 * j];
+    if (r + 8 < M) *reinterpret_cast<uint32_t*>(c + size_t(r + 8) * N + col) = pairs[2 * j + 1];
+  }
+}
+
 template <typename Pair>
 __device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtensorMap* map_c, int cw, int row0,
                                                int col0) {
@@ -156,10 +171,13 @@ __device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtenso
   }
 }
 
-template <int CLUSTER, bool OVERLAP>
+// Experiment: EPILOGUE 0 = stored between tiles (as recorded), 1 = staged in registers and stored
+// through TMA while the next tile's first slices run, 2 = the same with direct global stores.
+template <int CLUSTER, int EPILOGUE>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-       const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials) {
+       const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials, bf16* c_ptr, int M, int N) {
+  constexpr bool OVERLAP = EPILOGUE > 0;
   extern __shared__ uint8_t smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
@@ -222,7 +240,10 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], !OVERLAP || ks > w.k_begin);
         if constexpr (OVERLAP) {
           if (staged_waiting && ks == store_at) {
-            store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+            if constexpr (EPILOGUE == 1)
+              store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+            else
+              store_pairs_global(staged, c_ptr, M, N, staged_row0, staged_col0);
             staged_waiting = false;
           }
         }
@@ -255,7 +276,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       TC_STAMP_TILE(leader, cw, done, 2);
     }
     if constexpr (OVERLAP) {
-      if (staged_waiting) store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+      if (staged_waiting) {
+        if constexpr (EPILOGUE == 1)
+          store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+        else
+          store_pairs_global(staged, c_ptr, M, N, staged_row0, staged_col0);
+      }
     }
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
     TC_STAMP_END(leader, cw);
@@ -291,10 +317,10 @@ inline Partials fixup_buffers(int ctas) {
   return Partials{b.data, b.flags, b.epoch};
 }
 
-template <int CLUSTER, bool OVERLAP>
+template <int CLUSTER, int EPILOGUE>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
-            int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
-  auto* kernel_fn = kernel<CLUSTER, OVERLAP>;
+            int group_m, int max_ctas, bool stream_k, bf16* c, cudaStream_t stream) {
+  auto* kernel_fn = kernel<CLUSTER, EPILOGUE>;
   allow_dynamic_smem(kernel_fn, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
   // Stream-K needs every resident cluster (the split work fills them all); without it, the grid
@@ -304,7 +330,7 @@ void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMa
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(K, BLOCK_K), stream_k);
   Partials partials{nullptr, nullptr, 0};
   if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas);
-  kernel_fn<<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
+  kernel_fn<<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials, c, M, N);
   check_launch("tc6_tma_store");
 }
 
@@ -327,18 +353,21 @@ size_t tc6_timeline_shape(int dim) {
 #endif
 
 void launch_tc6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
-                          int group_m, int max_ctas, bool stream_k, bool overlap_epilogue) {
+                          int group_m, int max_ctas, bool stream_k, int epilogue) {
   using namespace stage6;
   const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_c = make_tensor_map(c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   if (group_m < 1) throw std::runtime_error("tc6_tma_store: group_m must be >= 1");
   if (cluster != 1 && cluster != 2) throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
-  const auto go = [&](auto launcher) { launcher(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream); };
-  if (overlap_epilogue)
-    cluster == 1 ? go(launch<1, true>) : go(launch<2, true>);
+  if (epilogue < 0 || epilogue > 2) throw std::runtime_error("tc6_tma_store: epilogue must be 0, 1 or 2");
+  const auto go = [&](auto launcher) { launcher(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, c, stream); };
+  if (epilogue == 0)
+    cluster == 1 ? go(launch<1, 0>) : go(launch<2, 0>);
+  else if (epilogue == 1)
+    cluster == 1 ? go(launch<1, 1>) : go(launch<2, 1>);
   else
-    cluster == 1 ? go(launch<1, false>) : go(launch<2, false>);
+    cluster == 1 ? go(launch<1, 2>) : go(launch<2, 2>);
 }
 
 }  // namespace tc
