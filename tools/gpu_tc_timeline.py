@@ -18,6 +18,11 @@ to the next tile's first slice, the tail (last epilogue -> all stores done), and
 of 4096 bf16 FLOP per cycle per SM (A100: 1024 dense FMA per clock per SM, from 312 TFLOP/s on
 108 SMs at 1.41 GHz; the H100 white paper: twice A100's MMA rate per SM, clock for clock).
 
+With ``--sustain-s S`` each variant first runs back to back for S seconds (CUDA events give the
+sustained TFLOP/s) while ``nvidia-smi`` samples power, SM clock and whether the power cap is
+holding the clock down (read-only queries); ``--variants tc6,cublas`` adds cuBLAS to that
+comparison and ``--rounds`` alternates them.
+
 Writes ``timeline.json`` (summary and raw stamps) into ``--out`` and prints the summary.
 """
 
@@ -139,18 +144,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_tc_timeline_out")))
     p.add_argument("--sizes", type=int, nargs="*", default=[4096, 8192])
     p.add_argument("--runs", type=int, default=20, help="runs per size; the last one's stamps are kept")
-    p.add_argument("--epilogues", default="serial",
-                   help="comma-separated: serial (the recorded kernel), overlap / direct (epilogue 1 / 2), cublas "
-                        "(torch.matmul: only the sustained run and nvidia-smi, no stamps)")
-    p.add_argument("--rounds", type=int, default=1, help="alternations of the epilogue variants per size")
+    p.add_argument("--variants", default="tc6",
+                   help="comma-separated: tc6 (stage 6 as recorded) and/or cublas (torch.matmul: only the "
+                        "sustained run and nvidia-smi, no stamps)")
+    p.add_argument("--rounds", type=int, default=1, help="alternations of the variants per size")
     p.add_argument("--sustain-s", type=float, default=0.0,
                    help="before the stamped runs, launch back to back for this long (CUDA events: sustained "
                         "TFLOP/s) while nvidia-smi samples power and clock")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    variants = [v.strip() for v in args.epilogues.split(",") if v.strip()]
-    if set(variants) - {"serial", "overlap", "direct", "cublas"}:
-        raise SystemExit(f"--epilogues takes serial, overlap, direct and cublas, not {args.epilogues!r}")
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if not variants or set(variants) - {"tc6", "cublas"}:
+        raise SystemExit(f"--variants takes tc6 and/or cublas, not {args.variants!r}")
     t0 = time.time()
     ext = tc.build_extension(defines=("TC_TIMELINE",))
     print(f"timeline build ready in {time.time() - t0:.0f} s", flush=True)
@@ -169,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                         if variant == "cublas":
                             torch.matmul(a, b, out=c)
                         else:
-                            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm,
-                                              epilogue={"serial": 0, "overlap": 1, "direct": 2}[variant])
+                            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm)
 
                     sustained = None
                     if args.sustain_s > 0:
@@ -193,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                         sustained = {"launches": count, "ms_per_gemm": ms, "tflops": 2 * n ** 3 / ms / 1e9,
                                      "nvidia_smi": sampler.window(h0 + 0.2 * (h1 - h0), h1) if sampler else None}
                     if variant == "cublas":
-                        results["sizes"].append({"shape": [n, n, n], "epilogue": variant, "round": rnd, "sustained": sustained})
+                        results["sizes"].append({"shape": [n, n, n], "variant": variant, "round": rnd, "sustained": sustained})
                         print(f"{n}^3 cublas (round {rnd}): sustained {sustained}", flush=True)
                         continue
                     for _ in range(args.runs):
@@ -203,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                     ref = a.double() @ b.double()
                     err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
                     summary = analyse(ext.tc6_timeline(), n, n, n)
-                    summary.update(relative_error=err, epilogue=variant, round=rnd, sustained=sustained)
+                    summary.update(relative_error=err, variant=variant, round=rnd, sustained=sustained)
                     results["sizes"].append(summary)
                     print(f"{n}^3 {variant} (round {rnd}): {summary['consumers']} consumers, tiles each "
                           f"{summary['tiles_per_consumer']}, rel. error {err:.1e}")

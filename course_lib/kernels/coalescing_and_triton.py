@@ -595,7 +595,9 @@ class FastConfig:
 #   (82-85 % at 4096^3). A third round (2026-11-30 19:26 UTC, "third_sweep_fp32" in the experiments
 #   file) gave descriptors (TMA) with small 64 x 64 x 32 tiles 88.5 / 91.8 %, 3 stages ahead of 4;
 #   larger descriptor tiles (64 x 128, 128 x 64) and a persistent 64 x 64 loop were slower, and so
-#   were 8 warps, 2 warps and K slices of 16 in a fourth round ("fourth_sweep_fp32"). An earlier
+#   were 8 warps, 2 warps and K slices of 16 in a fourth round ("fourth_sweep_fp32"). A fifth round
+#   (2026-11-30 21:24 UTC, "fifth_sweep_fp32") took K slices of 64 with 2 stages: 90.5 / 94.2 %
+#   (3 or 4 stages of 64: 83-87 %; slices of 128: 74-77 %). An earlier
 #   offline compile for sm_90a gave a descriptor fp32 kernel 32 registers and ~5 KB of local-memory
 #   stack per thread with Triton 3.9 (Triton 3.6: 174 registers, no stack): on a GPU with Triton 3.9
 #   descriptors may be slow, so a pointer candidate stays in the list (the wrapper times them all).
@@ -616,8 +618,8 @@ FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
         FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=4, b_layout="nk", persistent=True),
     ),
     "fp32": (
+        FastConfig(64, 64, 64, group_m=8, num_warps=4, num_stages=2),
         FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=3),
-        FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=4),
         FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=3, loads="pointers"),
     ),
 }
