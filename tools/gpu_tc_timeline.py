@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    if not variants or set(variants) - {"tc6", "cublas"}:
+    if not variants or set(variants) - {"tc6", "overlap", "split", "cublas"}:
         raise SystemExit(f"--variants takes tc6 and/or cublas, not {args.variants!r}")
     t0 = time.time()
     ext = tc.build_extension(defines=("TC_TIMELINE",))
@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
                         if variant == "cublas":
                             torch.matmul(a, b, out=c)
                         else:
-                            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm)
+                            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm,
+                                              epilogue={"tc6": 0, "overlap": 1, "split": 2}[variant])
 
                     sustained = None
                     if args.sustain_s > 0:

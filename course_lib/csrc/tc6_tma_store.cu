@@ -121,10 +121,13 @@ __device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Par
   }
 }
 
-// One consumer's 64 x 256 accumulator -> bf16 -> swizzled staging boxes -> TMA store, in two
-// rounds of 128 columns. Called by all 128 threads of consumer `cw`.
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[BLOCK_N / 2], Smem& s, const CUtensorMap* map_c,
-                                               int cw, int row0, int col0) {
+// One consumer's 64 x 256 tile -> swizzled staging boxes -> TMA store, in two rounds of 128
+// columns. `pair(i)` is the thread's i-th pair of bf16 results (0 <= i < 64), i.e. its
+// accumulators 2i and 2i+1 converted (pack_bf16x2). Called by all 128 threads of consumer `cw`.
+// HALVES picks the rounds: both (default), or only the first / second half (experiment 2).
+template <int FIRST_HALF = 0, int HALVES = 2, typename Pair>
+__device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtensorMap* map_c, int cw, int row0,
+                                               int col0) {
   const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
   const bool leader = tid == 0;
   // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of
@@ -132,7 +135,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[BLOCK_N / 2], 
   const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
   const int col_in_16 = (lane / 16) * 8;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
+  for (int half = FIRST_HALF; half < FIRST_HALF + HALVES; ++half) {
     if (leader) bulk_wait_read_all();   // the previous round's store has read the staging boxes
     named_barrier_sync(1 + cw, WARPGROUP);
 #pragma unroll
@@ -141,8 +144,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[BLOCK_N / 2], 
       const int col = j * 16 + col_in_16;            // column within this half
       const int box = col / C_BOX, chunk = (col % C_BOX) / 8;
       const uint32_t addr = smem_u32(s.c[cw][box]) + row * 128 + ((chunk ^ (row % 8)) * 16);
-      stmatrix_x4(addr, pack_bf16x2(acc[8 * q + 0], acc[8 * q + 1]), pack_bf16x2(acc[8 * q + 2], acc[8 * q + 3]),
-                  pack_bf16x2(acc[8 * q + 4], acc[8 * q + 5]), pack_bf16x2(acc[8 * q + 6], acc[8 * q + 7]));
+      stmatrix_x4(addr, pair(4 * q + 0), pair(4 * q + 1), pair(4 * q + 2), pair(4 * q + 3));
     }
     fence_proxy_async_shared();         // st.shared/stmatrix -> visible to the copy engine
     named_barrier_sync(1 + cw, WARPGROUP);
@@ -155,10 +157,14 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[BLOCK_N / 2], 
   }
 }
 
-template <int CLUSTER>
+// Experiment: EPILOGUE 0 = stored between tiles (as recorded), 1 = staged in registers and stored
+// through TMA once the next tile's second slice is issued, 2 = the same in two halves: the first
+// after the second slice, the other after the fourth (each half with two slices in flight).
+template <int CLUSTER, int EPILOGUE>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-       const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials) {
+       const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials, bf16* c_ptr, int M, int N) {
+  constexpr bool OVERLAP = EPILOGUE > 0;
   extern __shared__ uint8_t smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
@@ -194,21 +200,47 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     const bool leader = threadIdx.x % WARPGROUP == 0;
     if (leader) prefetch_tensor_map(&map_c);
     float acc[BLOCK_N / 2];
+    // OVERLAP: the finished tile's result as bf16 pairs, stored while the next tile's first two
+    // slices keep the tensor cores busy.
+    uint32_t staged[BLOCK_N / 4];
+    bool staged_waiting = false;
+    int staged_row0 = 0, staged_col0 = 0;
     int it = 0, done = 0;  // slices and work units this consumer has finished
     TC_STAMP_START(leader, cw);
     WorkCursor work(sched, cluster_id);
     for (WorkUnit w; work.next(w); ++done) {
       int m0, n0;
       sched.order.origin<CLUSTER, BLOCK_M, BLOCK_N>(w.tile, rank, m0, n0);
+      if constexpr (!OVERLAP) {
 #pragma unroll
-      for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
+        for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
+      }
 
       int previous_slot = -1;
+      // OVERLAP: the staged tile is stored once this tile's second slice is issued (two batches in flight).
+      const int store_at = w.k_end - w.k_begin > 1 ? w.k_begin + 1 : w.k_begin;
+      const int store_at2 = w.k_end - w.k_begin > 3 ? w.k_begin + 3 : w.k_end - 1;
       TC_STAMP_FIRST_SLICE(leader, cw, done, &s.full[it % STAGES], (it / STAGES) % 2);
       for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
-        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot]);
+        // OVERLAP: the tile's first wgmma overwrites the accumulators (scale-d = 0), no zeroing.
+        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], !OVERLAP || ks > w.k_begin);
+        if constexpr (OVERLAP) {
+          if constexpr (EPILOGUE == 1) {
+            if (staged_waiting && ks == store_at) {
+              store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+              staged_waiting = false;
+            }
+          } else {
+            if (staged_waiting && ks == store_at)
+              store_tile_tma<0, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+            if (staged_waiting && ks == store_at2) {
+              store_tile_tma<1, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+              staged_waiting = false;
+            }
+          }
+        }
         wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
         if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
         previous_slot = slot;
@@ -228,8 +260,17 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       }
       // TMA clips the rows and columns that lie outside C (partial tiles, the idle half of a
       // cluster with an odd number of tile rows).
-      store_tile_tma(acc, s, &map_c, cw, m0 + cw * 64, n0);
+      if constexpr (OVERLAP) {
+#pragma unroll
+        for (int i = 0; i < BLOCK_N / 4; ++i) staged[i] = pack_bf16x2(acc[2 * i], acc[2 * i + 1]);
+        staged_waiting = true, staged_row0 = m0 + cw * 64, staged_col0 = n0;
+      } else {
+        store_tile_tma([&](int i) { return pack_bf16x2(acc[2 * i], acc[2 * i + 1]); }, s, &map_c, cw, m0 + cw * 64, n0);
+      }
       TC_STAMP_TILE(leader, cw, done, 2);
+    }
+    if constexpr (OVERLAP) {
+      if (staged_waiting) store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
     }
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
     TC_STAMP_END(leader, cw);
@@ -265,19 +306,20 @@ inline Partials fixup_buffers(int ctas) {
   return Partials{b.data, b.flags, b.epoch};
 }
 
-template <int CLUSTER>
+template <int CLUSTER, int EPILOGUE>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
-            int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
-  allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES);
+            int group_m, int max_ctas, bool stream_k, bf16* c, cudaStream_t stream) {
+  auto* kernel_fn = kernel<CLUSTER, EPILOGUE>;
+  allow_dynamic_smem(kernel_fn, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
   // Stream-K needs every resident cluster (the split work fills them all); without it, the grid
   // is trimmed so that the waves come out even.
-  const int ctas = stream_k ? resident_clusters(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, max_ctas) * CLUSTER
-                            : persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
+  const int ctas = stream_k ? resident_clusters(kernel_fn, THREADS, SMEM_BYTES, CLUSTER, max_ctas) * CLUSTER
+                            : persistent_ctas(kernel_fn, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(K, BLOCK_K), stream_k);
   Partials partials{nullptr, nullptr, 0};
   if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas);
-  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
+  kernel_fn<<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials, c, M, N);
   check_launch("tc6_tma_store");
 }
 
@@ -300,18 +342,21 @@ size_t tc6_timeline_shape(int dim) {
 #endif
 
 void launch_tc6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
-                          int group_m, int max_ctas, bool stream_k) {
+                          int group_m, int max_ctas, bool stream_k, int epilogue) {
   using namespace stage6;
   const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_c = make_tensor_map(c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   if (group_m < 1) throw std::runtime_error("tc6_tma_store: group_m must be >= 1");
-  if (cluster == 1)
-    launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
-  else if (cluster == 2)
-    launch<2>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
+  if (cluster != 1 && cluster != 2) throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
+  if (epilogue < 0 || epilogue > 2) throw std::runtime_error("tc6_tma_store: epilogue must be 0, 1 or 2");
+  const auto go = [&](auto launcher) { launcher(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, c, stream); };
+  if (epilogue == 0)
+    cluster == 1 ? go(launch<1, 0>) : go(launch<2, 0>);
+  else if (epilogue == 1)
+    cluster == 1 ? go(launch<1, 1>) : go(launch<2, 1>);
   else
-    throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
+    cluster == 1 ? go(launch<1, 2>) : go(launch<2, 2>);
 }
 
 }  // namespace tc
