@@ -4,15 +4,17 @@
 
 Builds a second copy of the extension with ``-DTC_TIMELINE`` (its own cache folder, about a minute):
 then each consumer warpgroup's first thread stamps ``clock64`` (its SM's cycles) when a tile's
-first K slice has arrived, when the tile's last wgmma is done and when its epilogue has been handed
-to the copy engine, and ``clock64`` plus ``%globaltimer`` (ns) at its start and end
+first K slice has arrived, when the tile's last wgmma is done and when its result has been staged
+(converted to bf16 in registers: since 2026-11-30 stage 6 stores it during the next tile's first
+slices, so the stores fall inside that tile's mainloop; before, the stamp came after the stores
+were handed to the copy engine), and ``clock64`` plus ``%globaltimer`` (ns) at its start and end
 (tc6_tma_store.cu). Without the define those stamps compile to nothing: the recorded kernel's SASS
 is unchanged (compared instruction for instruction when the stamps were added; tests/test_tensor_cores.py
 checks that the course's build has none of them and that they do not serialise the wgmmas).
 
 For each size, tc_6 runs with the recorded knobs (cluster 2, group_m 8, one CTA per SM) a few
 times; the last run's stamps give, per consumer: the wait for the first slice after launch, per tile
-the mainloop (first slice arrived -> last wgmma done) and the epilogue (-> stores issued), the gap
+the mainloop (first slice arrived -> last wgmma done) and the epilogue (-> result staged), the gap
 to the next tile's first slice, the tail (last epilogue -> all stores done), and the SM clock
 (cycles / ns between the start and end stamps). The mainloop is set against the tensor cores' peak
 of 4096 bf16 FLOP per cycle per SM (A100: 1024 dense FMA per clock per SM, from 312 TFLOP/s on
@@ -48,7 +50,7 @@ BLOCK_M, BLOCK_N = 128, 256  # stage 6's tile (tc6_tma_store.cu)
 
 def analyse(stamps: torch.Tensor, M: int, N: int, K: int) -> dict:
     """Summarise one run's stamps [CTA][consumer][entry] (entries: start clk, start ns, end clk,
-    end ns, then per tile: first slice arrived, last wgmma done, stores issued)."""
+    end ns, then per tile: first slice arrived, last wgmma done, result staged)."""
     per_consumer = []
     for cta in range(stamps.shape[0]):
         for cw in range(stamps.shape[1]):
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    if not variants or set(variants) - {"tc6", "overlap", "split", "cublas"}:
+    if not variants or set(variants) - {"tc6", "cublas"}:
         raise SystemExit(f"--variants takes tc6 and/or cublas, not {args.variants!r}")
     t0 = time.time()
     ext = tc.build_extension(defines=("TC_TIMELINE",))
@@ -174,8 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                         if variant == "cublas":
                             torch.matmul(a, b, out=c)
                         else:
-                            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm,
-                                              epilogue={"tc6": 0, "overlap": 1, "split": 2}[variant])
+                            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm)
 
                     sustained = None
                     if args.sustain_s > 0:

@@ -32,20 +32,23 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK_SHAPES = [(8, 8, 8), (40, 24, 40), (136, 264, 72), (264, 520, 200), (1000, 1008, 520), (2048, 2048, 2048),
                 (4096, 4104, 1024)]
 SIZES = (1024, 2048, 4096, 8192)
-# Scheduling experiments on the persistent stages: (stage, cluster, group_m, max_ctas, stream_k, epilogue).
+# Scheduling experiments on the persistent stages: (stage, cluster, group_m, max_ctas, stream_k).
 # The first round (cluster, group_m, grid; in nvidia_h200_tensor_core_experiments.json of
-# 2026-11-29 13:16 UTC) chose cluster 2, group_m 8, one CTA per SM. The second: stream-K for the
-# ragged last wave, each setting measured twice in alternation (run-to-run noise is ~1-2 %); it
+# 2026-11-29 13:16 UTC) chose cluster 2, group_m 8, one CTA per SM. The second (below): stream-K for
+# the ragged last wave, each setting measured twice in alternation (run-to-run noise is ~1-2 %); it
 # lost. A third round (2026-11-30, "epilogue_round" in the same file) measured stage 6's epilogue
 # in 4 rounds alternating two staging boxes against the 2 rounds it has: no gain, so that knob was
-# removed again (the code as measured is commit c042812). The fourth (below): the epilogue
-# overlapped with the next tile's first two slices, against the epilogue in between, in alternation.
-EXPLORE = [("tc_6_tma_store", 2, 8, 132, False, ep) for _ in range(2) for ep in ("serial", "overlap_tma", "overlap_split")]
+# removed again (the code as measured is commit c042812). A fourth round (2026-11-30 21:34-21:50 UTC,
+# "overlap_round") kept each finished tile in registers and stored it while the next tile's first
+# slices ran: all at once after the 2nd slice (the store outlasted the MMAs in flight), with direct
+# global stores (slower), or in two halves after the 2nd and 4th slices - that one took ~1 % fewer
+# cycles per consumer (in-kernel timeline) and is now stage 6's epilogue.
+EXPLORE = [("tc_6_tma_store", 2, 8, 132, sk) for _ in range(2) for sk in (False, True)] + [
+    ("tc_6_tma_store", 1, 8, 132, True), ("tc_6_tma_store", 2, 16, 132, True),
+]
 EXPLORE_SIZES = (4096, 6144, 8192)
 # Few tiles (every tile split along K), a ragged wave with a partial K slice, and 4096^3 itself.
-# Also one K slice per tile (the staged tile is stored after the first slice) and two.
-EXPLORE_CHECK_SHAPES = [(264, 520, 200), (2048, 2048, 2048), (4096, 4096, 1032), (4096, 4096, 4096), (4096, 4096, 64),
-                        (4096, 2048, 128)]
+EXPLORE_CHECK_SHAPES = [(264, 520, 200), (2048, 2048, 2048), (4096, 4096, 1032), (4096, 4096, 4096)]
 BUILD_TIMEOUT_S = 420
 STAGE_TIMEOUT_S = 100
 EXPLORE_TIMEOUT_S = 240
@@ -102,9 +105,8 @@ def worker_explore(sizes: list[int]) -> int:
     from course_lib.kernels import tensor_cores as tc
 
     tc.extension()
-    for stage, cluster, group_m, max_ctas, stream_k, epilogue in EXPLORE:
-        fn = tc.persistent_variant(stage, cluster=cluster, group_m=group_m, max_ctas=max_ctas, stream_k=stream_k,
-                                   epilogue=epilogue)
+    for stage, cluster, group_m, max_ctas, stream_k in EXPLORE:
+        fn = tc.persistent_variant(stage, cluster=cluster, group_m=group_m, max_ctas=max_ctas, stream_k=stream_k)
         try:  # a setting is timed only once it computes the right answer (fresh inputs, float64 reference)
             course_lib.check(fn, "bf16", EXPLORE_CHECK_SHAPES)
         except AssertionError as e:
@@ -114,7 +116,7 @@ def worker_explore(sizes: list[int]) -> int:
             try:
                 rec = bench.measure(fn, "bf16", (n, n, n))
                 rec.update({"base_stage": stage, "cluster": cluster, "group_m": group_m, "max_ctas": max_ctas,
-                            "stream_k": stream_k, "epilogue": epilogue})
+                            "stream_k": stream_k})
                 _json_line("explore", rec)
                 print(f"{rec['stage']} {n}: {rec['tflops']:.1f} TF ({100 * rec['ratio_to_cublas']:.1f} %)", flush=True)
             except AssertionError as e:

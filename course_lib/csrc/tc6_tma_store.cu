@@ -1,6 +1,6 @@
-// Stage 6 - closing the gap: keep a wgmma batch in flight, and hand the epilogue to the copy engine.
+// Stage 6 - closing the gap: keep a wgmma batch in flight, and store C behind the next tile's MMAs.
 //
-// Two changes against stage 5, both about the moments when the tensor cores wait:
+// Three changes against stage 5, all about the moments when the tensor cores wait:
 // * Mainloop: stage 5 waits for a slice's wgmmas to finish (wait_group 0) before it can release
 //   the slot and issue the next batch, so the tensor core drains at every slice. Here a
 //   consumer issues slice i, then waits with wait_group 1 - only slice i-1 must be done - and
@@ -14,6 +14,15 @@
 //   buffer is reused only after cp.async.bulk.wait_group.read says the engine has read it.
 //   Shared memory is tight (4 x 48 KB ring), so each consumer stages half its 64 x 256 tile at a
 //   time: 2 boxes of 64 x 64 (16 KB).
+// * Overlap: the accumulators are the consumer's registers, so the next tile's MMAs cannot start
+//   before they are read. Here they are converted to bf16 into 64 other registers (`staged`) and
+//   the next tile starts at once - its first wgmma with scale-d = 0, which overwrites the
+//   accumulators, so they need no zeroing. The staged tile is stored in its two halves, the first
+//   once the new tile's 2nd slice is issued and the second once its 4th is, so each half has two
+//   slices of MMAs in flight to hide behind. (Measured on the H200, 2026-11-30: storing both halves
+//   after the 2nd slice made the mainloop ~1,600 cycles longer - the store outlasted the MMAs in
+//   flight; in halves it is ~100-250 cycles longer and a consumer needs ~1 % fewer cycles in all.
+//   Direct global stores from the staged registers made the mainloop ~12 % longer.)
 // * Optional (stream_k): the ragged last wave is shared out by K slices (tc_schedule.cuh explains
 //   stream-K); a consumer that did only part of a tile's K either publishes its fp32 partial sums
 //   (publish_partial) or, if it holds the tile's first slice, adds the others' (add_partial)
@@ -50,8 +59,9 @@ static_assert(SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit"
 
 // Optional per-tile timeline, compiled only with -DTC_TIMELINE (tools/gpu_tc_timeline.py builds such
 // a copy of the extension): each consumer's leader thread stamps clock64 (this SM's cycles) when a
-// tile's first slice has arrived, when its last wgmma is done and when its epilogue has been handed
-// to the copy engine, plus clock64 and globaltimer (ns) at the consumer's start and end. Without
+// tile's first slice has arrived, when its last wgmma is done and when its result is staged (in
+// registers as bf16; it is stored during the next tile's first slices, i.e. inside that tile's
+// mainloop), plus clock64 and globaltimer (ns) at the consumer's start and end. Without
 // the define the stamps compile to nothing, and the SASS is the one measured.
 #ifdef TC_TIMELINE
 constexpr int TIMELINE_CTAS = 264, TIMELINE_TILES = 64, TIMELINE_ENTRIES = 4 + 3 * TIMELINE_TILES;
@@ -121,10 +131,10 @@ __device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Par
   }
 }
 
-// One consumer's 64 x 256 tile -> swizzled staging boxes -> TMA store, in two rounds of 128
-// columns. `pair(i)` is the thread's i-th pair of bf16 results (0 <= i < 64), i.e. its
-// accumulators 2i and 2i+1 converted (pack_bf16x2). Called by all 128 threads of consumer `cw`.
-// HALVES picks the rounds: both (default), or only the first / second half (experiment 2).
+// One consumer's 64 x 256 tile -> swizzled staging boxes -> TMA store, in rounds of 128 columns.
+// `pair(i)` is the thread's i-th pair of bf16 results (0 <= i < 64), i.e. its accumulators 2i and
+// 2i+1 converted (pack_bf16x2). FIRST_HALF and HALVES pick the rounds: both (after the last tile),
+// or one half (during the next tile). Called by all 128 threads of consumer `cw`.
 template <int FIRST_HALF = 0, int HALVES = 2, typename Pair>
 __device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtensorMap* map_c, int cw, int row0,
                                                int col0) {
@@ -157,14 +167,10 @@ __device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtenso
   }
 }
 
-// Experiment: EPILOGUE 0 = stored between tiles (as recorded), 1 = staged in registers and stored
-// through TMA once the next tile's second slice is issued, 2 = the same in two halves: the first
-// after the second slice, the other after the fourth (each half with two slices in flight).
-template <int CLUSTER, int EPILOGUE>
+template <int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-       const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials, bf16* c_ptr, int M, int N) {
-  constexpr bool OVERLAP = EPILOGUE > 0;
+       const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials) {
   extern __shared__ uint8_t smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
@@ -200,8 +206,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     const bool leader = threadIdx.x % WARPGROUP == 0;
     if (leader) prefetch_tensor_map(&map_c);
     float acc[BLOCK_N / 2];
-    // OVERLAP: the finished tile's result as bf16 pairs, stored while the next tile's first two
-    // slices keep the tensor cores busy.
+    // The finished tile as bf16 pairs (pair i = accumulators 2i, 2i+1), stored during the next tile.
     uint32_t staged[BLOCK_N / 4];
     bool staged_waiting = false;
     int staged_row0 = 0, staged_col0 = 0;
@@ -211,35 +216,22 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     for (WorkUnit w; work.next(w); ++done) {
       int m0, n0;
       sched.order.origin<CLUSTER, BLOCK_M, BLOCK_N>(w.tile, rank, m0, n0);
-      if constexpr (!OVERLAP) {
-#pragma unroll
-        for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
-      }
-
       int previous_slot = -1;
-      // OVERLAP: the staged tile is stored once this tile's second slice is issued (two batches in flight).
+      // The staged tile's first half goes out once this tile's 2nd slice is issued, the second half
+      // once the 4th is (or both earlier, if the tile has fewer slices).
       const int store_at = w.k_end - w.k_begin > 1 ? w.k_begin + 1 : w.k_begin;
       const int store_at2 = w.k_end - w.k_begin > 3 ? w.k_begin + 3 : w.k_end - 1;
       TC_STAMP_FIRST_SLICE(leader, cw, done, &s.full[it % STAGES], (it / STAGES) % 2);
       for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
-        // OVERLAP: the tile's first wgmma overwrites the accumulators (scale-d = 0), no zeroing.
-        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], !OVERLAP || ks > w.k_begin);
-        if constexpr (OVERLAP) {
-          if constexpr (EPILOGUE == 1) {
-            if (staged_waiting && ks == store_at) {
-              store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
-              staged_waiting = false;
-            }
-          } else {
-            if (staged_waiting && ks == store_at)
-              store_tile_tma<0, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
-            if (staged_waiting && ks == store_at2) {
-              store_tile_tma<1, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
-              staged_waiting = false;
-            }
-          }
+        // The tile's first wgmma overwrites the accumulators (scale-d = 0).
+        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > w.k_begin);
+        if (staged_waiting && ks == store_at)
+          store_tile_tma<0, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+        if (staged_waiting && ks == store_at2) {
+          store_tile_tma<1, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+          staged_waiting = false;
         }
         wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
         if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
@@ -258,20 +250,14 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         for (int c = cluster_id + 1; c < sched.clusters && sched.share_start(c) < tile_end; ++c)
           if (sched.share_start(c + 1) > sched.share_start(c)) add_partial(acc, partials, c * CLUSTER + int(rank), cw);
       }
-      // TMA clips the rows and columns that lie outside C (partial tiles, the idle half of a
-      // cluster with an odd number of tile rows).
-      if constexpr (OVERLAP) {
+      // Stored during the next tile (or below, after the last one). TMA clips the rows and columns
+      // that lie outside C (partial tiles, the idle half of a cluster with an odd number of tile rows).
 #pragma unroll
-        for (int i = 0; i < BLOCK_N / 4; ++i) staged[i] = pack_bf16x2(acc[2 * i], acc[2 * i + 1]);
-        staged_waiting = true, staged_row0 = m0 + cw * 64, staged_col0 = n0;
-      } else {
-        store_tile_tma([&](int i) { return pack_bf16x2(acc[2 * i], acc[2 * i + 1]); }, s, &map_c, cw, m0 + cw * 64, n0);
-      }
+      for (int i = 0; i < BLOCK_N / 4; ++i) staged[i] = pack_bf16x2(acc[2 * i], acc[2 * i + 1]);
+      staged_waiting = true, staged_row0 = m0 + cw * 64, staged_col0 = n0;
       TC_STAMP_TILE(leader, cw, done, 2);
     }
-    if constexpr (OVERLAP) {
-      if (staged_waiting) store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
-    }
+    if (staged_waiting) store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
     TC_STAMP_END(leader, cw);
   }
@@ -306,10 +292,10 @@ inline Partials fixup_buffers(int ctas) {
   return Partials{b.data, b.flags, b.epoch};
 }
 
-template <int CLUSTER, int EPILOGUE>
+template <int CLUSTER>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
-            int group_m, int max_ctas, bool stream_k, bf16* c, cudaStream_t stream) {
-  auto* kernel_fn = kernel<CLUSTER, EPILOGUE>;
+            int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
+  auto* kernel_fn = kernel<CLUSTER>;
   allow_dynamic_smem(kernel_fn, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
   // Stream-K needs every resident cluster (the split work fills them all); without it, the grid
@@ -319,7 +305,7 @@ void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMa
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(K, BLOCK_K), stream_k);
   Partials partials{nullptr, nullptr, 0};
   if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas);
-  kernel_fn<<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials, c, M, N);
+  kernel_fn<<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
   check_launch("tc6_tma_store");
 }
 
@@ -342,21 +328,18 @@ size_t tc6_timeline_shape(int dim) {
 #endif
 
 void launch_tc6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
-                          int group_m, int max_ctas, bool stream_k, int epilogue) {
+                          int group_m, int max_ctas, bool stream_k) {
   using namespace stage6;
   const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_c = make_tensor_map(c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   if (group_m < 1) throw std::runtime_error("tc6_tma_store: group_m must be >= 1");
-  if (cluster != 1 && cluster != 2) throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
-  if (epilogue < 0 || epilogue > 2) throw std::runtime_error("tc6_tma_store: epilogue must be 0, 1 or 2");
-  const auto go = [&](auto launcher) { launcher(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, c, stream); };
-  if (epilogue == 0)
-    cluster == 1 ? go(launch<1, 0>) : go(launch<2, 0>);
-  else if (epilogue == 1)
-    cluster == 1 ? go(launch<1, 1>) : go(launch<2, 1>);
+  if (cluster == 1)
+    launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
+  else if (cluster == 2)
+    launch<2>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
   else
-    cluster == 1 ? go(launch<1, 2>) : go(launch<2, 2>);
+    throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
 }
 
 }  // namespace tc

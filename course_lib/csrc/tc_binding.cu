@@ -56,14 +56,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "tc6_tma_store",
       [](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int cluster, int group_m, int max_ctas,
-         bool stream_k, int epilogue) {
-        run(a, b, c, [&](auto... args) {
-          tc::launch_tc6_tma_store(args..., cluster, group_m, max_ctas, stream_k, epilogue);
-        });
+         bool stream_k) {
+        run(a, b, c, [&](auto... args) { tc::launch_tc6_tma_store(args..., cluster, group_m, max_ctas, stream_k); });
       },
       pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("cluster") = 2,
-      pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0, pybind11::arg("stream_k") = false,
-      pybind11::arg("epilogue") = 0);
+      pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0, pybind11::arg("stream_k") = false);
 #ifdef TC_TIMELINE
   m.def("tc6_clear_timeline", &tc::clear_tc6_timeline);
   m.def("tc6_timeline", []() {

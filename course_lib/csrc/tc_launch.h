@@ -34,8 +34,7 @@ void launch_tc5_persistent(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_
                            int cluster = 2, int group_m = 8, int max_ctas = 0);
 void launch_tc6_tma_store(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c,
                           int M, int N, int K, cudaStream_t stream,
-                          int cluster = 2, int group_m = 8, int max_ctas = 0, bool stream_k = false,
-                          int epilogue = 0);
+                          int cluster = 2, int group_m = 8, int max_ctas = 0, bool stream_k = false);
 
 #ifdef TC_TIMELINE
 // Stage 6's per-tile timeline (tc6_tma_store.cu; only in builds with -DTC_TIMELINE).

@@ -263,25 +263,18 @@ GEMMS = {
 
 
 def persistent_variant(stage: str = "tc_6_tma_store", *, cluster: int = 2, group_m: int = 8, max_ctas: int = 0,
-                       stream_k: bool = False, epilogue: str = "serial") -> Callable:
+                       stream_k: bool = False) -> Callable:
     """Stage 5 or 6 with other scheduling knobs (for experiments on a GPU; not registered).
-    Stage 6 only: ``stream_k`` shares the ragged last wave out by K slices (tc_schedule.cuh);
-    ``epilogue``: "serial" (as recorded: each tile stored through TMA before the next starts),
-    "overlap_tma" / "overlap_split" (the finished tile kept in registers as bf16 and stored through
-    TMA while the next tile's first slices run: at once, or in two halves two slices apart)."""
-    epilogues = {"serial": 0, "overlap_tma": 1, "overlap_split": 2}
-    if epilogue not in epilogues:
-        raise ValueError(f"epilogue must be one of {sorted(epilogues)}, not {epilogue!r}")
+    ``stream_k`` (stage 6 only): share the ragged last wave out by K slices (tc_schedule.cuh)."""
     if stage not in ("tc_5_persistent", "tc_6_tma_store"):
         raise ValueError("only tc_5_persistent and tc_6_tma_store have scheduling knobs")
     knobs: dict[str, Any] = dict(cluster=cluster, group_m=group_m, max_ctas=max_ctas)
-    if stage == "tc_6_tma_store":
-        knobs.update(stream_k=stream_k, epilogue=epilogues[epilogue])
-    elif stream_k or epilogue != "serial":
-        raise ValueError("stream_k and epilogue are knobs of tc_6_tma_store only")
+    if stream_k:
+        if stage != "tc_6_tma_store":
+            raise ValueError("stream_k is a knob of tc_6_tma_store only")
+        knobs["stream_k"] = True
     fn = _make_gemm(stage, _ENTRIES[stage], **knobs)
-    fn.__name__ = (f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}"
-                   f"{f',epilogue={epilogue}' if epilogue != 'serial' else ''}]")
+    fn.__name__ = f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}]"
     return fn
 
 
