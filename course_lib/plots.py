@@ -126,7 +126,8 @@ def plot_roofline(results: Results, dtype: str, points: Sequence[tuple[str, floa
 
 def plot_timeline(consumers: Sequence[dict[str, Any]], label: str, rows: int = 8) -> Figure:
     """Stage 6's per-tile timeline (tools/gpu_tc_timeline.py): one row per consumer warpgroup, its
-    cycles from its own start: waiting for data, mainloop (tensor cores busy), epilogue.
+    cycles from its own start: waiting for data, mainloop (tensor cores busy; since 2026-11-30 it
+    also carries the previous tile's stores), staging the result.
 
     ``consumers`` are the ``raw`` entries of ``nvidia_h200_tc6_timeline.json`` (clock64 stamps of
     one SM each, so every row has its own zero); ``label`` says where they were recorded."""
@@ -135,7 +136,7 @@ def plot_timeline(consumers: Sequence[dict[str, Any]], label: str, rows: int = 8
     shown = list(consumers)[:rows]
     fig, ax = plt.subplots(figsize=(11, 0.35 * len(shown) + 1.6))
     colours = {"waiting for the first slice / next tile": "0.8", "mainloop (wgmma)": "tab:blue",
-               "epilogue (convert, stmatrix, TMA store)": "tab:orange"}
+               "epilogue (convert to bf16, stage)": "tab:orange"}
     for y, c in enumerate(shown):
         start, previous = c["start"], c["start"]
         for t0, t1, t2 in c["tiles"]:

@@ -13,7 +13,7 @@
 #   triton     tools/gpu_triton.py (config sweep, seed experiment, compiler evidence) -> $OUT/triton/
 #   tc         tools/gpu_tensor_cores.py (build, check, time, scheduling experiments) -> $OUT/tc/
 #   timeline   tools/gpu_tc_timeline.py: stage 6 rebuilt with per-tile clock stamps, where its cycles go
-#              at 4096^3 and 8192^3 -> $OUT/timeline.json (+ log)
+#              at 4096^3 and 8192^3 after 1 s of sustained load, cuBLAS sustained beside it -> $OUT/timeline.json (+ log)
 #   ncu        Nsight Compute on five GEMMs at 4096^3 (tools/gpu_ncu_probe.py; $NCU_PROBES picks some,
 #              e.g. "tc6 tc6_sk") -> $OUT/ncu_<what>.txt
 #
@@ -74,7 +74,7 @@ for section in "$@"; do
         tail -n 30 "$OUT/tc/stdout.txt"
         ;;
     timeline)
-        timeout 300 python3 tools/gpu_tc_timeline.py --out "$OUT" >"$OUT/timeline.log" 2>&1 || status=1
+        timeout 300 python3 tools/gpu_tc_timeline.py --out "$OUT" --variants tc6,cublas --sustain-s 1.0 >"$OUT/timeline.log" 2>&1 || status=1
         grep -v -e "^\s*$" "$OUT/timeline.log" | tail -n 24
         ;;
     ncu)
