@@ -90,7 +90,6 @@ def test_load_counts_match_the_formulas():
     assert tiling.global_loads(32, 32, 40, 16) == 4 * 3 * 2 * 256
 
 
-
 @cuda.jit
 def _rotate_through_shared(out):
     """Each thread writes its index into shared memory and reads its neighbour's."""

@@ -268,6 +268,7 @@ def test_stage6_timeline_stamps_exist_only_in_the_timeline_build(compiled):
     assert timed_mix["STG"] > mixes["tc_6_tma_store"]["STG"]
     assert timed_mix["HGMMA"] == mixes["tc_6_tma_store"]["HGMMA"]
 
+
 def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
     results, _ = compiled
     for name in ("tc_4_warp_spec", "tc_5_persistent", "tc_6_tma_store"):

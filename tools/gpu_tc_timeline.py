@@ -158,12 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if not variants or set(variants) - {"tc6", "cublas"}:
         raise SystemExit(f"--variants takes tc6 and/or cublas, not {args.variants!r}")
+    if "cublas" in variants and args.sustain_s <= 0:
+        raise SystemExit("--variants cublas only has a sustained run to show: give --sustain-s too")
     t0 = time.time()
     ext = tc.build_extension(defines=("TC_TIMELINE",))
     print(f"timeline build ready in {time.time() - t0:.0f} s", flush=True)
     sm = torch.cuda.get_device_properties(0).multi_processor_count
-    prov = dict(bench.provenance("tools/gpu_tc_timeline.py"),
-                method="clock64 and globaltimer stamped inside the kernel by each consumer's first thread; no events, no cuBLAS")
+    method = "clock64 and globaltimer stamped inside the kernel by each consumer's first thread"
+    if args.sustain_s > 0:
+        method += (f"; before the stamps, {args.sustain_s:g} s of back-to-back launches timed with CUDA events "
+                   f"(no L2 flush) while nvidia-smi sampled every 50 ms; variants {','.join(variants)} alternated "
+                   f"in {args.rounds} round(s)")
+    prov = dict(bench.provenance("tools/gpu_tc_timeline.py"), method=method)
     results = {"provenance": prov, "sizes": []}
     sampler = PowerSampler(args.out / "nvidia_smi.csv") if args.sustain_s > 0 else None
     try:

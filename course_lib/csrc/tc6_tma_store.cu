@@ -9,9 +9,9 @@
 // * Epilogue: stage 5 writes C with 4-byte stores scattered over 8 rows per instruction. Here each
 //   consumer converts its accumulators to bf16, writes them with stmatrix (PTX ISA 9.7.14.5.16)
 //   into a shared-memory tile laid out with the same 128-byte swizzle (conflict-free), and one
-//   thread hands the tile to the copy engine (cp.async.bulk.tensor, shared -> global). The store
-//   runs while the consumer already waits for the next tile's first slice; the staging
-//   buffer is reused only after cp.async.bulk.wait_group.read says the engine has read it.
+//   thread hands the tile to the copy engine (cp.async.bulk.tensor, shared -> global). The copy
+//   runs on while the consumer goes on; the staging buffer is reused only after
+//   cp.async.bulk.wait_group.read says the engine has read it.
 //   Shared memory is tight (4 x 48 KB ring), so each consumer stages half its 64 x 256 tile at a
 //   time: 2 boxes of 64 x 64 (16 KB).
 // * Overlap: the accumulators are the consumer's registers, so the next tile's MMAs cannot start
@@ -20,9 +20,9 @@
 //   accumulators, so they need no zeroing. The staged tile is stored in its two halves, the first
 //   once the new tile's 2nd slice is issued and the second once its 4th is, so each half has two
 //   slices of MMAs in flight to hide behind. (Measured on the H200, 2026-11-30: storing both halves
-//   after the 2nd slice made the mainloop ~1,600 cycles longer - the store outlasted the MMAs in
-//   flight; in halves it is ~100-250 cycles longer and a consumer needs ~1 % fewer cycles in all.
-//   Direct global stores from the staged registers made the mainloop ~12 % longer.)
+//   after the 2nd slice made the mainloop ~1,600 cycles longer - apparently the store outlasted the
+//   MMAs in flight; in halves it is ~100-250 cycles longer and a consumer needs ~1 % fewer cycles
+//   in all. Direct global stores from the staged registers made the mainloop ~12 % longer.)
 // * Optional (stream_k): the ragged last wave is shared out by K slices (tc_schedule.cuh explains
 //   stream-K); a consumer that did only part of a tile's K either publishes its fp32 partial sums
 //   (publish_partial) or, if it holds the tile's first slice, adds the others' (add_partial)
@@ -295,17 +295,16 @@ inline Partials fixup_buffers(int ctas) {
 template <int CLUSTER>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
             int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
-  auto* kernel_fn = kernel<CLUSTER>;
-  allow_dynamic_smem(kernel_fn, SMEM_BYTES);
+  allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
   // Stream-K needs every resident cluster (the split work fills them all); without it, the grid
   // is trimmed so that the waves come out even.
-  const int ctas = stream_k ? resident_clusters(kernel_fn, THREADS, SMEM_BYTES, CLUSTER, max_ctas) * CLUSTER
-                            : persistent_ctas(kernel_fn, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
+  const int ctas = stream_k ? resident_clusters(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, max_ctas) * CLUSTER
+                            : persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(K, BLOCK_K), stream_k);
   Partials partials{nullptr, nullptr, 0};
   if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas);
-  kernel_fn<<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
+  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
   check_launch("tc6_tma_store");
 }
 
