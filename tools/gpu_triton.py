@@ -98,34 +98,35 @@ def _with_current(extra: list[F], dtype: str) -> list[F]:
 
 
 # The first sweep (2026-11-29 13:40 UTC, in the experiments file) tried the tutorial-style
-# non-persistent configs, 256 x 128 tiles, GROUP_M 4/16 and pointer loads; its winners are now
-# FAST_CONFIGS. This round asks what is left: grouping and tile shape of the persistent loop, and
-# for fp32 more outputs per thread.
+# non-persistent configs, 256 x 128 tiles, GROUP_M 4/16 and pointer loads; the second (14:46 UTC)
+# grouping and tile shape of the persistent loop; their winners are FAST_CONFIGS. The third to fifth
+# rounds (2026-11-30 19:26, 19:59 and 21:24 UTC, "third/fourth/fifth_sweep_fp32") took fp32 from
+# pointer loads with 64 x 128 tiles (82-85 %) to descriptors with 64 x 64 x 64 tiles and 2 stages
+# (90.5 / 94.2 %); larger tiles, 8 or 2 warps, more stages and K slices of 16 or 128 were slower.
+# This sixth round asks two new questions:
+# * 16-bit: Triton's automatic warp specialisation of the persistent loop (Triton 3.9 compiled for
+#   sm_90a on a CPU machine makes 4 warps into 12: one loader warpgroup, two MMA warpgroups with
+#   setmaxnreg - the layout of stage tc_4 and of cuBLAS's "coop" kernels);
+# * fp32: more programs per SM - a register cap (maxnreg), 2 stages of K slices of 32 (half the
+#   shared memory), and the persistent loop with 2 programs per SM.
 _16BIT_EXTRA = [
-    F(128, 256, 64, 16, 8, 3, persistent=True),
-    F(128, 256, 64, 4, 8, 3, persistent=True),
-    F(256, 128, 64, 8, 8, 3, persistent=True, epilogue_split=2),
-    F(128, 256, 64, 8, 8, 3),
+    F(128, 256, 64, 8, 4, 3, persistent=True, warp_specialize=True),
+    F(128, 256, 64, 8, 4, 4, persistent=True, epilogue_split=2, warp_specialize=True),
+    F(128, 128, 64, 8, 4, 4, persistent=True, warp_specialize=True),
+    F(128, 128, 64, 8, 4, 5, persistent=True, warp_specialize=True),
 ]
 SWEEP: dict[str, list[F]] = {
     "fp16": _with_current(_16BIT_EXTRA, "fp16"),
     "bf16": _with_current(_16BIT_EXTRA, "bf16"),
     "tf32": _with_current([
-        F(128, 256, 32, 16, 8, 3, b_layout="nk", persistent=True, epilogue_split=2),
-        F(128, 128, 32, 8, 8, 4, b_layout="nk"),
+        F(128, 256, 32, 8, 4, 3, b_layout="nk", persistent=True, epilogue_split=2, warp_specialize=True),
     ], "tf32"),
-    # The first two sweeps tried pointer loads with more outputs per thread (128 x 128, 128 x 256:
-    # all slower). The third (2026-11-30 19:26 UTC) found descriptors (TMA) with 64 x 64 x 32 tiles
-    # best (88.5 / 91.8 %, now FAST_CONFIGS' first fp32 entry); 64 x 128 / 128 x 64 descriptors were
-    # slower with 4 warps. The fourth round (below; 2026-11-30 19:59 UTC, "fourth_sweep_fp32"):
-    # descriptors with 8 warps, shallower K slices and 2 warps. None beat 64 x 64 x 32 with 4 warps.
-    # The fifth (below; 2026-11-30 21:24 UTC, "fifth_sweep_fp32"): deeper K slices with descriptors.
-    # 64 x 64 x 64 with 2 stages won (90.5 / 93.7 %; 94.2 % at 8192^3 when confirmed).
     "fp32": _with_current([
-        F(64, 64, 64, 8, 4, 2),
-        F(64, 64, 64, 8, 4, 3),
-        F(64, 64, 64, 8, 4, 4),
-        F(64, 64, 128, 8, 4, 2),
+        F(64, 64, 64, 8, 4, 2, maxnreg=128),
+        F(64, 64, 64, 8, 4, 2, maxnreg=160),
+        F(64, 64, 32, 8, 4, 2),
+        F(64, 64, 32, 8, 4, 3, maxnreg=128),
+        F(64, 64, 64, 8, 4, 2, persistent=True, programs_per_sm=2),
     ], "fp32"),
 }
 SEED_VARIANTS = [(p, bs, v) for bs in (64, 32) for p in ("ieee", "tf32") for v in ("plain", "transposed")]
@@ -161,17 +162,42 @@ def _job_check(name: str, dtype: str) -> dict[str, Any]:
                 "seconds": round(time.time() - t0, 1)}
 
 
-def _job_warm_fast(dtype: str, cfg_dict: dict[str, Any]) -> dict[str, Any]:
+_ISOLATED_WARM_UP = r"""
+import json, sys
+from tools.gpu_triton import _job_warm_fast
+print(json.dumps(_job_warm_fast(sys.argv[1], json.loads(sys.argv[2]), isolated=True)))
+"""
+
+
+def _job_warm_fast(dtype: str, cfg_dict: dict[str, Any], isolated: bool = False) -> dict[str, Any]:
     """Compile one candidate at 256^3: every dimension and stride divisible by 16, like 4096 and
-    8192, so the JIT specialisation (and Triton's cache entry) is the one the sweep will use."""
+    8192, so the JIT specialisation (and Triton's cache entry) is the one the sweep will use.
+
+    Warp-specialised candidates are compiled in a child process first: a compiler crash (an
+    assertion aborts the process) then fails that candidate instead of the pool."""
     cfg = F(**cfg_dict)
+    if cfg.warp_specialize and not isolated:
+        import subprocess
+        try:
+            out = subprocess.run([sys.executable, "-c", _ISOLATED_WARM_UP, dtype, json.dumps(cfg_dict)],
+                                 capture_output=True, text=True, timeout=240)
+        except subprocess.TimeoutExpired:
+            return {"dtype": dtype, "config": cfg.label, "ok": False, "error": "compile took over 240 s"}
+        if out.returncode != 0:
+            return {"dtype": dtype, "config": cfg.label, "ok": False,
+                    "error": f"compiling in a child process failed (exit {out.returncode}): {out.stderr[-1500:]}"}
+        return json.loads(out.stdout.strip().splitlines()[-1])
     try:
         a, b = random_inputs(256, 256, 256, dtype, seed=0)
-        c = c04.fast_matmul(a, b, dtype, cfg)
+        ops = c04.prepare(a, b, stage="triton_fast", dtypes=(dtype,))
+        c = torch.empty(256, 256, dtype=a.dtype, device=a.device)
+        ck, _ = c04._launch_fast(ops, dtype, cfg, c)
         if cfg.b_layout == "nk":  # the kernel-only form (B^T given) has the same strides: cached too
             c04.fast_matmul(a, b.T.contiguous().T, dtype, cfg)
         err = float(torch.linalg.norm(c.double() - (a.double() @ b.double())) / torch.linalg.norm(a.double() @ b.double()))
-        return {"dtype": dtype, "config": cfg.label, "ok": err < SANITY[dtype], "rel_error": err}
+        return {"dtype": dtype, "config": cfg.label, "ok": err < SANITY[dtype], "rel_error": err,
+                "registers": getattr(ck, "n_regs", None), "spills": getattr(ck, "n_spills", None),
+                "shared_bytes": ck.metadata.shared, "warps": ck.metadata.num_warps}
     except Exception as e:  # noqa: BLE001
         return {"dtype": dtype, "config": cfg.label, "ok": False, "error": f"{type(e).__name__}: {e}"[:2000]}
 
@@ -361,8 +387,10 @@ def phase_seed(clock: Clock, budget: float, files: dict[str, list[str]]) -> tupl
 
 
 # ==== 4. the sweep ===============================================================================
-def phase_sweep(clock: Clock, budget: float) -> tuple[list, list]:
+def phase_sweep(clock: Clock, budget: float, warm: list[dict] | None = None) -> tuple[list, list]:
     stop = time.time() + budget
+    # A candidate whose compile failed in the warm-up (or crashed the compiler) is not launched here.
+    failed_warm_up = {(w["dtype"], w["config"]): w.get("error", "wrong result") for w in warm or [] if not w.get("ok")}
     records: list[dict] = []
     extra: list[dict] = []
     inputs: dict[tuple[str, int], tuple[torch.Tensor, torch.Tensor]] = {}
@@ -400,6 +428,11 @@ def phase_sweep(clock: Clock, budget: float) -> tuple[list, list]:
                 label = f"triton_fast[{cfg.label}]"
                 if time.time() > stop:
                     records.append({"stage": label, "dtype": dtype, "M": n, "N": n, "K": n, "config": cfg.as_dict(), "skipped": "time budget"})
+                    continue
+                if (dtype, cfg.label) in failed_warm_up:
+                    records.append({"stage": label, "dtype": dtype, "M": n, "N": n, "K": n, "config": cfg.as_dict(),
+                                    "skipped": f"warm-up failed: {failed_warm_up[(dtype, cfg.label)][:300]}"})
+                    log(f"    {dtype:<5}{n:>5}  {cfg.label:<44}skipped (warm-up failed)")
                     continue
                 a, b = operands(dtype, n)
                 try:
@@ -510,6 +543,11 @@ def summary(checks, seed, seed_ev, ranked, confirm, extra, warm) -> str:
     if bad_warm:
         out.append(f"WARM-UP FAILURES: {len(bad_warm)}")
         out += [f"  {w}"[:300] for w in bad_warm]
+    compiled = [w for w in warm if w.get("ok") and w.get("registers") is not None]
+    if compiled:
+        out.append("COMPILED (sweep candidates): warps, registers per thread, spills, shared memory")
+        out += [f"  {w['dtype']:<5}{w['config']:<50}{w['warps']:>3} warps {w['registers']:>4} regs "
+                f"{w['spills']:>4} spills {w['shared_bytes'] // 1024:>4} KiB" for w in compiled]
     out.append("")
     out.append("SEED EXPERIMENT (8192x6144 @ 6144x4096 fp32), TFLOP/s and % of cuBLAS in the same run")
     out.append(f"  {'variant':<40}{'dtype':<6}{'TF':>8}{'%cuBLAS':>9}")
@@ -613,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         data.update(seed_experiment=seed, seed_evidence=seed_ev)
         save()
     if "sweep" in sections:
-        sweep, extra = phase_sweep(clock, budget=max(10.0, clock.left() - (45.0 if "confirm" in sections else 5.0)))
+        sweep, extra = phase_sweep(clock, budget=max(10.0, clock.left() - (45.0 if "confirm" in sections else 5.0)), warm=warm)
         ranked = ranking(sweep)
         data.update(sweep=sweep, transpose_cost=extra,
                     ranking={d: [{"worst_ratio": w, "config": c.as_dict(), "label": c.label, "ratios": r} for w, c, r in v] for d, v in ranked.items()})

@@ -491,6 +491,7 @@ def fast_matmul_kernel(
     PERSISTENT: tl.constexpr,  # fewer programs than tiles: each walks tiles pid, pid + P, ...
     EPILOGUE_SPLIT: tl.constexpr,  # store C in this many column halves (less shared memory)
     INPUT_PRECISION: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr = False,  # persistent loop split into loader and MMA warps
 ):
     # Descriptors are made once per program, before any loop (on a GPU each one is written to global
     # memory obtained through triton.set_allocator).
@@ -512,7 +513,8 @@ def fast_matmul_kernel(
         # One program per SM walks the tiles pid, pid + P, pid + 2P, ... The flattened loop lets the
         # compiler start loading the next tile while the current one is being stored.
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-        for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
+        for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=not WARP_SPECIALIZE,
+                                warp_specialize=WARP_SPECIALIZE):
             fast_matmul_tile(tile_id, a_desc, b_desc, c_desc, a_ptr, b_ptr, c_ptr, M, N, K,
                              stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                              BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, USE_DESCRIPTORS, B_IS_TRANSPOSED,
@@ -535,7 +537,10 @@ class FastConfig:
     Hopper's TF32 tensor-core instruction wants; the copy is part of every call and of its timing.
     ``loads``: "descriptors" uses TMA when all three matrices meet the alignment rules and falls back
     to pointers otherwise; "pointers" always uses pointers with masks.
-    ``persistent``: launch one program per SM (on the CPU: :data:`CPU_PERSISTENT_PROGRAMS`).
+    ``persistent``: launch ``programs_per_sm`` programs per SM (on the CPU:
+    :data:`CPU_PERSISTENT_PROGRAMS`).
+    ``maxnreg``: a cap on registers per thread (ptxas ``.maxnreg``), to fit more programs on an SM.
+    ``warp_specialize``: persistent loop with Triton's automatic warp specialisation (descriptors only).
     """
 
     block_m: int
@@ -548,6 +553,9 @@ class FastConfig:
     loads: str = "descriptors"
     persistent: bool = False
     epilogue_split: int = 1
+    programs_per_sm: int = 1
+    maxnreg: int | None = None
+    warp_specialize: bool = False
 
     def __post_init__(self) -> None:
         if self.b_layout not in ("kn", "nk"):
@@ -556,6 +564,12 @@ class FastConfig:
             raise ValueError(f"loads is 'descriptors' or 'pointers', not {self.loads!r}")
         if self.epilogue_split not in (1, 2):
             raise ValueError(f"epilogue_split is 1 or 2, not {self.epilogue_split}")
+        if self.programs_per_sm < 1 or (self.programs_per_sm > 1 and not self.persistent):
+            raise ValueError(f"programs_per_sm ({self.programs_per_sm}) is >= 1, and > 1 only with persistent=True")
+        if self.maxnreg is not None and not 24 <= self.maxnreg <= 255:
+            raise ValueError(f"maxnreg is None or 24...255 registers per thread, not {self.maxnreg}")
+        if self.warp_specialize and not (self.persistent and self.loads == "descriptors"):
+            raise ValueError("warp_specialize needs persistent=True and loads='descriptors'")
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
@@ -568,6 +582,9 @@ class FastConfig:
             " ptr" if self.loads == "pointers" else "",
             " persistent" if self.persistent else "",
             " split2" if self.epilogue_split == 2 else "",
+            f" x{self.programs_per_sm}/SM" if self.programs_per_sm > 1 else "",
+            f" r{self.maxnreg}" if self.maxnreg else "",
+            " ws" if self.warp_specialize else "",
         ])
         return (f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
                 f"w{self.num_warps} s{self.num_stages}{extra}")
@@ -694,17 +711,21 @@ def _launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
         _ensure_allocator()
     tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
     if cfg.persistent:
-        programs = _sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
+        programs = _sm_count() * cfg.programs_per_sm if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
         grid = (min(tiles, programs),)
     else:
         grid = (tiles,)
+    # Knobs left at their defaults are not passed, so those launches stay what was measured before.
+    extra = {"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}
+    if cfg.warp_specialize:
+        extra["WARP_SPECIALIZE"] = True
     compiled = fast_matmul_kernel[grid](
         a, b_view, c, ops.M, ops.N, ops.K,
         a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
         USE_DESCRIPTORS=use_desc, B_IS_TRANSPOSED=cfg.b_layout == "nk", PERSISTENT=cfg.persistent,
         EPILOGUE_SPLIT=cfg.epilogue_split, INPUT_PRECISION=INPUT_PRECISION[dtype],
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **extra,
     )
     return compiled, use_desc
 
