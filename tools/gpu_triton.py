@@ -121,14 +121,21 @@ SWEEP: dict[str, list[F]] = {
     "tf32": _with_current([
         F(128, 256, 32, 8, 4, 3, b_layout="nk", persistent=True, epilogue_split=2, warp_specialize=True),
     ], "tf32"),
+    # fp32, second part (same day): the first part's registers and Nsight Compute showed 96 registers
+    # and 48 KiB of shared memory per program - 4 programs (16 warps) per SM, limited by shared
+    # memory, of which 16 KiB stage C for the TMA store. Half-width C stores (split2) or pointer
+    # stores for C leave room for a 5th program.
     "fp32": _with_current([
-        F(64, 64, 64, 8, 4, 2, maxnreg=128),
-        F(64, 64, 64, 8, 4, 2, maxnreg=160),
-        F(64, 64, 32, 8, 4, 2),
-        F(64, 64, 32, 8, 4, 3, maxnreg=128),
-        F(64, 64, 64, 8, 4, 2, persistent=True, programs_per_sm=2),
+        F(64, 64, 64, 8, 4, 2, epilogue_split=2),
+        F(64, 64, 64, 8, 4, 2, c_store="pointers"),
+        F(64, 64, 64, 16, 4, 2, epilogue_split=2),
+        F(64, 64, 32, 8, 4, 3, epilogue_split=2),
+        F(64, 64, 32, 8, 4, 3, c_store="pointers"),
     ], "fp32"),
 }
+# The first part of this round's fp32 list (measured 2026-11-30 22:46 UTC, "sixth_sweep" in the
+# experiments file): 64 x 64 x 64 with maxnreg 128 / 160, 64 x 64 x 32 with 2 stages, 64 x 64 x 32
+# with 3 stages and maxnreg 128, the persistent loop with 2 programs per SM. None was faster.
 SEED_VARIANTS = [(p, bs, v) for bs in (64, 32) for p in ("ieee", "tf32") for v in ("plain", "transposed")]
 EXTRA_SHAPES = ((8192, 6144, 4096), (3000, 3000, 3000), (8192, 2048, 4096))  # from bench.SWEEP_SHAPES
 

@@ -427,7 +427,7 @@ def fast_matmul_tile(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     USE_DESCRIPTORS: tl.constexpr, B_IS_TRANSPOSED: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, STORE_DESCRIPTOR: tl.constexpr = True,
 ):
     """Compute and store tile ``tile_id`` of C (grouped order) — the body of :func:`fast_matmul_kernel`."""
     pid_m, pid_n = grouped_tile(tile_id, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
@@ -459,7 +459,7 @@ def fast_matmul_tile(
 
     # ---- epilogue: convert to C's type and store ---------------------------------------------------
     c = acc.to(c_ptr.dtype.element_ty)
-    if USE_DESCRIPTORS:
+    if USE_DESCRIPTORS and STORE_DESCRIPTOR:
         if EPILOGUE_SPLIT == 2:
             # Two BLOCK_M x BLOCK_N/2 stores: the staging buffer in shared memory is half the size,
             # which leaves room for one more pipeline stage with 128 x 256 tiles.
@@ -492,6 +492,7 @@ def fast_matmul_kernel(
     EPILOGUE_SPLIT: tl.constexpr,  # store C in this many column halves (less shared memory)
     INPUT_PRECISION: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr = False,  # persistent loop split into loader and MMA warps
+    STORE_DESCRIPTOR: tl.constexpr = True,  # with descriptors: store C through one as well (TMA)
 ):
     # Descriptors are made once per program, before any loop (on a GPU each one is written to global
     # memory obtained through triton.set_allocator).
@@ -501,9 +502,12 @@ def fast_matmul_kernel(
             b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K])
         else:
             b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
-        c_desc = tl.make_tensor_descriptor(
-            c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N // EPILOGUE_SPLIT]
-        )
+        if STORE_DESCRIPTOR:
+            c_desc = tl.make_tensor_descriptor(
+                c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N // EPILOGUE_SPLIT]
+            )
+        else:
+            c_desc = None
     else:
         a_desc = None
         b_desc = None
@@ -518,14 +522,14 @@ def fast_matmul_kernel(
             fast_matmul_tile(tile_id, a_desc, b_desc, c_desc, a_ptr, b_ptr, c_ptr, M, N, K,
                              stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                              BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, USE_DESCRIPTORS, B_IS_TRANSPOSED,
-                             EPILOGUE_SPLIT, INPUT_PRECISION)
+                             EPILOGUE_SPLIT, INPUT_PRECISION, STORE_DESCRIPTOR)
     else:
         # One program per tile. (A loop that runs once would cost registers: measured by compiling
         # both forms for sm_90a, 255 registers and a spill instead of 188 for the fp32 128x128 tile.)
         fast_matmul_tile(tl.program_id(0), a_desc, b_desc, c_desc, a_ptr, b_ptr, c_ptr, M, N, K,
                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, USE_DESCRIPTORS, B_IS_TRANSPOSED,
-                         EPILOGUE_SPLIT, INPUT_PRECISION)
+                         EPILOGUE_SPLIT, INPUT_PRECISION, STORE_DESCRIPTOR)
 
 
 @dataclass(frozen=True)
@@ -541,6 +545,8 @@ class FastConfig:
     :data:`CPU_PERSISTENT_PROGRAMS`).
     ``maxnreg``: a cap on registers per thread (ptxas ``.maxnreg``), to fit more programs on an SM.
     ``warp_specialize``: persistent loop with Triton's automatic warp specialisation (descriptors only).
+    ``c_store``: with descriptor loads, store C through a descriptor too ("descriptor": TMA, staged
+    in shared memory) or with masked pointer stores ("pointers": no staging buffer).
     """
 
     block_m: int
@@ -556,6 +562,7 @@ class FastConfig:
     programs_per_sm: int = 1
     maxnreg: int | None = None
     warp_specialize: bool = False
+    c_store: str = "descriptor"
 
     def __post_init__(self) -> None:
         if self.b_layout not in ("kn", "nk"):
@@ -564,6 +571,8 @@ class FastConfig:
             raise ValueError(f"loads is 'descriptors' or 'pointers', not {self.loads!r}")
         if self.epilogue_split not in (1, 2):
             raise ValueError(f"epilogue_split is 1 or 2, not {self.epilogue_split}")
+        if self.c_store not in ("descriptor", "pointers"):
+            raise ValueError(f"c_store is 'descriptor' or 'pointers', not {self.c_store!r}")
         if self.programs_per_sm < 1 or (self.programs_per_sm > 1 and not self.persistent):
             raise ValueError(f"programs_per_sm ({self.programs_per_sm}) is >= 1, and > 1 only with persistent=True")
         if self.maxnreg is not None and not 24 <= self.maxnreg <= 255:
@@ -585,6 +594,7 @@ class FastConfig:
             f" x{self.programs_per_sm}/SM" if self.programs_per_sm > 1 else "",
             f" r{self.maxnreg}" if self.maxnreg else "",
             " ws" if self.warp_specialize else "",
+            " Cptr" if self.c_store == "pointers" else "",
         ])
         return (f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
                 f"w{self.num_warps} s{self.num_stages}{extra}")
@@ -719,6 +729,8 @@ def _launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
     extra = {"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}
     if cfg.warp_specialize:
         extra["WARP_SPECIALIZE"] = True
+    if cfg.c_store == "pointers":
+        extra["STORE_DESCRIPTOR"] = False
     compiled = fast_matmul_kernel[grid](
         a, b_view, c, ops.M, ops.N, ops.K,
         a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1),
