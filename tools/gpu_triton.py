@@ -103,39 +103,25 @@ def _with_current(extra: list[F], dtype: str) -> list[F]:
 # rounds (2026-11-30 19:26, 19:59 and 21:24 UTC, "third/fourth/fifth_sweep_fp32") took fp32 from
 # pointer loads with 64 x 128 tiles (82-85 %) to descriptors with 64 x 64 x 64 tiles and 2 stages
 # (90.5 / 94.2 %); larger tiles, 8 or 2 warps, more stages and K slices of 16 or 128 were slower.
-# This sixth round asks two new questions:
-# * 16-bit: Triton's automatic warp specialisation of the persistent loop (Triton 3.9 compiled for
-#   sm_90a on a CPU machine makes 4 warps into 12: one loader warpgroup, two MMA warpgroups with
-#   setmaxnreg - the layout of stage tc_4 and of cuBLAS's "coop" kernels);
-# * fp32: more programs per SM - a register cap (maxnreg), 2 stages of K slices of 32 (half the
-#   shared memory), and the persistent loop with 2 programs per SM.
+# The sixth round (2026-11-30 22:46 and 22:51 UTC, "sixth_sweep" and "sixth_sweep_fp32_b"; code as
+# measured: commits 558ffa1 and a6ea4af, whose FastConfig had the knobs named here) tried Triton's
+# automatic warp specialisation of the 16-bit persistent loop (slower; two of four configs failed with
+# Triton 3.6), for fp32 a register cap, 2 stages of K slices of 32, the persistent loop with 2
+# programs per SM and pointer stores for C (none faster), and for fp32 the split C store, which fits
+# a 5th program per SM (+~1 %: FAST_CONFIGS["fp32"][0] since). The list below is what to re-run.
 _16BIT_EXTRA = [
-    F(128, 256, 64, 8, 4, 3, persistent=True, warp_specialize=True),
-    F(128, 256, 64, 8, 4, 4, persistent=True, epilogue_split=2, warp_specialize=True),
-    F(128, 128, 64, 8, 4, 4, persistent=True, warp_specialize=True),
-    F(128, 128, 64, 8, 4, 5, persistent=True, warp_specialize=True),
+    F(128, 256, 64, 16, 8, 3, persistent=True),
+    F(128, 256, 64, 4, 8, 3, persistent=True),
 ]
 SWEEP: dict[str, list[F]] = {
     "fp16": _with_current(_16BIT_EXTRA, "fp16"),
     "bf16": _with_current(_16BIT_EXTRA, "bf16"),
-    "tf32": _with_current([
-        F(128, 256, 32, 8, 4, 3, b_layout="nk", persistent=True, epilogue_split=2, warp_specialize=True),
-    ], "tf32"),
-    # fp32, second part (same day): the first part's registers and Nsight Compute showed 96 registers
-    # and 48 KiB of shared memory per program - 4 programs (16 warps) per SM, limited by shared
-    # memory, of which 16 KiB stage C for the TMA store. Half-width C stores (split2) or pointer
-    # stores for C leave room for a 5th program.
+    "tf32": _with_current([F(128, 128, 32, 8, 8, 4, b_layout="nk")], "tf32"),
     "fp32": _with_current([
         F(64, 64, 64, 8, 4, 2, epilogue_split=2),
-        F(64, 64, 64, 8, 4, 2, c_store="pointers"),
-        F(64, 64, 64, 16, 4, 2, epilogue_split=2),
-        F(64, 64, 32, 8, 4, 3, epilogue_split=2),
-        F(64, 64, 32, 8, 4, 3, c_store="pointers"),
+        F(64, 64, 64, 8, 4, 2),
     ], "fp32"),
 }
-# The first part of this round's fp32 list (measured 2026-11-30 22:46 UTC, "sixth_sweep" in the
-# experiments file): 64 x 64 x 64 with maxnreg 128 / 160, 64 x 64 x 32 with 2 stages, 64 x 64 x 32
-# with 3 stages and maxnreg 128, the persistent loop with 2 programs per SM. None was faster.
 SEED_VARIANTS = [(p, bs, v) for bs in (64, 32) for p in ("ieee", "tf32") for v in ("plain", "transposed")]
 EXTRA_SHAPES = ((8192, 6144, 4096), (3000, 3000, 3000), (8192, 2048, 4096))  # from bench.SWEEP_SHAPES
 
@@ -169,31 +155,11 @@ def _job_check(name: str, dtype: str) -> dict[str, Any]:
                 "seconds": round(time.time() - t0, 1)}
 
 
-_ISOLATED_WARM_UP = r"""
-import json, sys
-from tools.gpu_triton import _job_warm_fast
-print(json.dumps(_job_warm_fast(sys.argv[1], json.loads(sys.argv[2]), isolated=True)))
-"""
-
-
-def _job_warm_fast(dtype: str, cfg_dict: dict[str, Any], isolated: bool = False) -> dict[str, Any]:
+def _job_warm_fast(dtype: str, cfg_dict: dict[str, Any]) -> dict[str, Any]:
     """Compile one candidate at 256^3: every dimension and stride divisible by 16, like 4096 and
     8192, so the JIT specialisation (and Triton's cache entry) is the one the sweep will use.
-
-    Warp-specialised candidates are compiled in a child process first: a compiler crash (an
-    assertion aborts the process) then fails that candidate instead of the pool."""
+    Returns what Triton reports about the compiled kernel (registers, spills, shared memory)."""
     cfg = F(**cfg_dict)
-    if cfg.warp_specialize and not isolated:
-        import subprocess
-        try:
-            out = subprocess.run([sys.executable, "-c", _ISOLATED_WARM_UP, dtype, json.dumps(cfg_dict)],
-                                 capture_output=True, text=True, timeout=240)
-        except subprocess.TimeoutExpired:
-            return {"dtype": dtype, "config": cfg.label, "ok": False, "error": "compile took over 240 s"}
-        if out.returncode != 0:
-            return {"dtype": dtype, "config": cfg.label, "ok": False,
-                    "error": f"compiling in a child process failed (exit {out.returncode}): {out.stderr[-1500:]}"}
-        return json.loads(out.stdout.strip().splitlines()[-1])
     try:
         a, b = random_inputs(256, 256, 256, dtype, seed=0)
         ops = c04.prepare(a, b, stage="triton_fast", dtypes=(dtype,))

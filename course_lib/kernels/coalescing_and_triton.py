@@ -427,7 +427,7 @@ def fast_matmul_tile(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     USE_DESCRIPTORS: tl.constexpr, B_IS_TRANSPOSED: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr, STORE_DESCRIPTOR: tl.constexpr = True,
+    INPUT_PRECISION: tl.constexpr,
 ):
     """Compute and store tile ``tile_id`` of C (grouped order) — the body of :func:`fast_matmul_kernel`."""
     pid_m, pid_n = grouped_tile(tile_id, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
@@ -459,10 +459,11 @@ def fast_matmul_tile(
 
     # ---- epilogue: convert to C's type and store ---------------------------------------------------
     c = acc.to(c_ptr.dtype.element_ty)
-    if USE_DESCRIPTORS and STORE_DESCRIPTOR:
+    if USE_DESCRIPTORS:
         if EPILOGUE_SPLIT == 2:
             # Two BLOCK_M x BLOCK_N/2 stores: the staging buffer in shared memory is half the size,
-            # which leaves room for one more pipeline stage with 128 x 256 tiles.
+            # which leaves room for one more pipeline stage with 128 x 256 tiles, or for one more
+            # program per SM with fp32's 64 x 64 tiles (48 -> 32 KiB: 5 programs instead of 4).
             halves = tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
             c_desc.store([row0, col0], left)
@@ -491,8 +492,6 @@ def fast_matmul_kernel(
     PERSISTENT: tl.constexpr,  # fewer programs than tiles: each walks tiles pid, pid + P, ...
     EPILOGUE_SPLIT: tl.constexpr,  # store C in this many column halves (less shared memory)
     INPUT_PRECISION: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr = False,  # persistent loop split into loader and MMA warps
-    STORE_DESCRIPTOR: tl.constexpr = True,  # with descriptors: store C through one as well (TMA)
 ):
     # Descriptors are made once per program, before any loop (on a GPU each one is written to global
     # memory obtained through triton.set_allocator).
@@ -502,12 +501,9 @@ def fast_matmul_kernel(
             b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K])
         else:
             b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
-        if STORE_DESCRIPTOR:
-            c_desc = tl.make_tensor_descriptor(
-                c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N // EPILOGUE_SPLIT]
-            )
-        else:
-            c_desc = None
+        c_desc = tl.make_tensor_descriptor(
+            c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N // EPILOGUE_SPLIT]
+        )
     else:
         a_desc = None
         b_desc = None
@@ -517,19 +513,18 @@ def fast_matmul_kernel(
         # One program per SM walks the tiles pid, pid + P, pid + 2P, ... The flattened loop lets the
         # compiler start loading the next tile while the current one is being stored.
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-        for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=not WARP_SPECIALIZE,
-                                warp_specialize=WARP_SPECIALIZE):
+        for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
             fast_matmul_tile(tile_id, a_desc, b_desc, c_desc, a_ptr, b_ptr, c_ptr, M, N, K,
                              stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                              BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, USE_DESCRIPTORS, B_IS_TRANSPOSED,
-                             EPILOGUE_SPLIT, INPUT_PRECISION, STORE_DESCRIPTOR)
+                             EPILOGUE_SPLIT, INPUT_PRECISION)
     else:
         # One program per tile. (A loop that runs once would cost registers: measured by compiling
         # both forms for sm_90a, 255 registers and a spill instead of 188 for the fp32 128x128 tile.)
         fast_matmul_tile(tl.program_id(0), a_desc, b_desc, c_desc, a_ptr, b_ptr, c_ptr, M, N, K,
                          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, USE_DESCRIPTORS, B_IS_TRANSPOSED,
-                         EPILOGUE_SPLIT, INPUT_PRECISION, STORE_DESCRIPTOR)
+                         EPILOGUE_SPLIT, INPUT_PRECISION)
 
 
 @dataclass(frozen=True)
@@ -541,12 +536,7 @@ class FastConfig:
     Hopper's TF32 tensor-core instruction wants; the copy is part of every call and of its timing.
     ``loads``: "descriptors" uses TMA when all three matrices meet the alignment rules and falls back
     to pointers otherwise; "pointers" always uses pointers with masks.
-    ``persistent``: launch ``programs_per_sm`` programs per SM (on the CPU:
-    :data:`CPU_PERSISTENT_PROGRAMS`).
-    ``maxnreg``: a cap on registers per thread (ptxas ``.maxnreg``), to fit more programs on an SM.
-    ``warp_specialize``: persistent loop with Triton's automatic warp specialisation (descriptors only).
-    ``c_store``: with descriptor loads, store C through a descriptor too ("descriptor": TMA, staged
-    in shared memory) or with masked pointer stores ("pointers": no staging buffer).
+    ``persistent``: launch one program per SM (on the CPU: :data:`CPU_PERSISTENT_PROGRAMS`).
     """
 
     block_m: int
@@ -559,10 +549,6 @@ class FastConfig:
     loads: str = "descriptors"
     persistent: bool = False
     epilogue_split: int = 1
-    programs_per_sm: int = 1
-    maxnreg: int | None = None
-    warp_specialize: bool = False
-    c_store: str = "descriptor"
 
     def __post_init__(self) -> None:
         if self.b_layout not in ("kn", "nk"):
@@ -571,14 +557,6 @@ class FastConfig:
             raise ValueError(f"loads is 'descriptors' or 'pointers', not {self.loads!r}")
         if self.epilogue_split not in (1, 2):
             raise ValueError(f"epilogue_split is 1 or 2, not {self.epilogue_split}")
-        if self.c_store not in ("descriptor", "pointers"):
-            raise ValueError(f"c_store is 'descriptor' or 'pointers', not {self.c_store!r}")
-        if self.programs_per_sm < 1 or (self.programs_per_sm > 1 and not self.persistent):
-            raise ValueError(f"programs_per_sm ({self.programs_per_sm}) is >= 1, and > 1 only with persistent=True")
-        if self.maxnreg is not None and not 24 <= self.maxnreg <= 255:
-            raise ValueError(f"maxnreg is None or 24...255 registers per thread, not {self.maxnreg}")
-        if self.warp_specialize and not (self.persistent and self.loads == "descriptors"):
-            raise ValueError("warp_specialize needs persistent=True and loads='descriptors'")
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
@@ -591,10 +569,6 @@ class FastConfig:
             " ptr" if self.loads == "pointers" else "",
             " persistent" if self.persistent else "",
             " split2" if self.epilogue_split == 2 else "",
-            f" x{self.programs_per_sm}/SM" if self.programs_per_sm > 1 else "",
-            f" r{self.maxnreg}" if self.maxnreg else "",
-            " ws" if self.warp_specialize else "",
-            " Cptr" if self.c_store == "pointers" else "",
         ])
         return (f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
                 f"w{self.num_warps} s{self.num_stages}{extra}")
@@ -624,7 +598,12 @@ class FastConfig:
 #   larger descriptor tiles (64 x 128, 128 x 64) and a persistent 64 x 64 loop were slower, and so
 #   were 8 warps, 2 warps and K slices of 16 in a fourth round ("fourth_sweep_fp32"). A fifth round
 #   (2026-11-30 21:24 UTC, "fifth_sweep_fp32") took K slices of 64 with 2 stages: 90.5 / 94.2 %
-#   (3 or 4 stages of 64: 83-87 %; slices of 128: 74-77 %). An earlier
+#   (3 or 4 stages of 64: 83-87 %; slices of 128: 74-77 %). A sixth (22:46 and 22:51 UTC,
+#   "sixth_sweep", "sixth_sweep_fp32_b") found shared memory limiting that kernel to 4 programs per
+#   SM (48 KiB each, 16 KiB of it staging C for the TMA store); storing C in two half-width boxes
+#   (epilogue_split=2) leaves 32 KiB and fits a 5th: 91.2 / 95.2 % with GROUP_M 16. A register cap
+#   (maxnreg), pointer stores for C and the persistent loop with 2 programs per SM did not help, and
+#   for 16-bit types Triton's automatic warp specialisation was slower. An earlier
 #   offline compile for sm_90a gave a descriptor fp32 kernel 32 registers and ~5 KB of local-memory
 #   stack per thread with Triton 3.9 (Triton 3.6: 174 registers, no stack): on a GPU with Triton 3.9
 #   descriptors may be slow, so a pointer candidate stays in the list (the wrapper times them all).
@@ -645,8 +624,8 @@ FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
         FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=4, b_layout="nk", persistent=True),
     ),
     "fp32": (
-        FastConfig(64, 64, 64, group_m=8, num_warps=4, num_stages=2),
-        FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=3),
+        FastConfig(64, 64, 64, group_m=16, num_warps=4, num_stages=2, epilogue_split=2),
+        FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=3, epilogue_split=2),
         FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=3, loads="pointers"),
     ),
 }
@@ -721,23 +700,17 @@ def _launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
         _ensure_allocator()
     tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
     if cfg.persistent:
-        programs = _sm_count() * cfg.programs_per_sm if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
+        programs = _sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
         grid = (min(tiles, programs),)
     else:
         grid = (tiles,)
-    # Knobs left at their defaults are not passed, so those launches stay what was measured before.
-    extra = {"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}
-    if cfg.warp_specialize:
-        extra["WARP_SPECIALIZE"] = True
-    if cfg.c_store == "pointers":
-        extra["STORE_DESCRIPTOR"] = False
     compiled = fast_matmul_kernel[grid](
         a, b_view, c, ops.M, ops.N, ops.K,
         a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
         USE_DESCRIPTORS=use_desc, B_IS_TRANSPOSED=cfg.b_layout == "nk", PERSISTENT=cfg.persistent,
         EPILOGUE_SPLIT=cfg.epilogue_split, INPUT_PRECISION=INPUT_PRECISION[dtype],
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **extra,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return compiled, use_desc
 
