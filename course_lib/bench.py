@@ -56,13 +56,15 @@ SWEEP_SHAPES: tuple[Shape, ...] = (
 VARIANT_SIZE = 4096  # parameter variants of a stage are recorded at this size only
 
 _FLUSH_BYTES = 256 * 2**20  # larger than the H200's 60 MB L2, as triton.testing.do_bench does
-# Short runs are queued behind a GPU spin of this many clock cycles per run (about 0.1 ms at the
-# H200's 1.4-2 GHz), so the CPU is far ahead of the GPU before the first one starts. Without it a
-# Python wrapper whose launch takes longer than the L2 flush leaves the GPU idle inside the timed
-# interval: the recording of 2026-11-30 22:52 UTC has triton_fast fp16/bf16 at 1024-2048 with
-# p20 ~0.014 ms but medians of 0.04-0.06 ms, 3-4x its earlier recordings of the same kernels.
-_SPIN_CYCLES_PER_RUN = 200_000
-_SPIN_BELOW_MS = 1.0  # a run this long already gives the CPU time to enqueue the next one
+# Short runs are queued behind extra L2 flushes (each a 256 MB memset, about 0.085 ms on the H200),
+# one per run up to this many, so the CPU is well ahead of the GPU before the first timed run.
+# Without them a Python wrapper whose launch takes longer than one flush leaves the GPU idle inside
+# the timed interval: the recording of 2026-11-30 22:52 UTC has triton_fast fp16/bf16 at 1024-2048
+# with p20 ~0.014 ms but medians of 0.04-0.06 ms. (A GPU spin, torch.cuda._sleep, did the job in the
+# recording of 23:00 UTC but left the GPU nearly idle for up to 60 ms before each set of runs, and
+# cuBLAS timed against itself then spread over 93-109 % at 256-1024, against 97-101 % before.)
+_LEAD_FLUSHES = 256
+_LEAD_BELOW_MS = 1.0  # a run this long already gives the CPU time to enqueue the next one
 
 
 class NoGPUError(RuntimeError):
@@ -95,8 +97,9 @@ def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int
     """Time ``fn`` on the GPU with CUDA events: one warm-up, then as many runs as fit the budget.
 
     Before each run the L2 cache is flushed (a 256 MB memset). Runs shorter than a millisecond are
-    queued behind a GPU spin (``torch.cuda._sleep``) long enough for the CPU to enqueue all of them
-    first, so Python's launch overhead stays out of the timed intervals.
+    queued behind as many extra flushes as there are runs (up to 256: about 20 ms of GPU work), so the
+    CPU is far ahead when the first timed run starts and Python's launch time stays out of the timed
+    intervals.
     """
     _require_gpu("time_fn")
     fn()
@@ -110,8 +113,9 @@ def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int
     estimate = max(start.elapsed_time(end), 1e-3)
     runs = int(min(max_runs, max(min_runs, budget_ms // estimate)))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-    if estimate < _SPIN_BELOW_MS:
-        torch.cuda._sleep(runs * _SPIN_CYCLES_PER_RUN)
+    if estimate < _LEAD_BELOW_MS:
+        for _ in range(min(runs, _LEAD_FLUSHES)):
+            flush.zero_()
     for s, e in events:
         flush.zero_()
         s.record()
@@ -219,8 +223,8 @@ def provenance(command: str = "") -> dict[str, Any]:
         "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": command,
-        "method": "CUDA events, L2 flushed before each run, runs under 1 ms queued behind a GPU spin "
-                  "(Python's launch time kept out), median of alternating rounds stage/cuBLAS",
+        "method": "CUDA events, L2 flushed before each run, runs under 1 ms queued behind up to 256 extra "
+                  "flushes (Python's launch time kept out), median of alternating rounds stage/cuBLAS",
     }
 
 
