@@ -59,10 +59,11 @@ _FLUSH_BYTES = 256 * 2**20  # larger than the H200's 60 MB L2, as triton.testing
 # Short runs are queued behind extra L2 flushes (each a 256 MB memset, about 0.085 ms on the H200),
 # one per run up to this many, so the CPU is well ahead of the GPU before the first timed run.
 # Without them a Python wrapper whose launch takes longer than one flush leaves the GPU idle inside
-# the timed interval: the recording of 2026-11-30 22:52 UTC has triton_fast fp16/bf16 at 1024-2048
-# with p20 ~0.014 ms but medians of 0.04-0.06 ms. (A GPU spin, torch.cuda._sleep, did the job in the
-# recording of 23:00 UTC but left the GPU nearly idle for up to 60 ms before each set of runs, and
-# cuBLAS timed against itself then spread over 93-109 % at 256-1024, against 97-101 % before.)
+# the timed interval: a recording of 2026-11-30 22:52 UTC has triton_fast fp16/bf16 at 1024-2048
+# with p20 ~0.014 ms but medians of 0.04-0.06 ms. (A GPU spin, torch.cuda._sleep, did the job in a
+# recording at 23:00 UTC but left the GPU nearly idle for up to 60 ms before each set of runs, and
+# cuBLAS timed against itself then spread over 93-109 % at 256-1536, against 97-101 % before. Both
+# are summarised under "timing_method_2026_11_30" in results/nvidia_h200_triton_experiments.json.)
 _LEAD_FLUSHES = 256
 _LEAD_BELOW_MS = 1.0  # a run this long already gives the CPU time to enqueue the next one
 

@@ -105,8 +105,8 @@ def _with_current(extra: list[F], dtype: str) -> list[F]:
 # (90.5 / 94.2 %); larger tiles, 8 or 2 warps, more stages and K slices of 16 or 128 were slower.
 # The sixth round (2026-11-30 22:46 and 22:51 UTC, "sixth_sweep" and "sixth_sweep_fp32_b"; code as
 # measured: commits 558ffa1 and a6ea4af, whose FastConfig had the knobs named here) tried Triton's
-# automatic warp specialisation of the 16-bit persistent loop (slower; two of four configs failed with
-# Triton 3.6), for fp32 a register cap, 2 stages of K slices of 32, the persistent loop with 2
+# automatic warp specialisation of the 16-bit persistent loop (slower; of four configs one did not
+# compile with Triton 3.6 and one returned NaN), for fp32 a register cap, 2 stages of K slices of 32, the persistent loop with 2
 # programs per SM and pointer stores for C (none faster), and for fp32 the split C store, which fits
 # a 5th program per SM (+~1 %: FAST_CONFIGS["fp32"][0] since). The list below is what to re-run.
 _16BIT_EXTRA = [
@@ -163,7 +163,7 @@ def _job_warm_fast(dtype: str, cfg_dict: dict[str, Any]) -> dict[str, Any]:
     try:
         a, b = random_inputs(256, 256, 256, dtype, seed=0)
         ops = c04.prepare(a, b, stage="triton_fast", dtypes=(dtype,))
-        c = torch.empty(256, 256, dtype=a.dtype, device=a.device)
+        c = torch.full((256, 256), float("nan"), dtype=a.dtype, device=a.device)  # poisoned first
         ck, _ = c04._launch_fast(ops, dtype, cfg, c)
         if cfg.b_layout == "nk":  # the kernel-only form (B^T given) has the same strides: cached too
             c04.fast_matmul(a, b.T.contiguous().T, dtype, cfg)

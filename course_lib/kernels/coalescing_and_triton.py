@@ -605,7 +605,8 @@ class FastConfig:
 #   (maxnreg), pointer stores for C and the persistent loop with 2 programs per SM did not help, and
 #   for 16-bit types Triton's automatic warp specialisation was slower. An earlier
 #   offline compile for sm_90a gave a descriptor fp32 kernel 32 registers and ~5 KB of local-memory
-#   stack per thread with Triton 3.9 (Triton 3.6: 174 registers, no stack): on a GPU with Triton 3.9
+#   stack per thread with Triton 3.9 (Triton 3.6 on the H200: 96 registers, no spills, in the sixth
+#   sweep's warm-up): on a GPU with Triton 3.9
 #   descriptors may be slow, so a pointer candidate stays in the list (the wrapper times them all).
 FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
     "fp16": (
