@@ -105,6 +105,10 @@ def _configure_gpu() -> None:
                 f"Unset {var} (or set {ENV_VAR}=cpu) and restart the Python kernel."
             )
     _guard_already_imported(want_simulator=False)
+    # numba-cuda warns about every grid of fewer than 128 blocks. The course launches such grids on
+    # purpose (check() runs odd shapes from 1 to 300; the notebooks' demos are tiny), so the warning
+    # would fill the notebooks' GPU runs with noise. Set NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=1 to see it.
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 
 def select() -> Backend:

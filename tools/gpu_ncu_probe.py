@@ -10,12 +10,15 @@
     tc6        tc_6_tma_store as recorded (no stream-K)             kernel
     tc6_sk     tc_6_tma_store with stream-K, one CTA per SM         kernel
     cublas16   torch.matmul, bf16                                   regex:gemm|xmma|cutlass|nvjet
+    cublas16h  torch.matmul, fp16                                   regex:gemm|xmma|cutlass|nvjet
+    triton16   triton_fast, bf16, first FAST_CONFIGS entry          fast_matmul_kernel
+    triton16h  triton_fast, fp16, first FAST_CONFIGS entry          fast_matmul_kernel
     triton32   triton_fast, fp32 (ieee), first FAST_CONFIGS entry   fast_matmul_kernel
     cublas32   torch.matmul, fp32 (no TF32)                         regex:gemm|xmma|cutlass|nvjet
 
 ``--clock-control none`` keeps the GPU's own clocks (ncu would otherwise lock them to base), so
 the SM frequency in SpeedOfLight is the one the recording ran at. Used for the evidence in the
-closing notes of issues 5 and 6 (tools/gpu_run_all.sh's ``ncu`` section runs all five).
+closing notes of issues 5 and 6 (tools/gpu_run_all.sh's ``ncu`` section runs them all).
 """
 
 from __future__ import annotations
@@ -31,21 +34,31 @@ from course_lib.kernels import tensor_cores as tc
 N = 4096
 
 
+def _first_fast(dtype: str):
+    return lambda x, y: c04.fast_matmul(x, y, dtype, c04.FAST_CONFIGS[dtype][0])
+
+
+# <what>: (dtype, the GEMM). Built lazily: tc6 needs the CUDA extension.
+PROBES = {
+    "tc6": ("bf16", lambda: tc.tc_6_tma_store),
+    "tc6_sk": ("bf16", lambda: tc.persistent_variant("tc_6_tma_store", cluster=2, group_m=8,
+                                                     max_ctas=tc._sm_count(), stream_k=True)),
+    "cublas16": ("bf16", lambda: torch.matmul),
+    "cublas16h": ("fp16", lambda: torch.matmul),
+    "triton16": ("bf16", lambda: _first_fast("bf16")),
+    "triton16h": ("fp16", lambda: _first_fast("fp16")),
+    "triton32": ("fp32", lambda: _first_fast("fp32")),
+    "cublas32": ("fp32", lambda: torch.matmul),
+}
+
+
 def main(what: str) -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
-    if what in ("tc6", "tc6_sk", "cublas16"):
-        a, b = course_lib.random_inputs(N, N, N, "bf16", seed=0)
-        fn = {
-            "tc6": tc.tc_6_tma_store,
-            "tc6_sk": tc.persistent_variant("tc_6_tma_store", cluster=2, group_m=8, max_ctas=tc._sm_count(), stream_k=True),
-            "cublas16": torch.matmul,
-        }[what]
-    elif what in ("triton32", "cublas32"):
-        a, b = course_lib.random_inputs(N, N, N, "fp32", seed=0)
-        fn = {"triton32": lambda x, y: c04.fast_matmul(x, y, "fp32", c04.FAST_CONFIGS["fp32"][0]),
-              "cublas32": torch.matmul}[what]
-    else:
-        raise SystemExit(f"unknown {what!r}: tc6, tc6_sk, cublas16, triton32, cublas32")
+    if what not in PROBES:
+        raise SystemExit(f"unknown {what!r}: {', '.join(PROBES)}")
+    dtype, make = PROBES[what]
+    a, b = course_lib.random_inputs(N, N, N, dtype, seed=0)
+    fn = make()
     for _ in range(2):  # the first launch compiles / builds; ncu profiles the second
         fn(a, b)
     torch.cuda.synchronize()

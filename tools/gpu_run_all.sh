@@ -80,7 +80,8 @@ for section in "$@"; do
     ncu)
         python3 -c "from course_lib.kernels import tensor_cores as tc; tc.extension()" >/dev/null 2>&1
         # "<what> <ncu kernel filter>": the CUDA stages' kernels are all named "kernel" (in namespaces).
-        for probe in "tc6 kernel" "tc6_sk kernel" "cublas16 regex:gemm|xmma|cutlass|nvjet" "triton32 fast_matmul_kernel" \
+        for probe in "tc6 kernel" "tc6_sk kernel" "cublas16 regex:gemm|xmma|cutlass|nvjet" "cublas16h regex:gemm|xmma|cutlass|nvjet" \
+                     "triton16 fast_matmul_kernel" "triton16h fast_matmul_kernel" "triton32 fast_matmul_kernel" \
                      "cublas32 regex:gemm|xmma|cutlass|nvjet"; do
             set -- $probe
             [ -n "${NCU_PROBES:-}" ] && [[ " $NCU_PROBES " != *" $1 "* ]] && continue

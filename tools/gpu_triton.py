@@ -108,10 +108,18 @@ def _with_current(extra: list[F], dtype: str) -> list[F]:
 # automatic warp specialisation of the 16-bit persistent loop (slower; of four configs one did not
 # compile with Triton 3.6 and one returned NaN), for fp32 a register cap, 2 stages of K slices of 32, the persistent loop with 2
 # programs per SM and pointer stores for C (none faster), and for fp32 the split C store, which fits
-# a 5th program per SM (+~1 %: FAST_CONFIGS["fp32"][0] since). The list below is what to re-run.
+# a 5th program per SM (+~1 %: FAST_CONFIGS["fp32"][0] since). The seventh round (2026-12-01)
+# tries, for 16-bit types, cuBLAS's own tile at 4096^3 (Nsight Compute names its kernel
+# nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA: 256 x 128 x 64, 4 stages, clusters of 1 x 2), K slices
+# of 128 with 2 stages, and GROUP_M 4 / 16 with the 4-stage split epilogue. All compile for sm_90a
+# with Triton 3.9 offline within 229,408 bytes of shared memory.
 _16BIT_EXTRA = [
-    F(128, 256, 64, 16, 8, 3, persistent=True),
-    F(128, 256, 64, 4, 8, 3, persistent=True),
+    F(256, 128, 64, 8, 8, 4, persistent=True, epilogue_split=2),
+    F(256, 128, 64, 8, 8, 3, persistent=True),
+    F(128, 256, 64, 8, 8, 3, persistent=True, epilogue_split=2),
+    F(128, 256, 128, 8, 8, 2, persistent=True, epilogue_split=2),
+    F(128, 256, 64, 16, 8, 4, persistent=True, epilogue_split=2),
+    F(128, 256, 64, 4, 8, 4, persistent=True, epilogue_split=2),
 ]
 SWEEP: dict[str, list[F]] = {
     "fp16": _with_current(_16BIT_EXTRA, "fp16"),
@@ -505,6 +513,35 @@ def phase_confirm(clock: Clock, budget: float, ranked: dict[str, list], files: d
     return records, fast_evidence
 
 
+# ==== 6. repeated recordings of the registered stage (how far apart independent measurements are) ==
+def phase_repeat(clock: Clock, budget: float, times: int) -> list[dict]:
+    """``times`` independent ``bench.measure`` records (the recording's method and inputs) of the
+    registered ``triton_fast`` (autotuned) and of cuBLAS timed against itself, per dtype and size,
+    interleaved, so that a gap of a few per cent can be told from the spread of the measurement."""
+    stop = time.time() + budget
+    out: list[dict] = []
+    for dtype in DTYPES:
+        for n in SIZES:
+            ratios: dict[str, list[float]] = {"triton_fast": [], "cublas": []}
+            for _ in range(times):
+                for stage in ratios:
+                    if time.time() > stop:
+                        break
+                    r = bench.measure(stage, dtype, (n, n, n))
+                    ratios[stage].append(r["ratio_to_cublas"])
+            tuned = [cfg.label for key, cfg in c04.tuned_configs().items() if key[:4] == (dtype, n, n, n)]
+            row = {"dtype": dtype, "M": n, "N": n, "K": n, "triton_fast_config": tuned}
+            for stage, v in ratios.items():
+                row[stage] = {"ratios": v, "median": statistics.median(v) if v else None,
+                              "min": min(v, default=None), "max": max(v, default=None)}
+            out.append(row)
+            log(f"    repeat {dtype:<5}{n:>5}  triton_fast {tuned}: " + "  ".join(
+                f"{st} median {100 * row[st]['median']:.1f}% [{100 * row[st]['min']:.1f}, {100 * row[st]['max']:.1f}] (n={len(v)})"
+                for st, v in ratios.items() if v))
+    log(f"[6] done at {clock.elapsed():.0f} s")
+    return out
+
+
 # ==== summary ====================================================================================
 def summary(checks, seed, seed_ev, ranked, confirm, extra, warm) -> str:
     out = []
@@ -585,7 +622,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-checks", action="store_true")
     p.add_argument("--ncu-seed", action="store_true", help="only launch the seed kernels once each (for ncu)")
     p.add_argument("--sections", default="checks,seed,sweep,confirm",
-                   help="comma-separated subset of checks,seed,sweep,confirm (default: all)")
+                   help="comma-separated subset of checks,seed,sweep,confirm,repeat (default: all but repeat)")
+    p.add_argument("--repeat", type=int, default=8, help="independent measurements per dtype and size in 'repeat'")
     p.add_argument("--dtypes", default=",".join(DTYPES), help=f"comma-separated subset of {','.join(DTYPES)} "
                    "for the checks, the sweep and the confirmation (default: all)")
     args = p.parse_args(argv)
@@ -595,8 +633,9 @@ def main(argv: list[str] | None = None) -> int:
     DTYPES = tuple(d for d in DTYPES if d in wanted)
     SWEEP = {d: v for d, v in SWEEP.items() if d in DTYPES}
     sections = set(args.sections.split(","))
-    if sections - {"checks", "seed", "sweep", "confirm"}:
-        raise SystemExit(f"unknown sections {sorted(sections - {'checks', 'seed', 'sweep', 'confirm'})}")
+    known = {"checks", "seed", "sweep", "confirm", "repeat"}
+    if sections - known:
+        raise SystemExit(f"unknown sections {sorted(sections - known)}")
     if not backend.get().is_gpu:
         raise SystemExit("tools/gpu_triton.py needs the GPU backend (COURSE_BACKEND=gpu on a machine with an NVIDIA GPU)")
     if args.ncu_seed:
@@ -630,8 +669,11 @@ def main(argv: list[str] | None = None) -> int:
                     ranking={d: [{"worst_ratio": w, "config": c.as_dict(), "label": c.label, "ratios": r} for w, c, r in v] for d, v in ranked.items()})
         save()
     if "confirm" in sections and ranked:
-        confirm, fast_ev = phase_confirm(clock, budget=max(5.0, clock.left() - 5.0), ranked=ranked, files=files)
+        confirm, fast_ev = phase_confirm(clock, budget=max(5.0, clock.left() - (5.0 if "repeat" not in sections else 0.5 * clock.left())), ranked=ranked, files=files)
         data.update(confirm=confirm, fast_evidence=fast_ev)
+        save()
+    if "repeat" in sections:
+        data.update(repeat=phase_repeat(clock, budget=max(5.0, clock.left() - 5.0), times=args.repeat))
         save()
     text = summary(checks, seed, seed_ev, ranked, confirm, extra, warm)
     (out / "summary.txt").write_text(text + "\n")
