@@ -22,7 +22,10 @@ runs out of time says what it skipped). In order:
    alternating rounds with cuBLAS on the same inputs (``course_lib.bench.time_fn``: CUDA events,
    L2 flushed, median), plus for TF32 the kernel alone when B^T is already stored;
 5. the top candidates per dtype re-measured with ``course_lib.bench.measure`` (fresh inputs, the
-   recording method) at 4096/8192 and at three non-square shapes of the course's size sweep.
+   recording method) at 4096/8192 and at three non-square shapes of the course's size sweep;
+6. only when ``--sections`` names ``repeat``: ``--repeat`` independent ``bench.measure`` records each
+   of the registered (autotuned) ``triton_fast`` and of cuBLAS timed against itself at 4096^3 and
+   8192^3, interleaved — how far apart recordings land, to tell a gap of a few per cent from noise.
 
 Files written under $OUT (default ./gpu_triton_out; 6 files, no subfolders):
   results.json          everything above as data (records have the keys of course_lib.bench.measure)
