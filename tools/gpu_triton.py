@@ -111,11 +111,13 @@ def _with_current(extra: list[F], dtype: str) -> list[F]:
 # automatic warp specialisation of the 16-bit persistent loop (slower; of four configs one did not
 # compile with Triton 3.6 and one returned NaN), for fp32 a register cap, 2 stages of K slices of 32, the persistent loop with 2
 # programs per SM and pointer stores for C (none faster), and for fp32 the split C store, which fits
-# a 5th program per SM (+~1 %: FAST_CONFIGS["fp32"][0] since). The seventh round (2026-12-01)
-# tries, for 16-bit types, cuBLAS's own tile at 4096^3 (Nsight Compute names its kernel
-# nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA: 256 x 128 x 64, 4 stages, clusters of 1 x 2), K slices
-# of 128 with 2 stages, and GROUP_M 4 / 16 with the 4-stage split epilogue. All compile for sm_90a
-# with Triton 3.9 offline within 229,408 bytes of shared memory.
+# a 5th program per SM (+~1 %: FAST_CONFIGS["fp32"][0] since). The seventh round (2026-12-01
+# 00:24 UTC, "seventh_sweep_16bit") tried, for 16-bit types, cuBLAS's own tile at 4096^3 (Nsight
+# Compute names its kernel nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA: 256 x 128 x 64, 4 stages,
+# clusters of 1 x 2; 89-92 % in Triton), K slices of 128 with 2 stages (70 %), GROUP_M 4 / 16 with the
+# 4-stage split epilogue (95-97 %) and 3 stages with the split epilogue (98.1-98.5 %: the first 16-bit
+# candidate since). All compile for sm_90a with Triton 3.9 offline within 229,408 bytes of shared
+# memory. The list below is what to re-run.
 _16BIT_EXTRA = [
     F(256, 128, 64, 8, 8, 4, persistent=True, epilogue_split=2),
     F(256, 128, 64, 8, 8, 3, persistent=True),
