@@ -1,29 +1,64 @@
 # The course's two commands (see README.md):
-#   make lab    install everything into .venv and open the course in JupyterLab
-#   make test   install everything into .venv and run every test, notebooks included
-# Options: GPU=1 also installs what a machine with an NVIDIA GPU needs (numba-cuda[cu13]);
-#          PYTHON=python3.12 picks the interpreter the virtual environment is made from.
+#   make lab    install what a learner needs into .venv and open the course in JupyterLab
+#   make test   install that plus the test tools into .venv and run every test, notebooks included
+# Options:
+#   GPU=1             also install what the GPU path needs: numba-cuda's CUDA 13 pieces, ninja and nvcc
+#                     (from PyPI) to build the course's CUDA C++ extension
+#   CPU_ONLY=1        take torch from PyTorch's CPU wheel index (about 0.2 GB) instead of PyPI's
+#                     CUDA build (about 3 GB with the CUDA libraries it pulls); the course then runs
+#                     on the CPU only
+#   REMOTE=1          make lab on a remote machine: no browser, listening on 127.0.0.1:$(PORT) for an
+#                     SSH tunnel (README: "On a remote GPU machine")
+#   PYTHON=python3.12 the interpreter the virtual environment is made from (3.11 to 3.13)
 
 PYTHON ?= python3
 VENV ?= .venv
+PORT ?= 8888
 BIN := $(VENV)/bin
 comma := ,
-EXTRAS := test$(if $(GPU),$(comma)gpu)
-STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_PIN = $(shell sed -n 's/^torch==//p' requirements-lock.txt)
 
-.PHONY: install browser lab test notebooks clean lock
+ifneq ($(and $(GPU),$(CPU_ONLY)),)
+$(error GPU=1 and CPU_ONLY=1 exclude each other: choose one)
+endif
 
-$(STAMP): pyproject.toml requirements-lock.txt
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed: run make PYTHON=python3.11 ...")'
+# Extras of course-lib (pyproject.toml) per command; each set gets its own stamp, so `make test`
+# after `make lab` installs only what the test extras add.
+LAB_EXTRAS := $(if $(GPU),gpu)
+TEST_EXTRAS := test$(if $(GPU),$(comma)gpu)
+stamp = $(VENV)/.installed-$(or $(subst $(comma),-,$(1)),base)$(if $(CPU_ONLY),-cpu-only)
+
+.PHONY: platform lab test notebooks browser clean lock
+
+# Stops at once, with one message naming the supported route, where the install cannot work.
+platform:
+	@$(PYTHON) tools/check_platform.py $(if $(GPU),--gpu)
+
+$(VENV)/bin/python: | platform
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c requirements-lock.txt -e ".[$(EXTRAS)]"
-	touch $(STAMP)
 
-install: $(STAMP)
+# $(call install,extras): the package (editable) with those extras, every version from the lock.
+define install
+	$(if $(CPU_ONLY),$(BIN)/python -m pip install --quiet --index-url $(TORCH_CPU_INDEX) torch==$(TORCH_PIN))
+	$(BIN)/python -m pip install --quiet -c requirements-lock.txt -e ".$(if $(1),[$(1)])"
+	touch $@
+endef
 
-lab: install
-	$(BIN)/jupyter lab notebooks/
+$(call stamp,$(LAB_EXTRAS)): pyproject.toml requirements-lock.txt | $(VENV)/bin/python platform
+	$(call install,$(LAB_EXTRAS))
+
+$(call stamp,$(TEST_EXTRAS)): pyproject.toml requirements-lock.txt | $(VENV)/bin/python platform
+	$(call install,$(TEST_EXTRAS))
+
+# JupyterLab's file browser starts at the repository root, so the CUDA sources notebook 05 discusses
+# (course_lib/csrc/) are a click away; the first notebook opens. REMOTE=1 keeps the token (the URL
+# with ?token=... is printed) and listens on the loopback interface only.
+lab: $(call stamp,$(LAB_EXTRAS))
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
+	  --LabApp.default_url=/lab/tree/notebooks/00_gpu_execution_model.ipynb \
+	  $(if $(REMOTE),--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --ServerApp.port_retries=0)
 
 # tests/test_browser.py drives Debian's chromium through Playwright (never a downloaded browser).
 # Install it when it is missing and we may (root with apt-get, as in CI); otherwise say so and go
@@ -37,17 +72,17 @@ browser:
 	  || echo "could not install chromium: the browser test will skip (or fail, when CI is set)"; \
 	else echo "chromium is missing and cannot be installed here (needs root and apt-get): the browser test will skip"; fi
 
-test: install browser
+test: $(call stamp,$(TEST_EXTRAS)) browser
 	$(BIN)/python -m pytest -rs
 
 # Re-execute every notebook on the CPU backend and store its outputs (what CI compares).
-notebooks: install
+notebooks: $(call stamp,$(TEST_EXTRAS))
 	$(BIN)/python -m course_lib.notebooks
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
 
-# Re-pin requirements-lock.txt from the current environment (after changing pyproject.toml).
-lock: install
-	( head -3 requirements-lock.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -vi '^course-lib' | sed 's/+cpu$$//' ) > requirements-lock.txt.new
-	mv requirements-lock.txt.new requirements-lock.txt
+# Re-resolve requirements-lock.txt on PyPI alone (after changing pyproject.toml); no wheel is
+# downloaded and this machine's pip settings are ignored (tools/lock.py).
+lock: $(VENV)/bin/python
+	$(BIN)/python tools/lock.py

@@ -9,7 +9,13 @@ imported, because both libraries read their mode at import or decoration time:
   a kernel is decorated with ``@triton.jit``.
 
 Set ``COURSE_BACKEND=cpu`` or ``COURSE_BACKEND=gpu`` to force either; anything else (or nothing) means
-"auto": the GPU when PyTorch sees a CUDA device, otherwise the CPU.
+"auto": the GPU when PyTorch sees a CUDA device the course supports (compute capability 7.5 or newer,
+the oldest CUDA 13 builds for), otherwise the CPU.
+
+On the GPU the backend also fixes the compute capability the course works with. It is the device's,
+unless ``COURSE_ASSUME_CAPABILITY`` (e.g. ``8.0``) names an older one: the course then treats the GPU
+as that one - it builds and calls only the stages such a GPU could run (see
+:mod:`course_lib.features`) - which shows on a new GPU what a learner with an older one gets.
 """
 
 from __future__ import annotations
@@ -22,6 +28,11 @@ from dataclasses import dataclass
 
 ENV_VAR = "COURSE_BACKEND"
 _CHOICES = ("auto", "cpu", "gpu")
+ASSUME_VAR = "COURSE_ASSUME_CAPABILITY"
+# CUDA 13 (PyPI's torch 2.13 and numba-cuda[cu13]) compiles for compute capability 7.5 and newer only.
+MIN_CAPABILITY = (7, 5)
+
+Capability = tuple[int, int]
 
 # The simulator hands control between its Python threads at every switch interval. The default
 # (5 ms) leaves a thread that waits at cuda.syncthreads() holding the interpreter; a short interval
@@ -36,10 +47,26 @@ class Backend:
     name: str  # "gpu" or "cpu"
     reason: str  # why it was chosen, in words
     device_name: str  # e.g. "NVIDIA H200" or "CPU"
+    capability: Capability | None = None  # what the course treats the GPU as (None on the CPU)
+    device_capability: Capability | None = None  # what the GPU really is
 
     @property
     def is_gpu(self) -> bool:
         return self.name == "gpu"
+
+    @property
+    def assumed(self) -> bool:
+        """True when COURSE_ASSUME_CAPABILITY makes the course treat the GPU as an older one."""
+        return self.capability != self.device_capability
+
+    @property
+    def gpu_label(self) -> str:
+        """The GPU in words, e.g. "NVIDIA H200 (sm_90)" or "NVIDIA H200 treated as sm_80 (COURSE_ASSUME_CAPABILITY)"."""
+        if self.capability is None:
+            return self.device_name
+        if self.assumed:
+            return f"{self.device_name} treated as {arch_name(self.capability)} ({ASSUME_VAR})"
+        return f"{self.device_name} ({arch_name(self.capability)})"
 
     @property
     def torch_device(self) -> str:
@@ -60,13 +87,48 @@ def _requested() -> str:
     return value
 
 
-def _torch_cuda_device() -> str | None:
-    """Name of CUDA device 0 as PyTorch sees it, or None. Importing torch imports neither numba
-    nor Triton, so this is safe before the mode of either is fixed."""
+def arch_name(capability: Capability) -> str:
+    """(8, 0) -> "sm_80"."""
+    return f"sm_{capability[0]}{capability[1]}"
+
+
+def parse_capability(text: str) -> Capability:
+    """ "8.0", "8.6", "80" or "sm_80" -> (8, 0)."""
+    s = text.strip().lower().removeprefix("sm_").removeprefix("sm")
+    if "." in s:
+        major, _, minor = s.partition(".")
+    else:
+        major, minor = s[:-1], s[-1:]
+    if not (major.isdigit() and minor.isdigit()):
+        raise ValueError(f"{ASSUME_VAR}={text!r} is not a compute capability: write it like 7.5, 8.0 or 8.6")
+    return int(major), int(minor)
+
+
+def assumed_capability(device: Capability, requested: str | None) -> Capability:
+    """The capability the course works with on a GPU of capability ``device``."""
+    if not requested or not requested.strip():
+        return device
+    cap = parse_capability(requested)
+    if cap > device:
+        raise ValueError(
+            f"{ASSUME_VAR}={requested} is newer than this GPU ({arch_name(device)}): the override can only "
+            "make the course treat a GPU as an older one. Unset it and restart the Python kernel."
+        )
+    if cap < MIN_CAPABILITY:
+        raise ValueError(
+            f"{ASSUME_VAR}={requested}: the course's GPU path needs compute capability "
+            f"{MIN_CAPABILITY[0]}.{MIN_CAPABILITY[1]} or newer (CUDA 13 builds for nothing older)."
+        )
+    return cap
+
+
+def _torch_cuda_device() -> tuple[str, Capability] | None:
+    """Name and compute capability of CUDA device 0 as PyTorch sees it, or None. Importing torch
+    imports neither numba nor Triton, so this is safe before the mode of either is fixed."""
     import torch
 
     if torch.cuda.is_available() and torch.cuda.device_count() > 0:
-        return torch.cuda.get_device_name(0)
+        return torch.cuda.get_device_name(0), tuple(torch.cuda.get_device_capability(0))
     return None
 
 
@@ -121,17 +183,25 @@ def select() -> Backend:
         requested, why = "cpu", "NUMBA_ENABLE_CUDASIM is set"
     else:
         why = ""
-    gpu_name = _torch_cuda_device() if requested != "cpu" else None
-    if requested == "gpu" and gpu_name is None:
+    gpu = _torch_cuda_device() if requested != "cpu" else None
+    if requested == "gpu" and gpu is None:
         raise RuntimeError(
             f"{ENV_VAR}=gpu, but PyTorch sees no CUDA device (torch.cuda.is_available() is False). "
-            "Install a CUDA build of PyTorch and numba-cuda[cu13] (see the README), or set "
-            f"{ENV_VAR}=cpu to run on the CPU."
+            "Install the GPU extras (make lab GPU=1, see the README) with an NVIDIA driver of the 580 "
+            f"series or newer, or set {ENV_VAR}=cpu to run on the CPU."
         )
-    if gpu_name is not None:
+    if gpu is not None and gpu[1] < MIN_CAPABILITY:
+        too_old = (f"{gpu[0]} is {arch_name(gpu[1])}; the course's GPU path needs compute capability "
+                   f"{MIN_CAPABILITY[0]}.{MIN_CAPABILITY[1]} or newer (CUDA 13 builds for nothing older)")
+        if requested == "gpu":
+            raise RuntimeError(f"{ENV_VAR}=gpu, but {too_old}. Set {ENV_VAR}=cpu to run on the CPU.")
+        gpu, why = None, too_old
+    if gpu is not None:
+        name, device_cap = gpu
+        cap = assumed_capability(device_cap, os.environ.get(ASSUME_VAR))
         _configure_gpu()
         why = f"{ENV_VAR}=gpu" if requested == "gpu" else "PyTorch sees a CUDA device"
-        _BACKEND = Backend("gpu", why, gpu_name)
+        _BACKEND = Backend("gpu", why, name, cap, device_cap)
     else:
         _configure_cpu()
         if not why:
@@ -168,7 +238,7 @@ def describe_line() -> str:
         else "kernels run on the CPU: numba CUDA simulator + Triton interpreter (no speeds here)"
     )
     libs = ", ".join(f"{k} {v}" for k, v in versions().items())
-    return f"backend {b.name} ({b.reason}); device: {b.device_name}; {where}; {libs}"
+    return f"backend {b.name} ({b.reason}); device: {b.gpu_label}; {where}; {libs}"
 
 
 def describe() -> None:

@@ -7,7 +7,9 @@ percentiles, the TFLOP/s (2*M*N*K / t) and the ratio to cuBLAS. Only ratios meas
 compared across runs: the GPU's clocks drift under sustained load.
 
 On the CPU nothing is timed (the simulator and interpreter say nothing about GPU speed):
-:func:`bench` returns the results recorded on the reference GPU and says so.
+:func:`bench` returns the results recorded on the reference GPU and says so. On a GPU that lacks a
+feature a stage needs (see :mod:`course_lib.features`), that stage is not called either: its recorded
+results are shown, labelled as recorded, with one line saying what this GPU lacks.
 
 Command line (on a GPU)::
 
@@ -33,7 +35,7 @@ import torch
 from course_lib import backend
 from course_lib.gemm import flops, random_inputs
 from course_lib.registry import Stage, get_stage, stage_or_callable, stages
-from course_lib.results import RESULTS_DIR, Results, format_table, load, save, slug, validate
+from course_lib.results import RESULTS_DIR, Results, course_recording, format_table, load, save, slug, validate
 
 Shape = tuple[int, int, int]
 
@@ -209,10 +211,13 @@ def provenance(command: str = "") -> dict[str, Any]:
     _require_gpu("provenance")
     props = torch.cuda.get_device_properties(0)
     versions = backend.versions()
+    b = backend.get()
+    treated_as = {"treated_as": "{}.{}".format(*b.capability)} if b.assumed else {}
     return {
         "gpu": props.name,
         "sm_count": props.multi_processor_count,
         "compute_capability": f"{props.major}.{props.minor}",
+        **treated_as,
         "memory_gib": round(props.total_memory / 2**30, 1),
         "driver": _driver_version(),
         "cuda": torch.version.cuda,
@@ -262,21 +267,12 @@ def bench(
     The returned :class:`~course_lib.results.Results` says which it is in ``.label``.
     """
     shapes = [tuple(s) for s in (shapes if shapes is not None else [(n, n, n) for n in SQUARE_SIZES])]
-    if not backend.get().is_gpu:
-        if not isinstance(gemm, (str, Stage)):
-            raise NoGPUError(
-                "without a GPU there is nothing recorded for your own function, and the CPU "
-                "backend cannot time it; check it with course_lib.check instead"
-            )
+    why = _not_timed_here(gemm, dtype)
+    if why is not None:
         name = gemm if isinstance(gemm, str) else gemm.name
-        rec = load()
-        rows = rec.select(name, dtype, shapes)
-        if not rows:
-            raise LookupError(
-                f"nothing recorded for {name} ({dtype}) at {shapes} in {rec.path.name}; recorded "
-                f"shapes: {sorted({(r['M'], r['N'], r['K']) for r in rec.select(name, dtype)})}"
-            )
-        print(f"No GPU here: these numbers were {rec.label} (not measured on this machine).")
+        rec = course_recording()
+        rows = _recorded_rows(rec, name, dtype, shapes)
+        _say_recorded(why, rec)
         return Results(rec.path, rec.provenance, rec.ceilings, tuple(rows))
     bar = _Progress(len(shapes), "bench") if progress else None
     records = []
@@ -293,33 +289,81 @@ def bench(
 
 
 def compare(stage_names: Sequence[str], dtype: str = "fp32", shape: Shape = (4096, 4096, 4096), *, progress: bool = True) -> Results:
-    """Several stages at one shape, each side by side with cuBLAS: measured live on a GPU,
-    the recorded results without one (say which in ``.label``). Feed it to course_lib.plots."""
-    if not backend.get().is_gpu:
-        rec = load()
-        rows = []
-        for name in stage_names:
-            found = rec.select(name, dtype, [shape])
-            if not found:
-                raise LookupError(f"nothing recorded for {name} ({dtype}) at {shape} in {rec.path.name}")
-            rows += found
-        print(f"No GPU here: these numbers were {rec.label} (not measured on this machine).")
+    """Several stages at one shape, each side by side with cuBLAS: measured live on a GPU, the
+    recorded results without one; on a GPU, a stage this GPU cannot run shows its recorded row,
+    marked as recorded, and one line says what the GPU lacks. ``.label`` says which is which. Feed it
+    to course_lib.plots."""
+    rec = course_recording()
+    on_gpu = backend.get().is_gpu
+    lacking = {name: why for name in stage_names if (why := get_stage(name).why_not_here(dtype)) is not None}
+    for why in lacking.values() if on_gpu else ():
+        print(f"not run here: {why}")
+    if not on_gpu or len(lacking) == len(stage_names):  # nothing runs here: the recording, as it is
+        rows = [r for name in stage_names for r in _recorded_rows(rec, name, dtype, [shape])]
+        _say_recorded("No GPU here" if not on_gpu else "", rec)
         return Results(rec.path, rec.provenance, rec.ceilings, tuple(rows))
     ceilings = {"copy_bandwidth_gbs": copy_bandwidth_gbs()}  # once, not once per stage
-    parts = [bench(name, dtype, [shape], progress=progress, ceilings=ceilings) for name in stage_names]
-    records = tuple(r for p in parts for r in p.records)
-    return Results(None, parts[0].provenance, parts[0].ceilings, records)
+    records: list[dict[str, Any]] = []
+    for name in stage_names:
+        if name in lacking:
+            records += [dict(r, recorded_on=r.get("recorded_on") or rec.source)
+                        for r in _recorded_rows(rec, name, dtype, [shape])]
+        else:
+            live = bench(name, dtype, [shape], progress=progress, ceilings=ceilings)
+            records += live.records
+    return Results(None, live.provenance, live.ceilings, tuple(records))
+
+
+def _not_timed_here(gemm: str | Stage | Callable, dtype: str) -> str | None:
+    """Why :func:`bench` cannot time ``gemm`` in ``dtype`` here (None: it can)."""
+    if isinstance(gemm, (str, Stage)):
+        stage = get_stage(gemm) if isinstance(gemm, str) else gemm
+        if dtype in stage.gemms and (why := stage.why_not_here(dtype)) is not None:
+            return why
+        if not backend.get().is_gpu:
+            return "No GPU here"
+        return None
+    if not backend.get().is_gpu:
+        raise NoGPUError(
+            "without a GPU there is nothing recorded for your own function, and the CPU "
+            "backend cannot time it; check it with course_lib.check instead"
+        )
+    return None
+
+
+def _recorded_rows(rec: Results, name: str, dtype: str, shapes: Sequence[Shape]) -> list[dict[str, Any]]:
+    rows = rec.select(name, dtype, shapes)
+    if not rows:
+        raise LookupError(
+            f"nothing recorded for {name} ({dtype}) at {list(shapes)} in {rec.path.name if rec.path else 'the recording'}; "
+            f"recorded shapes: {sorted({(r['M'], r['N'], r['K']) for r in rec.select(name, dtype)})}"
+        )
+    return rows
+
+
+def _say_recorded(why: str, rec: Results) -> None:
+    """One line before recorded numbers: why they are not measured here (if not said already)."""
+    if why == "No GPU here":
+        print(f"No GPU here: these numbers were {rec.label} (not measured on this machine).")
+    else:
+        print((f"not run here: {why}\n" if why else "") + f"These numbers were {rec.label} (not measured on this machine).")
 
 
 # ---- recording ---------------------------------------------------------------------------------
-def record_plan(selected: Sequence[str] | None = None, sweep: bool = True) -> list[tuple[str, str, Shape]]:
+def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
+                capability: backend.Capability | None = None, device: backend.Capability | None = None,
+                ) -> list[tuple[str, str, Shape]]:
     """(stage, dtype, shape) triples a recording run measures: every GPU stage and dtype at the
-    square sizes, and the size sweep for the fastest stage of each backend."""
+    square sizes, and the size sweep for the fastest stage of each backend. With ``capability``
+    (and the GPU's real ``device`` capability, if it is treated as an older one), only what such a
+    GPU can run: :func:`not_recordable` lists the rest."""
     plan = []
     for st in stages():
         if st.name == "cublas" or (selected and st.name not in selected):
             continue
         for dtype in st.dtypes:
+            if capability is not None and st.missing_feature(dtype, capability, device) is not None:
+                continue
             shapes = [(n, n, n) for n in SQUARE_SIZES]
             if st.variant_of:  # a parameter variant: one size, for the notebook's sweep
                 shapes = [(VARIANT_SIZE,) * 3]
@@ -330,16 +374,38 @@ def record_plan(selected: Sequence[str] | None = None, sweep: bool = True) -> li
     return plan
 
 
+def not_recordable(capability: backend.Capability, device: backend.Capability | None = None,
+                   selected: Sequence[str] | None = None) -> list[str]:
+    """One line per (stage, dtype) a GPU of ``capability`` cannot run, saying what it lacks."""
+    out = []
+    for st in stages():
+        for dtype in st.dtypes:
+            feature = st.missing_feature(dtype, capability, device)
+            if feature is not None and (not selected or st.name in selected or st.name == "cublas"):
+                out.append(f"{st.name} {dtype}: needs {feature.name} (compute capability {feature.where})")
+    return out
+
+
 def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sweep: bool = True, command: str = "") -> Path:
-    """Measure the plan and write a results file with provenance; returns its path."""
+    """Measure the plan and write a results file with provenance; returns its path.
+
+    Only what this GPU can run is measured; the provenance lists the rest (``not_recorded``). A GPU
+    treated as an older one (COURSE_ASSUME_CAPABILITY) records to ``<gpu>_as_sm<XY>.json`` by
+    default, so the GPU's own recording is never replaced by a partial one."""
     _require_gpu("record")
+    b = backend.get()
     prov = provenance(command)
-    out = out or RESULTS_DIR / f"{slug(prov['gpu'])}.json"
+    suffix = f"_as_{backend.arch_name(b.capability).replace('_', '')}" if b.assumed else ""
+    out = out or RESULTS_DIR / f"{slug(prov['gpu'])}{suffix}.json"
     ceilings: dict[str, Any] = {"copy_bandwidth_gbs": copy_bandwidth_gbs()}
     records: list[dict[str, Any]] = []
     # cuBLAS against itself at every size of the plan: the reference rows of every chart.
-    plan = record_plan(selected, sweep)
-    cublas_shapes = sorted({(d, s) for _, d, s in plan} | {(d, (n, n, n)) for d in ("fp32", "tf32", "fp16", "bf16") for n in SQUARE_SIZES})
+    plan = record_plan(selected, sweep, b.capability, b.device_capability)
+    cublas = get_stage("cublas")
+    cublas_shapes = sorted({(d, s) for _, d, s in plan} | {
+        (d, (n, n, n)) for d in cublas.dtypes for n in SQUARE_SIZES
+        if cublas.missing_feature(d, b.capability, b.device_capability) is None})
+    prov["not_recorded"] = not_recordable(b.capability, b.device_capability, selected)
     full = [("cublas", d, s) for d, s in cublas_shapes] + plan
     bar = _Progress(len(full), "record")
     failures = []

@@ -6,6 +6,10 @@ for a list of shapes and compares the output with a float64 reference computed f
 the outputs the course's GEMMs allocate are poisoned with NaN, so an element the kernel never
 writes cannot pass. A failure raises ``AssertionError`` naming the shape, the seed that reproduces
 it, the worst element, its value and the reference value.
+
+A registered stage that cannot run here (a GPU-only stage on the CPU backend, or a stage that needs
+a feature this GPU lacks, see :mod:`course_lib.features`) is not called: ``check`` returns a
+:class:`NotChecked` that says why, so a notebook goes on; nothing about it was verified here.
 """
 
 from __future__ import annotations
@@ -99,6 +103,21 @@ class CheckReport:
         )
 
 
+@dataclass(frozen=True)
+class NotChecked:
+    """What ``check`` returns for a stage it did not run here, and why (nothing was verified)."""
+
+    label: str
+    dtype: str
+    reason: str
+
+    def __bool__(self) -> bool:  # `if check(...)` must not read as a pass
+        return False
+
+    def __repr__(self) -> str:
+        return f"not checked here: {self.reason}"
+
+
 def _round_up_1sig(x: float) -> float:
     """x rounded up to one significant digit (3.2e-07 -> 4e-07): a bound that reads stably."""
     e = math.floor(math.log10(x))
@@ -165,14 +184,20 @@ def check(
     *,
     seed: int | None = None,
     tol: float | None = None,
-) -> CheckReport:
+) -> CheckReport | NotChecked:
     """Check a GEMM against a float64 reference on fresh random inputs.
 
     ``gemm`` is a stage name, a :class:`Stage` or any callable ``fn(a, b) -> c``. ``seed`` fixes the
     inputs (shape i uses ``seed + i``); without it every call draws new ones. Raises
-    ``AssertionError`` on the first wrong shape; returns a :class:`CheckReport` otherwise.
+    ``AssertionError`` on the first wrong shape; returns a :class:`CheckReport` otherwise, or a
+    :class:`NotChecked` for a stage that cannot run here.
     """
     check_dtype_name(dtype)
+    if isinstance(gemm, (str, Stage)):
+        stage = get_stage(gemm) if isinstance(gemm, str) else gemm
+        why = stage.why_not_here(dtype) if dtype in stage.gemms else None
+        if why is not None:
+            return NotChecked(stage.name, dtype, why)
     label, fn = stage_or_callable(gemm, dtype)
     if shapes is None:
         multiple = get_stage(label).shape_multiple if isinstance(gemm, (str, Stage)) else 1

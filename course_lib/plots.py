@@ -41,15 +41,19 @@ def plot_stages(results: Results, dtype: str, shape: Shape, stages: Sequence[str
         rows.sort(key=lambda r: list(stages).index(r["stage"]))
     if not rows:
         raise LookupError(f"no {dtype} results at {shape} for {stages or 'any stage'} ({results.label})")
-    names = [_title(r["stage"]) for r in rows]
-    cublas = sorted(r["cublas_tflops"] for r in rows)[len(rows) // 2]
+    # A row recorded on another GPU than the rest (a stage this GPU cannot run) is hatched and starred;
+    # the title's label says where it comes from.
+    names = [_title(r["stage"]) + (" *" if r.get("recorded_on") else "") for r in rows]
+    hatch = ["//" if r.get("recorded_on") else "" for r in rows]
+    own = [r for r in rows if not r.get("recorded_on")] or rows  # the cuBLAS line is this GPU's
+    cublas = sorted(r["cublas_tflops"] for r in own)[len(own) // 2]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.55 * len(rows) + 1.8), sharey=True)
     y = range(len(rows))
-    ax1.barh(y, [r["tflops"] for r in rows], color="tab:blue")
+    ax1.barh(y, [r["tflops"] for r in rows], color="tab:blue", hatch=hatch, edgecolor="white")
     ax1.axvline(cublas, color="black", ls="--", lw=1, label=f"cuBLAS ≈ {cublas:.0f} TFLOP/s")
     ax1.set_xlabel("TFLOP/s")
     ax1.legend(loc="lower right", fontsize=8)
-    ax2.barh(y, [100 * r["ratio_to_cublas"] for r in rows], color="tab:orange")
+    ax2.barh(y, [100 * r["ratio_to_cublas"] for r in rows], color="tab:orange", hatch=hatch, edgecolor="white")
     ax2.axvline(100, color="black", ls="--", lw=1)
     ax2.set_xlabel("% of cuBLAS (measured in the same call)")
     for i, r in enumerate(rows):
@@ -78,7 +82,8 @@ def plot_sweep(results: Results, dtype: str, stages: Sequence[str] | None = None
         g = sorted(g, key=lambda r: x[(r["M"], r["N"], r["K"])])
         ys = [100 * r["ratio_to_cublas"] if ratio else r["tflops"] for r in g]
         style = dict(color="black", ls="--") if name == "cublas" else {}
-        ax.plot([x[(r["M"], r["N"], r["K"])] for r in g], ys, marker="o", label=_title(name), **style)
+        starred = " *" if any(r.get("recorded_on") for r in g) else ""  # recorded on another GPU: see the title
+        ax.plot([x[(r["M"], r["N"], r["K"])] for r in g], ys, marker="o", label=_title(name) + starred, **style)
     ax.set_xticks(range(len(shapes)), [f"{m}×{n}×{k}" for m, n, k in shapes], rotation=45, ha="right", fontsize=8)
     ax.set_xlabel("M×N×K")
     ax.set_ylabel("% of cuBLAS" if ratio else "TFLOP/s")

@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 import torch
 
 from course_lib import backend
+from course_lib.features import Feature, missing
 from course_lib.gemm import DTYPES, GemmFn, check_dtype_name, dtype_of, prepare
 
 # Kernel modules, in course order; each registers its stages when imported.
@@ -29,6 +30,11 @@ KERNEL_MODULES = (
 BACKENDS = ("cublas", "numba", "triton", "cuda-extension")
 
 
+class NotOnThisGPU(RuntimeError):
+    """A stage was called where it cannot run: on the CPU backend (GPU-only stages), or on a GPU that
+    lacks a feature it needs. The message says which; course_lib.bench shows the recorded results."""
+
+
 @dataclass(frozen=True)
 class Stage:
     """One GEMM of the course."""
@@ -39,6 +45,7 @@ class Stage:
     title: str  # a few words for charts and tables
     gemms: dict[str, GemmFn] = field(repr=False)  # course dtype name -> fn(a, b) -> c
     gpu_only: bool = False  # True: cannot run on the CPU backend at all
+    needs: tuple[Feature, ...] = ()  # what its kernels use beyond CUDA 13 (course_lib.features)
     shape_multiple: int = 1  # M, N and K must be multiples of this (1: any shape)
     sweep: bool = False  # recording runs measure this stage over the whole size sweep
     variant_of: str | None = None  # a parameter variant of another stage (recorded at one size only)
@@ -49,24 +56,39 @@ class Stage:
         return tuple(self.gemms)
 
     def gemm(self, dtype: str = "fp32") -> GemmFn:
-        """The callable ``fn(a, b) -> c`` of this stage for one course dtype."""
+        """The callable ``fn(a, b) -> c`` of this stage for one course dtype; where the stage cannot
+        run (see :meth:`why_not_here`) a callable that raises :class:`NotOnThisGPU` saying why."""
         check_dtype_name(dtype)
         if dtype not in self.gemms:
             raise ValueError(
                 f"stage {self.name!r} supports {', '.join(self.dtypes)}, not {dtype}"
             )
-        fn = self.gemms[dtype]
-        if self.gpu_only and not backend.get().is_gpu:
-            name = self.name
-
+        why = self.why_not_here(dtype)
+        if why is not None:
             def refuse(a: object, b: object) -> object:
-                raise RuntimeError(
-                    f"stage {name!r} runs only on an NVIDIA GPU and this is the "
-                    f"{backend.get().name} backend; course_lib.bench shows its recorded results"
-                )
+                raise NotOnThisGPU(f"{why}; course_lib.bench shows its recorded results")
 
             return refuse
-        return fn
+        return self.gemms[dtype]
+
+    def missing_feature(self, dtype: str, capability: backend.Capability,
+                        device: backend.Capability | None = None) -> Feature | None:
+        """What a GPU of compute capability ``capability`` lacks to run this stage in ``dtype``
+        (``device``: its real capability, when the course treats it as an older one)."""
+        return missing(self.needs, check_dtype_name(dtype), capability, device)
+
+    def why_not_here(self, dtype: str) -> str | None:
+        """Why this stage cannot run in ``dtype`` on this backend, in one line (None: it can)."""
+        b = backend.get()
+        if not b.is_gpu:
+            if self.gpu_only:
+                return f"stage {self.name!r} runs only on an NVIDIA GPU and this is the {b.name} backend"
+            return None
+        feature = self.missing_feature(dtype, b.capability, b.device_capability)
+        if feature is None:
+            return None
+        return (f"stage {self.name!r} ({dtype}) needs {feature.name}, compute capability {feature.where}; "
+                f"this GPU is {b.gpu_label}")
 
     def __call__(self, a: object, b: object) -> object:
         """Run the stage; fp32 inputs mean exact fp32 arithmetic (use gemm('tf32') for TF32)."""

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from course_lib.registry import stages
-from course_lib.results import Results, load
+from course_lib.results import DEFAULT_GPU_FILE, Results, load
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- results-table:start -->", "<!-- results-table:end -->"
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="only check that README.md is up to date")
     args = p.parse_args(argv)
     text = README.read_text()
-    new = render(text, headline_table(load()))
+    new = render(text, headline_table(load(DEFAULT_GPU_FILE)))
     if args.check:
         if new != text:
             print("README.md's results table differs from the results file: run python -m course_lib.report")

@@ -10,6 +10,12 @@ A results file holds what one recording run measured on one GPU:
 
 Files are validated when loaded, so a corrupt or hand-edited file fails here with a clear message
 instead of deep inside a plot.
+
+What the notebooks show is :func:`course_recording`: the recording made on this GPU, if the learner
+made one (``python -m course_lib.bench --record`` writes ``results/<gpu>.json``), with the reference
+H200 recording filling in the stages this GPU cannot run; the H200 recording otherwise. Every record
+that comes from another GPU than the rest carries ``recorded_on``, and every label says where the
+numbers come from.
 """
 
 from __future__ import annotations
@@ -57,9 +63,24 @@ class Results:
     @property
     def label(self) -> str:
         p = self.provenance
-        if p.get("live"):
-            return f"measured live on {p['gpu']} in this run"
-        return f"recorded on {p['gpu']} on {str(p['date'])[:10]}"
+        gpu = p["gpu"] + (f" treated as sm_{p['treated_as'].replace('.', '')}" if p.get("treated_as") else "")
+        own = f"measured live on {gpu} in this run" if p.get("live") else f"recorded on {gpu} on {str(p['date'])[:10]}"
+        others = sorted({r["recorded_on"] for r in self.records if r.get("recorded_on")})
+        if others:
+            own += "; rows marked * recorded on " + " and ".join(others)
+        return own
+
+    @property
+    def source(self) -> str:
+        """Where and when these results were recorded, e.g. "NVIDIA H200 on 2026-12-01"."""
+        return f"{self.provenance['gpu']} on {str(self.provenance['date'])[:10]}"
+
+    def filled_from(self, other: "Results") -> "Results":
+        """These results plus, for every (stage, dtype) they lack, the records of ``other``, each
+        marked with ``recorded_on`` (which GPU, which day)."""
+        have = {(r["stage"], r["dtype"]) for r in self.records}
+        extra = tuple(dict(r, recorded_on=other.source) for r in other.records if (r["stage"], r["dtype"]) not in have)
+        return Results(self.path, self.provenance, self.ceilings, self.records + extra)
 
     def select(
         self,
@@ -92,12 +113,14 @@ class Results:
 
 
 def format_table(rows: Iterable[dict[str, Any]]) -> str:
-    """Records as a fixed-width text table (time, TFLOP/s, cuBLAS in the same call, ratio)."""
+    """Records as a fixed-width text table (time, TFLOP/s, cuBLAS in the same call, ratio); a row
+    recorded on another GPU than the rest is marked * and says where."""
     lines = [f"{'stage':<30}{'dtype':<6}{'M':>6}{'N':>6}{'K':>6}{'ms':>10}{'TFLOP/s':>9}{'cuBLAS':>9}{'ratio':>8}"]
     for r in rows:
         lines.append(
             f"{r['stage']:<30}{r['dtype']:<6}{r['M']:>6}{r['N']:>6}{r['K']:>6}{r['ms']:>10.3f}"
             f"{r['tflops']:>9.1f}{r['cublas_tflops']:>9.1f}{100 * r['ratio_to_cublas']:>7.1f}%"
+            + (f" *  recorded on {r['recorded_on']}" if r.get("recorded_on") else "")
         )
     return "\n".join(lines)
 
@@ -157,9 +180,32 @@ def validate(data: Any, path: Path | None = None) -> Results:
     return Results(path, prov, ceilings, tuple(records))
 
 
+def own_recording_path() -> Path | None:
+    """The recording a learner made on this GPU (``results/<gpu>.json``), if there is one."""
+    from course_lib import backend  # noqa: PLC0415 - results files are read without a backend too
+
+    b = backend.get()
+    if not b.is_gpu:
+        return None
+    p = RESULTS_DIR / f"{slug(b.device_name)}.json"
+    return p if p.is_file() else None
+
+
+def course_recording() -> Results:
+    """What the notebooks show: this GPU's own recording, if one was made here, filled in from the
+    reference H200 recording for every stage and dtype it lacks; the H200 recording otherwise."""
+    reference = load(DEFAULT_GPU_FILE)
+    own = own_recording_path()
+    if own is None or own.resolve() == DEFAULT_GPU_FILE.resolve():
+        return load(own) if own else reference
+    return load(own).filled_from(reference)
+
+
 def load(path: str | Path | None = None) -> Results:
-    """Load and validate a results file (default: the recorded H200 results)."""
-    p = Path(path) if path is not None else DEFAULT_GPU_FILE
+    """Load and validate a results file (default: :func:`course_recording`)."""
+    if path is None:
+        return course_recording()
+    p = Path(path)
     if not p.is_file():
         raise _bad(p, "no such file")
     try:

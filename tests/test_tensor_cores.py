@@ -62,7 +62,13 @@ def test_build_plan_reads_the_architecture():
     sources, flags, name = tc.build_plan((8, 6))
     assert [s.name for s in sources] == ["tc1_mma_sync.cu", tc.BINDING]
     assert "-gencode=arch=compute_86,code=sm_86" in flags and not any("90a" in f for f in flags)
-    with pytest.raises(RuntimeError, match="8.0 or newer"):
+    sources, flags, name = tc.build_plan((10, 0))  # Blackwell: no wgmma, stage 1 for sm_100
+    assert [s.name for s in sources] == ["tc1_mma_sync.cu", tc.BINDING] and name.endswith("sm_100")
+    # A GPU treated as an older one (COURSE_ASSUME_CAPABILITY): PTX only, compiled by the driver at load.
+    sources, flags, name = tc.build_plan((8, 0), ptx_only=True)
+    assert [s.name for s in sources] == ["tc1_mma_sync.cu", tc.BINDING]
+    assert "-gencode=arch=compute_80,code=compute_80" in flags and name.endswith("ptx80")
+    with pytest.raises(RuntimeError, match="8.0 and newer"):
         tc.build_plan((7, 5))
     repo = tc.CSRC.parent.parent.resolve()
     assert not tc.extensions_dir().resolve().is_relative_to(repo)  # caches live outside the repository

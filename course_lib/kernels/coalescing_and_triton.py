@@ -633,6 +633,16 @@ FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
     ),
 }
 
+# What runs when no candidate above fits this GPU: every candidate asks for more shared memory than
+# an RTX card or an L4 (99 KB per block) or a T4 (64 KB) has for some dtype, and Triton then refuses
+# to launch (OutOfResources). These need 32 KB or less, whatever the GPU; on the H200 they never run.
+PORTABLE_CONFIGS: dict[str, FastConfig] = {
+    "fp16": FastConfig(128, 128, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
+    "bf16": FastConfig(128, 128, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
+    "tf32": FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
+    "fp32": FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
+}
+
 # The interpreter runs programs one after another; a few programs are enough to exercise the
 # persistent loop (each program then walks several tiles).
 CPU_PERSISTENT_PROGRAMS = 3
@@ -721,14 +731,19 @@ def _launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
 def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | None = None) -> object:
     """C = A @ B with :func:`fast_matmul_kernel` and one given config (no autotuning).
 
-    Without ``config``: the first candidate of :data:`FAST_CONFIGS` for ``dtype``.
+    Without ``config``: the first candidate of :data:`FAST_CONFIGS` for ``dtype``, or, on a GPU
+    whose shared memory it does not fit, :data:`PORTABLE_CONFIGS`.
     """
     stage = "triton_fast"
     ops = prepare(a, b, stage=stage, dtypes=(dtype,))
-    cfg = config or FAST_CONFIGS[dtype][0]
     c = new_output(ops.M, ops.N, TORCH_DTYPES[dtype], ops.a.device)
     _require_32bit_offsets(stage, ops.a, ops.b, c)
-    _launch_fast(ops, dtype, cfg, c)
+    try:
+        _launch_fast(ops, dtype, config or FAST_CONFIGS[dtype][0], c)
+    except triton.runtime.errors.OutOfResources:
+        if config is not None:
+            raise
+        _launch_fast(ops, dtype, PORTABLE_CONFIGS[dtype], c)
     return ops.give_back(c)
 
 
@@ -758,7 +773,7 @@ def _autotuned_config(ops: Operands, dtype: str, c: torch.Tensor) -> FastConfig:
                 continue  # e.g. too much shared memory for this GPU: not a candidate here
             if ms < best_ms:
                 best, best_ms = cfg, ms
-        _TUNED[key] = best
+        _TUNED[key] = best if best_ms < float("inf") else PORTABLE_CONFIGS[dtype]
     return _TUNED[key]
 
 

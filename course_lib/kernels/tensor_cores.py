@@ -37,6 +37,7 @@ import collections
 import concurrent.futures
 import dataclasses
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
@@ -49,8 +50,9 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 
 from course_lib import backend
+from course_lib.features import BF16_TENSOR_CORES, HOPPER_SM90A
 from course_lib.gemm import new_output, prepare
-from course_lib.registry import Stage, register
+from course_lib.registry import NotOnThisGPU, Stage, get_stage, register
 
 CSRC = Path(__file__).resolve().parent.parent / "csrc"
 NOTEBOOK = "05_tensor_cores"
@@ -149,19 +151,26 @@ def _require_gpu(what: str) -> None:
         )
 
 
-def build_plan(capability: tuple[int, int]) -> tuple[list[Path], list[str], str]:
-    """Sources, nvcc flags and extension name for a GPU of compute capability ``capability``."""
+def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[list[Path], list[str], str]:
+    """Sources, nvcc flags and extension name for a GPU the course treats as compute capability
+    ``capability``: on Hopper every stage, for sm_90a; on other GPUs of sm_80 or newer stage 1 only.
+
+    ``ptx_only`` compiles stage 1 to PTX alone, which the driver compiles for the real GPU when the
+    extension loads: how the course runs an older GPU's build on a newer one (COURSE_ASSUME_CAPABILITY).
+    """
     major, minor = capability
-    if major < 8:
-        raise RuntimeError(f"the tensor-core stages need compute capability 8.0 or newer, not {major}.{minor}")
-    if major == 9:  # Hopper: everything, for sm_90a
+    if not BF16_TENSOR_CORES.available(capability):
+        raise RuntimeError(f"the tensor-core stages need {BF16_TENSOR_CORES.name} (compute capability "
+                           f"{BF16_TENSOR_CORES.where}), and this GPU is treated as {major}.{minor}")
+    if HOPPER_SM90A.available(capability) and not ptx_only:
         sources = [CSRC / d.source for d in DESIGNS] + [CSRC / BINDING]
         flags = [SM90A, "-DTC_WITH_SM90A"]
         name = "course_tensor_cores_sm90a"
-    else:  # Ampere, Ada, Blackwell: wgmma does not exist there; stage 1 only
+    else:  # wgmma does not exist here (or is not assumed to): stage 1 only
         sources = [CSRC / DESIGNS[0].source, CSRC / BINDING]
-        flags = [f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}"]
-        name = f"course_tensor_cores_sm{major}{minor}"
+        code = f"compute_{major}{minor}" if ptx_only else f"sm_{major}{minor}"
+        flags = [f"-gencode=arch=compute_{major}{minor},code={code}"]
+        name = f"course_tensor_cores_{code.replace('compute_', 'ptx')}"
     return sources, [f for f in NVCC_FLAGS if f != "-std=c++17"] + flags, name  # torch adds -std
 
 
@@ -173,23 +182,70 @@ def extension(verbose: bool = False):
     return _EXTENSION
 
 
+def toolchain_problems(nvcc: Path | None, ninja: str | None, cxx: str | None) -> list[str]:
+    """What building the extension lacks, each with what to install (empty: nothing)."""
+    out = []
+    if nvcc is None:
+        out.append("nvcc (CUDA's compiler): `make lab GPU=1` installs it from PyPI (cuda-toolkit[nvcc,cccl]"
+                   "==13.0.*, the CUDA of PyPI's torch); or install the CUDA 13.0 toolkit and set CUDA_HOME")
+    if ninja is None:
+        out.append("ninja (runs the compilers in parallel): `make lab GPU=1` installs it, or `pip install ninja`")
+    if cxx is None:
+        out.append("a C++ compiler for the host code: on Debian/Ubuntu `sudo apt install g++`")
+    return out
+
+
+def _cudart_link_dir(cuda_home: Path) -> Path | None:
+    """A folder holding ``libcudart.so`` for the linker, or None if ``cuda_home`` has one already.
+
+    torch's extension builder links with ``-L$CUDA_HOME/lib[64] -lcudart``. PyPI's CUDA runtime
+    ships only the versioned ``libcudart.so.13``, so a link named ``libcudart.so`` is made next to
+    the built extensions (the extension loads the same library torch has already loaded)."""
+    for lib in ("lib64", "lib"):
+        if (cuda_home / lib / "libcudart.so").exists():
+            return None
+    versioned = sorted(cuda_home.glob("lib*/libcudart.so.*"))
+    if not versioned:
+        return None
+    link_dir = extensions_dir() / "cudart_link"
+    link_dir.mkdir(parents=True, exist_ok=True)
+    link = link_dir / "libcudart.so"
+    if not link.exists():
+        link.symlink_to(versioned[0])
+    return link_dir
+
+
 def build_extension(defines: Sequence[str] = (), verbose: bool = False):
     """Build or load the extension with extra ``-D`` ``defines`` (e.g. "TC_TIMELINE", used by
     tools/gpu_tc_timeline.py); each set of defines gets its own module name and cache folder."""
     _require_gpu("the tensor-core extension")
-    from torch.utils.cpp_extension import load
+    import torch.utils.cpp_extension as cpp_extension
 
-    sources, flags, name = build_plan(torch.cuda.get_device_capability())
+    # torch runs ninja by name: the one pip put next to this Python counts too.
+    bin_dir = str(Path(sys.executable).parent)
+    if shutil.which("ninja") is None and shutil.which("ninja", path=bin_dir):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    nvcc = find_nvcc()
+    missing_tools = toolchain_problems(nvcc, shutil.which("ninja"), shutil.which(os.environ.get("CXX", "c++")))
+    if missing_tools:
+        raise RuntimeError("building the tensor-core extension needs:\n- " + "\n- ".join(missing_tools))
+    cuda_home = nvcc.parent.parent
+    cpp_extension.CUDA_HOME = str(cuda_home)  # torch looked for it once, at import, without PyPI's CUDA
+    link_dir = _cudart_link_dir(cuda_home)
+
+    b = backend.get()
+    sources, flags, name = build_plan(b.capability, ptx_only=b.assumed)
     name += "".join(f"_{d.lower()}" for d in defines)
     build_dir = extensions_dir() / name
     build_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))  # ninja compiles the stages in parallel
     t0 = time.time()
-    module = load(
+    module = cpp_extension.load(
         name=name,
         sources=[str(s) for s in sources],
         extra_cuda_cflags=flags + [f"-D{d}" for d in defines],
         extra_include_paths=[str(CSRC)],
+        extra_ldflags=[f"-L{link_dir}"] if link_dir else None,
         build_directory=str(build_dir),
         verbose=verbose,
     )
@@ -202,7 +258,9 @@ def build_extension(defines: Sequence[str] = (), verbose: bool = False):
 def _make_gemm(stage: str, entry: str, **knobs) -> Callable:
     def gemm(a: object, b: object) -> object:
         ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=SHAPE_MULTIPLE)
-        _require_gpu(f"stage {stage!r}")
+        why = get_stage(stage).why_not_here("bf16")
+        if why is not None:
+            raise NotOnThisGPU(why)
         for name, t in (("a", ops.a), ("b", ops.b)):
             if t.data_ptr() % ALIGNMENT_BYTES:
                 raise ValueError(
@@ -210,12 +268,6 @@ def _make_gemm(stage: str, entry: str, **knobs) -> Callable:
                     f"into a larger tensor?); pass {name}.clone()"
                 )
         ext = extension()
-        if not hasattr(ext, entry):
-            major, minor = torch.cuda.get_device_capability()
-            raise RuntimeError(
-                f"stage {stage!r} uses Hopper's wgmma (sm_90a) and this GPU is sm_{major}{minor}; "
-                "only tc_1_mma_sync runs here"
-            )
         c = new_output(ops.M, ops.N, torch.bfloat16, ops.a.device)
         resolved = {k: (v() if callable(v) else v) for k, v in knobs.items()}
         getattr(ext, entry)(ops.a, ops.b, c, **resolved)  # launches on torch.cuda.current_stream()
@@ -287,6 +339,7 @@ STAGES = tuple(
             title=d.title,
             gemms={"bf16": GEMMS[d.stage]},
             gpu_only=True,
+            needs=(HOPPER_SM90A,) if d.hopper else (BF16_TENSOR_CORES,),
             shape_multiple=SHAPE_MULTIPLE,
             sweep=(i == len(DESIGNS) - 1),
             order=50 + i + 1,
@@ -298,21 +351,20 @@ STAGES = tuple(
 
 # ---- compiling without a GPU: nvcc, ptxas's report, the SASS --------------------------------
 def find_nvcc() -> Path | None:
-    """nvcc on PATH, under $CUDA_HOME, or from the ``nvidia-cuda-nvcc`` pip package."""
-    candidates = [shutil.which("nvcc")]
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            candidates.append(str(Path(os.environ[var]) / "bin" / "nvcc"))
-    try:
-        import nvidia.cuda_nvcc  # type: ignore[import-not-found]  # pip install nvidia-cuda-nvcc
-
-        for root in getattr(nvidia.cuda_nvcc, "__path__", []):
-            candidates.append(str(Path(root) / "bin" / "nvcc"))
-    except ImportError:
-        pass
+    """nvcc: under $CUDA_HOME (or $CUDA_PATH) if set, else from PyPI's CUDA packages (``make lab
+    GPU=1`` installs cuda-toolkit[nvcc,cccl]: the CUDA 13.0 of PyPI's torch), else on PATH, else in
+    /usr/local/cuda."""
+    candidates = [Path(os.environ[var]) / "bin" / "nvcc" for var in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(var)]
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        # CUDA 13's wheels share one prefix (nvidia/cu13/{bin,include,lib}); CUDA 12's had one per part.
+        candidates += [Path(root) / "cu13" / "bin" / "nvcc", Path(root) / "cuda_nvcc" / "bin" / "nvcc"]
+    on_path = shutil.which("nvcc")
+    candidates += [Path(on_path)] if on_path else []
+    candidates.append(Path("/usr/local/cuda/bin/nvcc"))
     for c in candidates:
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
-            return Path(c)
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
     return None
 
 

@@ -1,0 +1,75 @@
+"""What each stage needs from the GPU, and whether this GPU has it.
+
+Every stage of the course declares the hardware features its kernels use (``Stage.needs``); each
+course dtype adds its own (bf16 and TF32 need the tensor cores that came with Ampere). On a GPU that
+lacks one, the course does not call the stage: ``check`` says it was not run and why, ``bench`` and
+``compare`` show the recorded results instead, labelled as recorded.
+
+Compute capability is NVIDIA's version number of a GPU's feature set: 7.5 Turing (T4, RTX 20xx),
+8.0 Ampere (A100), 8.6 (RTX 30xx, A10), 8.9 Ada (L4, RTX 40xx), 9.0 Hopper (H100, H200),
+10.0 Blackwell (B200), 12.0 (RTX 50xx). Sources: CUDA C++ Programming Guide, "Compute
+Capabilities"; PTX ISA 9.x, the target notes of ``mma``/``wgmma``/``cp.async.bulk.tensor``/``setmaxnreg``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from course_lib.backend import Capability
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A hardware feature: the first compute capability that has it, and the first that no longer
+    has it (``until``), for the architecture-specific "a" instructions of one generation."""
+
+    name: str  # in words, for the line that says what a GPU lacks
+    since: Capability
+    until: Capability | None = None
+
+    def available(self, capability: Capability) -> bool:
+        return self.since <= capability and (self.until is None or capability < self.until)
+
+    @property
+    def where(self) -> str:
+        """The compute capabilities that have it, e.g. "7.5 and newer" or "9.0 up to 10.0"."""
+        since = "{}.{}".format(*self.since)
+        return f"{since} and newer" if self.until is None else f"{since} up to {self.until[0]}.{self.until[1]}"
+
+
+# The course's CUDA 13 stack (numba-cuda[cu13], PyPI's torch 2.13) builds for nothing older, and
+# Triton 3.7 and numba-cuda 0.30 compile every stage that needs nothing else for it. (On sm_75 Triton
+# 3.7 has no tensor-core path: its fp16 tl.dot compiles to FMA instructions, no mma - compiled for
+# sm_75 without a GPU in tests/test_capability.py.)
+CUDA13 = Feature("CUDA 13 (Turing or newer)", (7, 5))
+# mma.sync with bf16 operands (m16n8k16) and the TF32 tensor-core path first exist on sm_80
+# (PTX ISA, "Warp-level matrix multiply-accumulate instructions": .bf16 and .tf32 require sm_80).
+BF16_TENSOR_CORES = Feature("bf16 tensor cores", (8, 0))
+TF32_TENSOR_CORES = Feature("TF32 tensor cores", (8, 0))
+# wgmma, setmaxnreg and the TMA tensor copies the course's kernels use are compiled for sm_90a, the
+# architecture-specific target that runs on compute capability 9.0 only: Blackwell (sm_100) has
+# tcgen05 instead of wgmma (PTX ISA: "wgmma.mma_async ... requires sm_90a").
+HOPPER_SM90A = Feature("Hopper's wgmma, TMA and setmaxnreg (code for sm_90a)", (9, 0), until=(10, 0))
+
+DTYPE_NEEDS: dict[str, tuple[Feature, ...]] = {
+    "fp32": (),
+    "fp16": (),
+    "tf32": (TF32_TENSOR_CORES,),
+    "bf16": (BF16_TENSOR_CORES,),
+}
+
+
+def missing(needs: tuple[Feature, ...], dtype: str, capability: Capability,
+            device: Capability | None = None) -> Feature | None:
+    """The first of ``needs`` (or of what ``dtype`` needs) that a GPU of ``capability`` lacks.
+
+    ``device``: the GPU's real capability when the course treats it as an older one. Code for an
+    architecture-specific target (a feature with ``until``) runs only on that architecture, so such
+    a feature must exist on the real GPU too: sm_90a code cannot run on a Blackwell GPU treated as 9.0.
+    """
+    for feature in (CUDA13, *needs, *DTYPE_NEEDS[dtype]):
+        if not feature.available(capability):
+            return feature
+        if feature.until is not None and device is not None and not feature.available(device):
+            return feature
+    return None
