@@ -8,6 +8,9 @@
 #   record     python -m course_lib.bench --record -> $OUT/nvidia_h200.json (+ log)
 #   notebooks  every notebook (or those named in $NOTEBOOKS, e.g. "01 02") executed top to bottom on
 #              the GPU backend -> $OUT/notebooks_gpu.tgz
+#   assume     notebooks 05 and 06 executed live as GPUs of compute capability 7.5 and 8.0 would run
+#              them (COURSE_ASSUME_CAPABILITY; $CAPABILITIES overrides, "native" = this GPU as it is)
+#              and as this GPU -> $OUT/assume.log, $OUT/notebooks_assume.tgz
 #   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
 #              memcheck/racecheck/synccheck over every tensor-core stage -> $OUT/sanitize.log
 #   triton     tools/gpu_triton.py (config sweep, seed experiment, compiler evidence) -> $OUT/triton/
@@ -44,6 +47,20 @@ for section in "$@"; do
         timeout 540 python3 -m course_lib.notebooks ${NOTEBOOKS:-} --backend gpu --out "$OUT/notebooks_gpu" >"$OUT/notebooks.log" 2>&1 || status=1
         cat "$OUT/notebooks.log" | grep -v WARNING
         tar czf "$OUT/notebooks_gpu.tgz" -C "$OUT" notebooks_gpu && rm -rf "$OUT/notebooks_gpu"
+        ;;
+    assume)
+        log="$OUT/assume.log"
+        : >"$log"
+        mkdir -p "$OUT/notebooks_assume"
+        for cap in ${CAPABILITIES:-7.5 8.0 native}; do
+            value=$([ "$cap" = native ] || echo "$cap")
+            echo "=== COURSE_ASSUME_CAPABILITY=${value:-(unset)}" | tee -a "$log"
+            COURSE_ASSUME_CAPABILITY=$value python3 -c "import course_lib; course_lib.describe()" 2>&1 | tee -a "$log"
+            COURSE_ASSUME_CAPABILITY=$value timeout 400 python3 -m course_lib.notebooks 05 06 --backend gpu \
+                --out "$OUT/notebooks_assume/$cap" >>"$log" 2>&1 || status=1
+            grep -E "executed|FAILED" "$log" | tail -n 2
+        done
+        tar czf "$OUT/notebooks_assume.tgz" -C "$OUT" notebooks_assume && rm -rf "$OUT/notebooks_assume"
         ;;
     sanitize)
         log="$OUT/sanitize.log"
@@ -92,7 +109,7 @@ for section in "$@"; do
         done
         ;;
     *)
-        echo "unknown section $section (record, notebooks, sanitize, triton, tc, timeline, ncu)"
+        echo "unknown section $section (record, notebooks, assume, sanitize, triton, tc, timeline, ncu)"
         exit 2
         ;;
     esac

@@ -1,7 +1,7 @@
 """Stage 04 — coalescing, bank conflicts, and the tiled GEMM written in Triton.
 
 Notebook: ``notebooks/04_coalescing_and_triton.ipynb``. Every kernel here runs on an NVIDIA GPU
-(written for Triton 3.6 on the H200 and Triton 3.9 on learners' machines) and, on the CPU backend,
+(written for Triton 3.6 on the H200 and Triton 3.7 on learners' machines) and, on the CPU backend,
 in Triton's interpreter (``TRITON_INTERPRET=1``, set by :mod:`course_lib.backend`).
 
 Stages registered here (backend ``"triton"``; dtypes fp32 = exact IEEE fp32, tf32, fp16, bf16):
