@@ -215,6 +215,28 @@ def get() -> Backend:
     return select()
 
 
+class NoGPUError(RuntimeError):
+    """Raised when something that needs the GPU backend is asked for on the CPU backend."""
+
+
+def require_gpu(what: str, does: str = "runs only on an NVIDIA GPU") -> None:
+    """Raise :class:`NoGPUError` unless this process runs on the GPU backend."""
+    if not get().is_gpu:
+        raise NoGPUError(
+            f"{what} {does} and needs the GPU backend; this is the {get().name} backend, where the "
+            "simulator and the interpreter say nothing about GPU speed. course_lib.bench.bench(...) "
+            "returns the recorded results."
+        )
+
+
+def sm_count() -> int:
+    """Streaming multiprocessors of the current CUDA device (GPU backend only)."""
+    require_gpu("sm_count")
+    import torch
+
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
 def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)

@@ -33,8 +33,10 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 
 from course_lib import backend
+from course_lib.backend import NoGPUError
 from course_lib.gemm import flops, random_inputs
 from course_lib.registry import Stage, get_stage, stage_or_callable, stages
+from course_lib.timing import Timing, time_fn
 from course_lib.results import RESULTS_DIR, Results, course_recording, format_table, load, save, slug, validate
 
 Shape = tuple[int, int, int]
@@ -57,76 +59,8 @@ SWEEP_SHAPES: tuple[Shape, ...] = (
 
 VARIANT_SIZE = 4096  # parameter variants of a stage are recorded at this size only
 
-_FLUSH_BYTES = 256 * 2**20  # larger than the H200's 60 MB L2, as triton.testing.do_bench does
-# Short runs are queued behind extra L2 flushes (each a 256 MB memset, about 0.085 ms on the H200),
-# one per run up to this many, so the CPU is well ahead of the GPU before the first timed run.
-# Without them a Python wrapper whose launch takes longer than one flush leaves the GPU idle inside
-# the timed interval: a recording of 2026-11-30 22:52 UTC has triton_fast fp16/bf16 at 1024-2048
-# with p20 ~0.014 ms but medians of 0.04-0.06 ms. (A GPU spin, torch.cuda._sleep, did the job in a
-# recording at 23:00 UTC but left the GPU nearly idle for up to 60 ms before each set of runs, and
-# cuBLAS timed against itself then spread over 93-109 % at 256-1536, against 97-101 % before. Both
-# are summarised under "timing_method_2026_11_30" in results/nvidia_h200_triton_experiments.json.)
-_LEAD_FLUSHES = 256
-_LEAD_BELOW_MS = 1.0  # a run this long already gives the CPU time to enqueue the next one
-
-
-class NoGPUError(RuntimeError):
-    """Raised when something would time kernels on a machine without a GPU."""
-
-
 def _require_gpu(what: str) -> None:
-    if not backend.get().is_gpu:
-        raise NoGPUError(
-            f"{what} times kernels and needs the GPU backend; this is the "
-            f"{backend.get().name} backend, where the simulator and the interpreter say nothing "
-            "about GPU speed. Use course_lib.bench.bench(...), which returns the recorded results."
-        )
-
-
-@dataclass(frozen=True)
-class Timing:
-    median_ms: float
-    p20_ms: float
-    p80_ms: float
-    runs: int
-
-
-def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    i = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
-    return sorted_values[i]
-
-
-def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int = 3, max_runs: int = 300) -> Timing:
-    """Time ``fn`` on the GPU with CUDA events: one warm-up, then as many runs as fit the budget.
-
-    Before each run the L2 cache is flushed (a 256 MB memset). Runs shorter than a millisecond are
-    queued behind as many extra flushes as there are runs (up to 256: about 20 ms of GPU work), so the
-    CPU is far ahead when the first timed run starts and Python's launch time stays out of the timed
-    intervals.
-    """
-    _require_gpu("time_fn")
-    fn()
-    torch.cuda.synchronize()
-    flush = torch.empty(_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    estimate = max(start.elapsed_time(end), 1e-3)
-    runs = int(min(max_runs, max(min_runs, budget_ms // estimate)))
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-    if estimate < _LEAD_BELOW_MS:
-        for _ in range(min(runs, _LEAD_FLUSHES)):
-            flush.zero_()
-    for s, e in events:
-        flush.zero_()
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    times = sorted(s.elapsed_time(e) for s, e in events)
-    return Timing(statistics.median(times), _quantile(times, 0.2), _quantile(times, 0.8), runs)
+    backend.require_gpu(what, "times kernels")
 
 
 def _rel_error(c: torch.Tensor, ref: torch.Tensor) -> float:

@@ -42,7 +42,7 @@ def _first_fast(dtype: str):
 PROBES = {
     "tc6": ("bf16", lambda: tc.tc_6_tma_store),
     "tc6_sk": ("bf16", lambda: tc.persistent_variant("tc_6_tma_store", cluster=2, group_m=8,
-                                                     max_ctas=tc._sm_count(), stream_k=True)),
+                                                     max_ctas=course_lib.backend.sm_count(), stream_k=True)),
     "cublas16": ("bf16", lambda: torch.matmul),
     "cublas16h": ("fp16", lambda: torch.matmul),
     "triton16": ("bf16", lambda: _first_fast("bf16")),

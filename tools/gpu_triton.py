@@ -19,7 +19,7 @@ runs out of time says what it skipped). In order:
    (wgmma) vs FMA instructions, cp.async widths, shared loads/stores by width, layout conversions,
    registers, spills, shared memory;
 4. the sweep: every candidate of ``SWEEP`` per dtype at 4096^3 and 8192^3, each timed in
-   alternating rounds with cuBLAS on the same inputs (``course_lib.bench.time_fn``: CUDA events,
+   alternating rounds with cuBLAS on the same inputs (``course_lib.timing.time_fn``: CUDA events,
    L2 flushed, median), plus for TF32 the kernel alone when B^T is already stored;
 5. the top candidates per dtype re-measured with ``course_lib.bench.measure`` (fresh inputs, the
    recording method) at 4096/8192 and at three non-square shapes of the course's size sweep;
@@ -81,7 +81,7 @@ from typing import Any, Callable
 import torch
 
 import course_lib
-from course_lib import backend, bench
+from course_lib import backend, bench, timing
 from course_lib.gemm import TORCH_DTYPES, flops, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.kernels.coalescing_and_triton import FastConfig as F
@@ -269,8 +269,8 @@ def side_by_side(fn: Callable[[], Any], ref: Callable[[], Any], label: str, dtyp
     del c, r
     mine, theirs = [], []
     for _ in range(rounds):
-        mine.append(bench.time_fn(fn, budget_ms=budget_ms))
-        theirs.append(bench.time_fn(ref, budget_ms=budget_ms))
+        mine.append(timing.time_fn(fn, budget_ms=budget_ms))
+        theirs.append(timing.time_fn(ref, budget_ms=budget_ms))
     ms = statistics.median(t.median_ms for t in mine)
     cms = statistics.median(t.median_ms for t in theirs)
     M, N, K = shape
@@ -399,7 +399,7 @@ def phase_sweep(clock: Clock, budget: float, warm: list[dict] | None = None) -> 
                          lambda block=block, warps=warps: c04.transpose(b, block, warps)))
         assert torch.equal(c04.transpose(b), b.T), "transpose kernel is wrong"
         for what, fn in ways:
-            t = bench.time_fn(fn, budget_ms=40)
+            t = timing.time_fn(fn, budget_ms=40)
             extra.append({"what": f"{what} fp32 {n}x{n}", "ms": t.median_ms,
                           "GB/s (read+write)": 2 * b.numel() * 4 / (t.median_ms * 1e-3) / 1e9})
             log(f"    {extra[-1]['what']:<50}{t.median_ms:8.3f} ms {extra[-1]['GB/s (read+write)']:8.0f} GB/s")

@@ -46,7 +46,8 @@ import torch
 import triton
 import triton.language as tl
 
-from course_lib import backend, bench
+from course_lib import backend
+from course_lib.timing import time_fn
 from course_lib.gemm import TORCH_DTYPES, Operands, new_output, prepare
 from course_lib.registry import Stage, register
 
@@ -648,10 +649,6 @@ PORTABLE_CONFIGS: dict[str, FastConfig] = {
 CPU_PERSISTENT_PROGRAMS = 3
 
 
-def _sm_count() -> int:
-    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-
-
 # ---- B^T for TF32: a transpose at memory speed ----------------------------------------------------
 # Hopper's TF32 tensor-core instruction reads both operands K-major, so "nk" configs copy B^T first.
 # torch's b.T.contiguous() did that at 1.0-1.1 TB/s on the H200 (tools/gpu_triton.py, 0.129 ms for
@@ -713,7 +710,7 @@ def _launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
         _ensure_allocator()
     tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
     if cfg.persistent:
-        programs = _sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
+        programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
         grid = (min(tiles, programs),)
     else:
         grid = (tiles,)
@@ -768,7 +765,7 @@ def _autotuned_config(ops: Operands, dtype: str, c: torch.Tensor) -> FastConfig:
                 # triton.testing.do_bench let the host's launch time into small shapes' timings, so
                 # the choice at 1024^3 was noise (bf16 then recorded 48.6 % of cuBLAS, fp16 66.4 %,
                 # with the same candidates; recording of 2026-11-30 23:06 UTC).
-                ms = bench.time_fn(lambda: _launch_fast(ops, dtype, cfg, c), budget_ms=40).median_ms
+                ms = time_fn(lambda: _launch_fast(ops, dtype, cfg, c), budget_ms=40).median_ms
             except triton.runtime.errors.OutOfResources:
                 continue  # e.g. too much shared memory for this GPU: not a candidate here
             if ms < best_ms:

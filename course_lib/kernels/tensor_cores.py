@@ -143,14 +143,6 @@ def extensions_dir() -> Path:
     return Path.home() / ".cache" / "course_lib" / "extensions"
 
 
-def _require_gpu(what: str) -> None:
-    if not backend.get().is_gpu:
-        raise RuntimeError(
-            f"{what} runs only on an NVIDIA GPU and this is the {backend.get().name} backend; "
-            "on the CPU, compile_stage() shows what the compiler makes of it"
-        )
-
-
 def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[list[Path], list[str], str]:
     """Sources, nvcc flags and extension name for a GPU the course treats as compute capability
     ``capability``: on Hopper every stage, for sm_90a; on other GPUs of sm_80 or newer stage 1 only.
@@ -218,7 +210,7 @@ def _cudart_link_dir(cuda_home: Path) -> Path | None:
 def build_extension(defines: Sequence[str] = (), verbose: bool = False):
     """Build or load the extension with extra ``-D`` ``defines`` (e.g. "TC_TIMELINE", used by
     tools/gpu_tc_timeline.py); each set of defines gets its own module name and cache folder."""
-    _require_gpu("the tensor-core extension")
+    backend.require_gpu("the tensor-core extension", "runs only on an NVIDIA GPU (on the CPU, compile_stage() shows what the compiler makes of it)")
     import torch.utils.cpp_extension as cpp_extension
 
     # torch runs ninja by name: the one pip put next to this Python counts too.
@@ -293,17 +285,13 @@ tc_2_wgmma_tma = _make_gemm("tc_2_wgmma_tma", _ENTRIES["tc_2_wgmma_tma"])
 tc_3_pipeline = _make_gemm("tc_3_pipeline", _ENTRIES["tc_3_pipeline"])
 tc_4_warp_spec = _make_gemm("tc_4_warp_spec", _ENTRIES["tc_4_warp_spec"])
 tc_5_persistent = _make_gemm("tc_5_persistent", _ENTRIES["tc_5_persistent"])
-def _sm_count() -> int:
-    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-
-
 # One CTA per SM at most (the textbook persistent grid): in the scheduling experiments on the H200
 # (2026-11-29, tools/gpu_tensor_cores.py) this was the best setting at both 4096 (100.4 % of cuBLAS
 # against 99.7 % with the occupancy-derived grid) and 8192 (105.2 % against 102.2 %).
 # Stream-K (stream_k=True) stays off: on the H200 (2026-11-29, "stream_k_round" in
 # nvidia_h200_tensor_core_experiments.json) it measured 94.4 / 95.2 % of cuBLAS at 4096^3 against
 # 102.0 / 97.6 % without it, and changed 6144^3 and 8192^3 by no more than the noise.
-tc_6_tma_store = _make_gemm("tc_6_tma_store", _ENTRIES["tc_6_tma_store"], cluster=2, group_m=8, max_ctas=_sm_count)
+tc_6_tma_store = _make_gemm("tc_6_tma_store", _ENTRIES["tc_6_tma_store"], cluster=2, group_m=8, max_ctas=backend.sm_count)
 GEMMS = {
     "tc_1_mma_sync": tc_1_mma_sync,
     "tc_2_wgmma_tma": tc_2_wgmma_tma,

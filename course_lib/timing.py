@@ -1,0 +1,67 @@
+"""Timing on the GPU with CUDA events: the one timer of the course.
+
+It lives below the kernels (which use it to autotune) and below :mod:`course_lib.bench` (which times
+every stage against cuBLAS with it). Two habits make short kernels time honestly:
+
+* the L2 cache is flushed before every run (a 256 MB memset, larger than the H200's 60 MB L2, as
+  ``triton.testing.do_bench`` does), so no run finds its inputs already in L2;
+* runs shorter than a millisecond are queued behind as many extra flushes as there are runs (up to
+  256, about 20 ms of GPU work), so the CPU is far ahead of the GPU when the first timed run starts.
+  Otherwise a Python wrapper that takes longer to launch than one flush leaves the GPU idle inside
+  the timed interval, and that idle time is counted as the kernel's.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from course_lib import backend
+
+_FLUSH_BYTES = 256 * 2**20
+_LEAD_FLUSHES = 256
+_LEAD_BELOW_MS = 1.0  # a run this long already gives the CPU time to enqueue the next one
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+    runs: int
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    i = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[i]
+
+
+def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int = 3, max_runs: int = 300) -> Timing:
+    """Time ``fn`` on the GPU with CUDA events: one warm-up, then as many runs as fit the budget,
+    each after an L2 flush; the median and the 20th/80th percentiles of the runs."""
+    backend.require_gpu("time_fn", "times kernels")
+    fn()
+    torch.cuda.synchronize()
+    flush = torch.empty(_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    estimate = max(start.elapsed_time(end), 1e-3)
+    runs = int(min(max_runs, max(min_runs, budget_ms // estimate)))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
+    if estimate < _LEAD_BELOW_MS:
+        for _ in range(min(runs, _LEAD_FLUSHES)):
+            flush.zero_()
+    for s, e in events:
+        flush.zero_()
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in events)
+    return Timing(statistics.median(times), _quantile(times, 0.2), _quantile(times, 0.8), runs)
