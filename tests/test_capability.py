@@ -225,12 +225,12 @@ from course_lib.kernels import coalescing_and_triton as c04
 
 out = []
 for arch, dtype in json.loads(sys.argv[1]):
-    cfg, fn = c04.PORTABLE_CONFIGS[dtype], c04.fast_matmul_kernel
+    cfg, fn = c04.PORTABLE_CONFIGS[dtype], c04.grouped_matmul_kernel  # portable configs use pointers
+    assert cfg.loads == "pointers" and not cfg.persistent
     ptr = {"fp32": "*fp32", "tf32": "*fp32", "fp16": "*fp16", "bf16": "*bf16"}[dtype]
     signature = {n: ptr for n in fn.arg_names[:3]} | {n: "i32" for n in fn.arg_names[3:12]}
     constexprs = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                      USE_DESCRIPTORS=False, B_IS_TRANSPOSED=False, PERSISTENT=cfg.persistent,
-                      EPILOGUE_SPLIT=cfg.epilogue_split, INPUT_PRECISION=c04.INPUT_PRECISION[dtype])
+                      INPUT_PRECISION=c04.INPUT_PRECISION[dtype])
     signature |= {n: "constexpr" for n in constexprs}
     src = ASTSource(fn, signature, constexprs=constexprs)
     ck = triton.compile(src, target=GPUTarget("cuda", arch, 32),

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from course_lib import backend, check, get_stage
-from course_lib.gemm import random_inputs
+from course_lib.gemm import prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
 
 STAGES = ["triton_tiled", "triton_tiled_descriptors", "triton_tiled_transposed_b", "triton_fast"]
@@ -76,9 +76,9 @@ def test_fast_uses_descriptors_only_when_aligned():
     cfg = c04.FastConfig(64, 64, 32)
     for (M, N, K), want in (((64, 64, 64), True), ((64, 64, 7), False), ((64, 7, 64), False), ((3, 64, 64), True)):
         a, b = random_inputs(M, N, K, "fp32", seed=0)
-        ops = c04.prepare(a, b, stage="t", dtypes=("fp32",))
+        ops = prepare(a, b, stage="t", dtypes=("fp32",))
         c = torch.empty(M, N)
-        _, used = c04._launch_fast(ops, "fp32", cfg, c)
+        _, used = c04.launch_fast(ops, "fp32", cfg, c)
         assert used is want, (M, N, K)
         torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
 
@@ -175,7 +175,7 @@ def test_b_stored_transposed_is_not_copied(monkeypatch):
     want = a.double() @ b.double()
     copies = []
     real = c04.transpose
-    monkeypatch.setattr(c04, "transpose", lambda x, *args: copies.append(x.shape) or real(x, *args))
+    monkeypatch.setattr(c04.fast, "transpose", lambda x, *args: copies.append(x.shape) or real(x, *args))
     small = c04.FastConfig(32, 32, 16, b_layout="nk", persistent=True)
     torch.testing.assert_close(c04.fast_matmul(a, b, "tf32", small).double(), want, rtol=1e-4, atol=1e-4)
     assert copies == [(32, 24)]  # B as given (K x N, row-major): one transpose
@@ -212,8 +212,8 @@ def test_numpy_in_numpy_out():
 def test_32_bit_offsets_are_guarded():
     huge = torch.empty((2**16, 2**16), device="meta")
     with pytest.raises(ValueError, match="beyond 2\\*\\*31 - 1"):
-        c04._require_32bit_offsets("triton_tiled", huge)
-    c04._require_32bit_offsets("triton_tiled", torch.empty((2**15, 2**15), device="meta"))
+        c04.require_32bit_offsets("triton_tiled", huge)
+    c04.require_32bit_offsets("triton_tiled", torch.empty((2**15, 2**15), device="meta"))
 
 
 def test_bf16_is_computed_from_bf16_values():
@@ -230,9 +230,9 @@ def test_bf16_is_computed_from_bf16_values():
 # ---- the seed experiment's runner ----------------------------------------------------------------
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("precision", ["ieee", "tf32"])
-def test_seed_experiment_gemm(precision, transposed):
+def test_article_experiment_gemm(precision, transposed):
     def fn(x, y):
-        return c04.seed_experiment_gemm(x, y, block_size=32, input_precision=precision, transposed_y=transposed)
+        return c04.article_experiment_gemm(x, y, block_size=32, input_precision=precision, transposed_y=transposed)
 
     check(fn, "fp32" if precision == "ieee" else "tf32", shapes=[(70, 45, 33), (1, 1, 1)], seed=9)
 
@@ -243,9 +243,9 @@ def test_seed_experiment_is_recorded_for_every_variant():
     from course_lib.results import RESULTS_DIR
 
     rows = json.loads((RESULTS_DIR / "nvidia_h200_triton_experiments.json").read_text())["seed_experiment"]
-    assert {(r["M"], r["N"], r["K"]) for r in rows} == {c04.SEED_SHAPE}
+    assert {(r["M"], r["N"], r["K"]) for r in rows} == {c04.ARTICLE_SHAPE}
     variants = {(r["stage"], r["dtype"]) for r in rows}
-    for bs in c04.SEED_BLOCK_SIZES:
+    for bs in c04.ARTICLE_BLOCK_SIZES:
         for kind in ("plain", "transposed", "transposed+copy"):
             for dtype in ("fp32", "tf32"):
                 assert (f"seed:{kind}:BLOCK_SIZE={bs}", dtype) in variants
@@ -256,17 +256,17 @@ def test_seed_b_tile_model():
     from course_lib.viz.banks import bank_access
 
     for block in (32, 64):
-        plain = bank_access(*c04.seed_b_tile_addresses("plain", pitch=block))
-        transposed = bank_access(*c04.seed_b_tile_addresses("transposed", pitch=block))
+        plain = bank_access(*c04.article_b_tile_addresses("plain", pitch=block))
+        transposed = bank_access(*c04.article_b_tile_addresses("transposed", pitch=block))
         # 16 distinct 16-byte loads = 256 bytes: two passes at best; the transposed tile puts all
         # 16 columns' words in the same 4 banks.
         assert plain.wavefronts == 2 and transposed.wavefronts == 16
-    addrs, width = c04.seed_b_tile_addresses("transposed", 64, k=4, j=1)
+    addrs, width = c04.article_b_tile_addresses("transposed", 64, k=4, j=1)
     assert width == 16 and addrs[0] == (1 * 64 + 4) * 4 and addrs[16] == addrs[0]
     # Exercise 3's answer: one padding word per stored row spreads the columns over the banks.
-    assert bank_access(*c04.seed_b_tile_addresses("transposed", pitch=65)).wavefronts == 2
+    assert bank_access(*c04.article_b_tile_addresses("transposed", pitch=65)).wavefronts == 2
     with pytest.raises(ValueError, match="variant"):
-        c04.seed_b_tile_addresses("column")
+        c04.article_b_tile_addresses("column")
 
 
 def test_print_table(capsys):
@@ -375,8 +375,8 @@ def test_stage_passes_check_on_gpu_shapes(name, dtype):
 @pytest.mark.gpu
 def test_fast_uses_descriptors_on_the_gpu_when_aligned():
     a, b = random_inputs(512, 512, 512, "fp16", seed=0)
-    ops = c04.prepare(a, b, stage="t", dtypes=("fp16",))
+    ops = prepare(a, b, stage="t", dtypes=("fp16",))
     c = torch.empty(512, 512, dtype=torch.float16, device="cuda")
-    _, used = c04._launch_fast(ops, "fp16", c04.FAST_CONFIGS["fp16"][0], c)
+    _, used = c04.launch_fast(ops, "fp16", c04.FAST_CONFIGS["fp16"][0], c)
     assert used
     torch.testing.assert_close(c, a @ b, rtol=2e-2, atol=2e-2)

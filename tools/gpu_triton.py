@@ -82,7 +82,7 @@ import torch
 
 import course_lib
 from course_lib import backend, bench, timing
-from course_lib.gemm import TORCH_DTYPES, flops, random_inputs
+from course_lib.gemm import TORCH_DTYPES, flops, prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.kernels.coalescing_and_triton import FastConfig as F
 
@@ -175,9 +175,9 @@ def _job_warm_fast(dtype: str, cfg_dict: dict[str, Any]) -> dict[str, Any]:
     cfg = F(**cfg_dict)
     try:
         a, b = random_inputs(256, 256, 256, dtype, seed=0)
-        ops = c04.prepare(a, b, stage="triton_fast", dtypes=(dtype,))
+        ops = prepare(a, b, stage="triton_fast", dtypes=(dtype,))
         c = torch.full((256, 256), float("nan"), dtype=a.dtype, device=a.device)  # poisoned first
-        ck, _ = c04._launch_fast(ops, dtype, cfg, c)
+        ck, _ = c04.launch_fast(ops, dtype, cfg, c)
         if cfg.b_layout == "nk":  # the kernel-only form (B^T given) has the same strides: cached too
             c04.fast_matmul(a, b.T.contiguous().T, dtype, cfg)
         err = float(torch.linalg.norm(c.double() - (a.double() @ b.double())) / torch.linalg.norm(a.double() @ b.double()))
@@ -193,7 +193,7 @@ def _job_warm_seed(precision: str, block: int, variant: str) -> dict[str, Any]:
         x = torch.randn(256, 192, device="cuda")
         y = torch.randn(192, 128, device="cuda")
         yy = y.T.contiguous().T if variant == "transposed" else y
-        c04.seed_experiment_gemm(x, yy, block_size=block, input_precision=precision, transposed_y=variant == "transposed")
+        c04.article_experiment_gemm(x, yy, block_size=block, input_precision=precision, transposed_y=variant == "transposed")
         return {"seed": [precision, block, variant], "ok": True}
     except Exception as e:  # noqa: BLE001
         return {"seed": [precision, block, variant], "ok": False, "error": f"{type(e).__name__}: {e}"[:2000]}
@@ -327,7 +327,7 @@ def evidence(compiled: Any) -> dict[str, Any]:
 
 
 def phase_seed(clock: Clock, budget: float, files: dict[str, list[str]]) -> tuple[list, list]:
-    M, N, K = c04.SEED_SHAPE
+    M, N, K = c04.ARTICLE_SHAPE
     g = torch.Generator(device="cuda").manual_seed(6144)
     x = torch.randn(M, K, device="cuda", generator=g)
     y = torch.randn(K, N, device="cuda", generator=g)
@@ -344,7 +344,7 @@ def phase_seed(clock: Clock, budget: float, files: dict[str, list[str]]) -> tupl
                 records.append({"stage": label, "dtype": dtype, "skipped": "time budget"})
                 continue
             try:
-                fn = lambda yy=yy, tr=tr: c04.seed_experiment_gemm(x, yy, block_size=bs, input_precision=precision, transposed_y=tr)  # noqa: E731
+                fn = lambda yy=yy, tr=tr: c04.article_experiment_gemm(x, yy, block_size=bs, input_precision=precision, transposed_y=tr)  # noqa: E731
                 r = side_by_side(fn, _cublas(dtype, x, y), label, dtype, (M, N, K))
                 records.append(r)
                 log(f"    {label:<38}{dtype:<5}{r['tflops']:8.1f} TF  ({100 * r['ratio_to_cublas']:5.1f}% of cuBLAS {r['cublas_tflops']:.1f})")
@@ -354,11 +354,11 @@ def phase_seed(clock: Clock, budget: float, files: dict[str, list[str]]) -> tupl
         # evidence: launch the kernel once more directly to get Triton's compiled object
         try:
             cfg = c04.TileConfig(bs, bs, bs)
-            ops = c04.prepare(x, y if variant == "plain" else yt.T, stage="seed", dtypes=(dtype,))
+            ops = prepare(x, y if variant == "plain" else yt.T, stage="seed", dtypes=(dtype,))
             if variant == "plain":
-                _, ck = c04._launch_tiled(ops, dtype, cfg, "seed")
+                _, ck = c04.launch_tiled(ops, dtype, cfg, "seed")
             else:
-                _, ck = c04._launch_transposed_b(ops, yt, dtype, cfg, "seed")
+                _, ck = c04.launch_transposed_b(ops, yt, dtype, cfg, "seed")
             e = {"precision": precision, "block_size": bs, "variant": variant, **evidence(ck)}
             evid.append(e)
             files["seed_ttgir.txt"].append(f"// ===== seed {variant} BLOCK_SIZE={bs} input_precision={precision} =====\n{ck.asm['ttgir']}")
@@ -491,9 +491,9 @@ def phase_confirm(clock: Clock, budget: float, ranked: dict[str, list], files: d
         # evidence for the winner: 512^3 has the JIT specialisation of 4096^3 (all divisible by 16)
         try:
             a, b = random_inputs(512, 512, 512, dtype, seed=0)
-            ops = c04.prepare(a, b, stage="t", dtypes=(dtype,))
+            ops = prepare(a, b, stage="t", dtypes=(dtype,))
             c = torch.empty(512, 512, dtype=TORCH_DTYPES[dtype], device="cuda")
-            ck, used = c04._launch_fast(ops, dtype, cfg, c)
+            ck, used = c04.launch_fast(ops, dtype, cfg, c)
             e = {"dtype": dtype, "config": cfg.label, "descriptors_used": used, **evidence(ck)}
             fast_evidence.append(e)
             files["fast_ttgir.txt"].append(f"// ===== triton_fast {dtype} {cfg.label} =====\n// {json.dumps({k: v for k, v in e.items() if k != 'sass_ops'})}\n{ck.asm['ttgir']}")
@@ -601,14 +601,14 @@ def summary(checks, seed, seed_ev, ranked, confirm, extra, warm) -> str:
 
 def ncu_seed() -> int:
     """Launch each seed variant once after a warm-up launch (for ncu; see the module docstring)."""
-    M, N, K = c04.SEED_SHAPE
+    M, N, K = c04.ARTICLE_SHAPE
     x = torch.randn(M, K, device="cuda")
     y = torch.randn(K, N, device="cuda")
     yt = y.T.contiguous()
     calls = []
     for precision, bs, variant in SEED_VARIANTS:
         yy = y if variant == "plain" else yt.T
-        calls.append(lambda yy=yy, p=precision, bs=bs, v=variant: c04.seed_experiment_gemm(
+        calls.append(lambda yy=yy, p=precision, bs=bs, v=variant: c04.article_experiment_gemm(
             x, yy, block_size=bs, input_precision=p, transposed_y=v == "transposed"))
     for call in calls:  # warm-up: compile and launch once (ncu --launch-skip 8 skips these)
         call()

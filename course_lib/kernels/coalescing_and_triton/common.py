@@ -1,0 +1,96 @@
+"""What every Triton kernel of notebook 04 shares: the dtypes, the precision argument of ``tl.dot``,
+and the wrapper's checks (32-bit offsets, the rules of tensor descriptors)."""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from course_lib import backend
+
+NOTEBOOK = "04_coalescing_and_triton"
+COURSE_DTYPES = ("fp32", "tf32", "fp16", "bf16")
+
+# tl.dot's input_precision per course dtype. "ieee": exact fp32 multiply-adds (on NVIDIA GPUs the
+# CUDA cores' FMA units, no tensor cores); "tf32": inputs rounded to TensorFloat-32 inside the
+# tensor cores. For 16-bit inputs the argument has no effect (Triton's tl.dot docs), so "ieee" is
+# passed to keep one kernel signature. The interpreter computes tl.dot with numpy.matmul in fp32 and
+# does not round to TF32, so on the CPU "tf32" results are as exact as "fp32" ones.
+INPUT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "fp16": "ieee", "bf16": "ieee"}
+
+
+def interpretable(t: torch.Tensor) -> torch.Tensor:
+    """The operand as the kernel should read it on this backend.
+
+    Triton's interpreter keeps bfloat16 as raw 16-bit integers and its ``tl.dot`` multiplies those
+    bit patterns (triton-lang/triton issue 11584; the interpreter documents no bfloat16 arithmetic).
+    On the CPU backend bf16 operands are therefore widened to fp32 before the launch. The widening
+    is exact and a bf16 x bf16 product is exact in fp32, so the kernel computes the same sums it
+    computes on a GPU from bf16 tiles with an fp32 accumulator; C is still stored as bf16.
+    """
+    if t.dtype == torch.bfloat16 and not backend.get().is_gpu:
+        return t.float()
+    return t
+
+
+_MAX_OFFSET = 2**31 - 1  # the kernels compute element offsets in 32-bit integers
+
+
+def require_32bit_offsets(stage: str, *tensors: torch.Tensor) -> None:
+    for t in tensors:
+        last = sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
+        if last > _MAX_OFFSET:
+            raise ValueError(
+                f"{stage}: a {tuple(t.shape)} matrix has element offsets beyond 2**31 - 1, which the "
+                "kernel computes in 32-bit integers; split the product into smaller blocks"
+            )
+
+
+DESCRIPTOR_ALIGN_BYTES = 16  # TMA: base address and every stride but the last, in bytes
+
+
+def descriptor_problem(t: torch.Tensor, name: str) -> str | None:
+    """Why ``t`` cannot be read through a tensor descriptor on a GPU, or None if it can.
+
+    TMA (the copy engine behind descriptors on Hopper) needs a contiguous last dimension and a
+    16-byte-aligned base address and row stride (CUDA Driver API, cuTensorMapEncodeTiled; Triton's
+    ``tl.make_tensor_descriptor`` docstring). The interpreter checks the same rules.
+    """
+    item = t.element_size()
+    if t.stride(1) != 1 and t.shape[1] > 1:
+        return (
+            f"{name} is not contiguous in its last dimension (strides {t.stride()}); a tensor "
+            f"descriptor reads whole rows: pass {name}.contiguous()"
+        )
+    if t.data_ptr() % DESCRIPTOR_ALIGN_BYTES:
+        return (
+            f"{name} starts at an address that is not a multiple of {DESCRIPTOR_ALIGN_BYTES} bytes "
+            f"(a view that begins mid-allocation?); a tensor descriptor needs a 16-byte-aligned "
+            f"base: pass {name}.clone()"
+        )
+    if (t.stride(0) * item) % DESCRIPTOR_ALIGN_BYTES:
+        per = DESCRIPTOR_ALIGN_BYTES // item
+        return (
+            f"{name}'s rows are {t.stride(0)} elements = {t.stride(0) * item} bytes apart, not a "
+            f"multiple of {DESCRIPTOR_ALIGN_BYTES} bytes; a tensor descriptor needs 16-byte-aligned "
+            f"row strides: pad the row length to a multiple of {per} elements, or use the pointer "
+            "kernel (stage triton_tiled)"
+        )
+    return None
+
+
+_allocator_set = False
+
+
+def ensure_allocator() -> None:
+    """Descriptors made inside a kernel need a little global memory per program for the TMA
+    descriptor; Triton asks for it through the allocator set with ``triton.set_allocator``."""
+    global _allocator_set
+    if _allocator_set or not backend.get().is_gpu:
+        return
+
+    def alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+        return torch.empty(size, dtype=torch.int8, device="cuda")
+
+    triton.set_allocator(alloc)
+    _allocator_set = True

@@ -1,0 +1,338 @@
+"""Stage ``triton_fast``: the tiled GEMM with what the GPU rewards.
+
+* grouped launch order: programs that run at the same time share blocks of A and B in L2;
+* tensor descriptors (TMA on Hopper) where the three matrices meet the alignment rules, masked
+  pointer loads where they do not;
+* large tiles and several K-slices in flight (``num_stages``) for the tensor cores;
+* a persistent launch for the 16-bit types and TF32: one program per SM walks the tiles;
+* for TF32, B^T: Hopper's TF32 tensor-core instruction reads both operands K-major.
+
+Three kernels, one per way of launching (as Triton's persistent-matmul tutorial writes separate
+kernels rather than one kernel with switches), share the tile's code:
+:func:`fast_matmul_kernel` (descriptors, one program per tile), :func:`persistent_matmul_kernel`
+(descriptors, one program per SM) and :func:`grouped_matmul_kernel` (pointers and masks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from course_lib import backend
+from course_lib.gemm import TORCH_DTYPES, Operands, new_output, prepare
+from course_lib.kernels.coalescing_and_triton.common import (
+    INPUT_PRECISION,
+    descriptor_problem,
+    ensure_allocator,
+    interpretable,
+    require_32bit_offsets,
+)
+from course_lib.kernels.coalescing_and_triton.tiled import matmul_tile_masked
+
+
+@triton.jit
+def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of the tile that program ``tile_id`` computes, in grouped order.
+
+    Tiles are numbered column by column inside bands of GROUP_M tile rows: programs that run at
+    the same time share a few block-rows of A and block-columns of B, which then stay in L2.
+    """
+    tiles_per_band = GROUP_M * num_pid_n
+    band = tile_id // tiles_per_band
+    first_m = band * GROUP_M
+    band_rows = tl.minimum(num_pid_m - first_m, GROUP_M)  # the last band may be shorter
+    pid_m = first_m + (tile_id % tiles_per_band) % band_rows
+    pid_n = (tile_id % tiles_per_band) // band_rows
+    return pid_m, pid_n
+
+
+@triton.jit
+def make_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr):
+    """Descriptors of A, B and C, made once per program (on a GPU each one is written to global
+    memory obtained through triton.set_allocator). With ``B_K_MAJOR`` b_ptr holds B^T (N x K,
+    row-major); C is stored in ``C_STORE_SPLIT`` boxes of BLOCK_N / C_STORE_SPLIT columns."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    if B_K_MAJOR:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N // C_STORE_SPLIT])
+    return a_desc, b_desc, c_desc
+
+
+@triton.jit
+def matmul_tile_descriptors(
+    tile_id, a_desc, b_desc, c_desc, c_ptr, M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    """Compute tile ``tile_id`` of C (grouped order) through descriptors and store it."""
+    pid_m, pid_n = grouped_tile(tile_id, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    row0 = pid_m * BLOCK_M
+    col0 = pid_n * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = a_desc.load([row0, k0])
+        if B_K_MAJOR:
+            b = b_desc.load([col0, k0]).T  # a K-major tile of B^T, seen as BLOCK_K x BLOCK_N
+        else:
+            b = b_desc.load([k0, col0])
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+    c = acc.to(c_ptr.dtype.element_ty)
+    if C_STORE_SPLIT == 2:
+        # Two BLOCK_M x BLOCK_N/2 stores: the staging buffer in shared memory is half the size,
+        # which leaves room for one more pipeline stage with 128 x 256 tiles, or for one more
+        # program per SM with fp32's 64 x 64 tiles.
+        halves = tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        c_desc.store([row0, col0], left)
+        c_desc.store([row0, col0 + BLOCK_N // 2], right)
+    else:
+        c_desc.store([row0, col0], c)
+
+
+@triton.jit
+def fast_matmul_kernel(
+    # Pointers to matrices (with B_K_MAJOR, b_ptr holds B^T)
+    a_ptr, b_ptr, c_ptr,
+    # Matrix dimensions
+    M, N, K,
+    # Strides of A, of B as a K x N matrix (whichever way it is stored), of C
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    # One program per tile, on a 1-D grid: the program id is the tile's place in grouped order.
+    a_desc, b_desc, c_desc = make_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn,
+                                              stride_cm, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, C_STORE_SPLIT)
+    matmul_tile_descriptors(tl.program_id(0), a_desc, b_desc, c_desc, c_ptr, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
+                            GROUP_M, B_K_MAJOR, C_STORE_SPLIT, INPUT_PRECISION)
+
+
+@triton.jit
+def persistent_matmul_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    # One program per SM walks the tiles pid, pid + P, pid + 2P, ... The flattened loop lets the
+    # compiler start loading the next tile while the current one is being stored.
+    a_desc, b_desc, c_desc = make_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn,
+                                              stride_cm, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, C_STORE_SPLIT)
+    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
+        matmul_tile_descriptors(tile_id, a_desc, b_desc, c_desc, c_ptr, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
+                                GROUP_M, B_K_MAJOR, C_STORE_SPLIT, INPUT_PRECISION)
+
+
+@triton.jit
+def grouped_matmul_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,
+):
+    # The teaching kernel's tile (pointers and masks: any strides, any alignment), in grouped order.
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    matmul_tile_masked(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                       stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, INPUT_PRECISION)
+
+
+@dataclass(frozen=True)
+class FastConfig:
+    """One candidate configuration of the fast kernels and of their wrapper.
+
+    ``b_layout``: "kn" reads B as given (K x N, row-major: its tiles are N-major); "nk" first copies
+    B^T (N x K, row-major) with :func:`transpose` inside the call so that B's tiles are K-major, as
+    Hopper's TF32 tensor-core instruction wants; the copy is part of every call and of its timing.
+    ``loads``: "descriptors" uses TMA when all three matrices meet the alignment rules and falls back
+    to pointers otherwise; "pointers" always uses pointers with masks.
+    ``persistent``: one program per SM (on the CPU: :data:`CPU_PERSISTENT_PROGRAMS`).
+    ``epilogue_split``: C stored in this many column halves (1 or 2; descriptors only).
+    """
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+    b_layout: str = "kn"
+    loads: str = "descriptors"
+    persistent: bool = False
+    epilogue_split: int = 1
+
+    def __post_init__(self) -> None:
+        if self.b_layout not in ("kn", "nk"):
+            raise ValueError(f"b_layout is 'kn' or 'nk', not {self.b_layout!r}")
+        if self.loads not in ("descriptors", "pointers"):
+            raise ValueError(f"loads is 'descriptors' or 'pointers', not {self.loads!r}")
+        if self.epilogue_split not in (1, 2):
+            raise ValueError(f"epilogue_split is 1 or 2, not {self.epilogue_split}")
+        for name in ("block_m", "block_n", "block_k"):
+            v = getattr(self, name)
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"{name} must be a power of two >= 16 (tl.dot's minimum), not {v}")
+
+    @property
+    def label(self) -> str:
+        extra = "".join([
+            " B^T" if self.b_layout == "nk" else "",
+            " ptr" if self.loads == "pointers" else "",
+            " persistent" if self.persistent else "",
+            " split2" if self.epilogue_split == 2 else "",
+        ])
+        return (f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
+                f"w{self.num_warps} s{self.num_stages}{extra}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Candidates per course dtype, each measured on the H200 against cuBLAS (notebook 04 shows how they
+# compare). The first is what the CPU backend runs (the interpreter cannot time anything); on a GPU
+# every candidate is timed on the first call at each shape and the fastest kept.
+# * fp16 / bf16: 128 x 256 tiles, 8 warps (two warpgroups of wgmma on 64 rows each), 3-4 K-slices
+#   in flight, persistent; C stored in halves leaves shared memory for the deeper pipeline.
+# * tf32: the same shape with K-slices of 32 (a 128-byte fp32 row, like 64 fp16), and B^T, so both
+#   operands are K-major as Hopper's TF32 wgmma requires (CUTLASS lists Hopper TF32 tensor-op GEMMs
+#   only for K-major A and B: media/docs/cpp/functionality.md).
+# * fp32 (exact, CUDA cores): small 64 x 64 tiles through TMA, so that several programs share an SM
+#   and keep its FMA units fed; C stored in halves fits a fifth program per SM. A pointer candidate
+#   stays in the list for GPUs and Triton versions where descriptors compile poorly.
+_SIXTEEN_BIT = (
+    FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3, persistent=True, epilogue_split=2),
+    FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3, persistent=True),
+    FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=4, persistent=True, epilogue_split=2),
+    FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=4, persistent=True),
+)
+FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
+    "fp16": _SIXTEEN_BIT,
+    "bf16": _SIXTEEN_BIT,
+    "tf32": (
+        FastConfig(128, 256, 32, group_m=16, num_warps=8, num_stages=3, b_layout="nk", persistent=True, epilogue_split=2),
+        FastConfig(128, 256, 32, group_m=8, num_warps=8, num_stages=3, b_layout="nk", persistent=True, epilogue_split=2),
+        FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=4, b_layout="nk", persistent=True),
+    ),
+    "fp32": (
+        FastConfig(64, 64, 64, group_m=16, num_warps=4, num_stages=2, epilogue_split=2),
+        FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=3, epilogue_split=2),
+        FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=3, loads="pointers"),
+    ),
+}
+
+# What runs when no candidate above fits this GPU: every candidate asks for more shared memory than
+# an RTX card or an L4 (99 KB per block) or a T4 (64 KB) has for some dtype, and Triton then refuses
+# to launch (OutOfResources). These need 32 KB or less, whatever the GPU.
+PORTABLE_CONFIGS: dict[str, FastConfig] = {
+    "fp16": FastConfig(128, 128, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
+    "bf16": FastConfig(128, 128, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
+    "tf32": FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
+    "fp32": FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
+}
+
+# The interpreter runs programs one after another; a few programs are enough to exercise the
+# persistent loop (each program then walks several tiles).
+CPU_PERSISTENT_PROGRAMS = 3
+
+
+# ---- B^T for TF32: a transpose at memory speed ----------------------------------------------------
+# torch's b.T.contiguous() reads B along columns or writes B^T along columns. The kernel below reads
+# a tile along B's rows and writes it along B^T's rows - both coalesced; Triton turns the tile
+# around in shared memory.
+TRANSPOSE_BLOCK = (64, 64)
+TRANSPOSE_WARPS = 4
+
+
+@triton.jit
+def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr,
+                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """dst (C x R, row-major) = src (R x C)^T, one BLOCK_R x BLOCK_C tile of src per program."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    tile = tl.load(src_ptr + rows[:, None] * stride_sr + cols[None, :] * stride_sc,
+                   mask=(rows[:, None] < R) & (cols[None, :] < C))
+    tl.store(dst_ptr + cols[:, None] * stride_dr + rows[None, :], tl.trans(tile),
+             mask=(cols[:, None] < C) & (rows[None, :] < R))
+
+
+def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_warps: int = TRANSPOSE_WARPS) -> torch.Tensor:
+    """``x.T.contiguous()`` with :func:`transpose_kernel` (a 2-D tensor on the backend's device)."""
+    if x.dim() != 2:
+        raise ValueError(f"transpose takes a 2-D tensor, not {x.dim()}-D")
+    want = backend.get().torch_device
+    if x.device.type != torch.device(want).type:
+        raise ValueError(f"transpose: the tensor is on {x.device}, the {backend.get().name} backend runs on "
+                         f"{want}; pass x.to({want!r})")
+    R, C = x.shape
+    out = torch.empty((C, R), dtype=x.dtype, device=x.device)
+    if x.numel() == 0:
+        return out
+    require_32bit_offsets("transpose", x, out)
+    # Moving bits needs no arithmetic: 16-bit types travel as int16 (the interpreter has no bf16).
+    src, dst = (x.view(torch.int16), out.view(torch.int16)) if x.element_size() == 2 else (x, out)
+    grid = (triton.cdiv(R, block[0]), triton.cdiv(C, block[1]))
+    transpose_kernel[grid](src, dst, R, C, src.stride(0), src.stride(1), dst.stride(0),
+                           BLOCK_R=block[0], BLOCK_C=block[1], num_warps=num_warps)
+    return out
+
+
+def launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
+    """Launch the fast kernel ``cfg`` asks for into ``c``; returns (compiled, used descriptors)."""
+    if cfg.b_layout == "nk":
+        # B^T (N x K, row-major): no copy when B is already stored that way (b = w.T, as for the
+        # weight of torch.nn.Linear), otherwise one pass of the transpose kernel.
+        b_arg = ops.b.T if ops.b.T.is_contiguous() else transpose(ops.b)
+    else:
+        b_arg = ops.b
+    use_desc = cfg.loads == "descriptors" and all(
+        descriptor_problem(t, n) is None for t, n in ((ops.a, "a"), (b_arg, "b"), (c, "c"))
+    )
+    a, b_arg = interpretable(ops.a), interpretable(b_arg)
+    # The kernels always get B's strides as a K x N matrix: for B^T that is the view b_arg.T,
+    # whose strides are (1, K) - pointer loads then run along K, descriptors use B^T's rows.
+    b_view = b_arg.T if cfg.b_layout == "nk" else b_arg
+    args = (a, b_view, c, ops.M, ops.N, ops.K,
+            a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1))
+    meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+                INPUT_PRECISION=INPUT_PRECISION[dtype], num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
+    if not use_desc:
+        return grouped_matmul_kernel[(tiles,)](*args, **meta), False
+    ensure_allocator()
+    meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
+    if cfg.persistent:
+        programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
+        return persistent_matmul_kernel[(min(tiles, programs),)](*args, **meta), True
+    return fast_matmul_kernel[(tiles,)](*args, **meta), True
+
+
+def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | None = None) -> object:
+    """C = A @ B with one given config of the fast kernels (no autotuning).
+
+    Without ``config``: the first candidate of :data:`FAST_CONFIGS` for ``dtype``, or, on a GPU
+    whose shared memory it does not fit, :data:`PORTABLE_CONFIGS`.
+    """
+    stage = "triton_fast"
+    ops = prepare(a, b, stage=stage, dtypes=(dtype,))
+    c = new_output(ops.M, ops.N, TORCH_DTYPES[dtype], ops.a.device)
+    require_32bit_offsets(stage, ops.a, ops.b, c)
+    try:
+        launch_fast(ops, dtype, config or FAST_CONFIGS[dtype][0], c)
+    except triton.runtime.errors.OutOfResources:
+        if config is not None:
+            raise
+        launch_fast(ops, dtype, PORTABLE_CONFIGS[dtype], c)
+    return ops.give_back(c)
