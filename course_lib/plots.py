@@ -130,12 +130,12 @@ def plot_roofline(results: Results, dtype: str, points: Sequence[tuple[str, floa
 
 
 def plot_timeline(consumers: Sequence[dict[str, Any]], label: str, rows: int = 8) -> Figure:
-    """Stage 6's per-tile timeline (tools/gpu_tc_timeline.py): one row per consumer warpgroup, its
-    cycles from its own start: waiting for data, mainloop (tensor cores busy; since 2026-11-30 it
-    also carries the previous tile's stores), staging the result.
+    """Stage 6's per-tile timeline, recorded from inside the kernel: one row per consumer warpgroup,
+    its cycles from its own start: waiting for data, mainloop (tensor cores busy; it also carries
+    the previous tile's stores), staging the result.
 
-    ``consumers`` are the ``raw`` entries of ``nvidia_h200_tc6_timeline.json`` (clock64 stamps of
-    one SM each, so every row has its own zero); ``label`` says where they were recorded."""
+    ``consumers`` are clock64 stamps of one SM each (so every row has its own zero), as in the
+    ``timeline`` of ``nvidia_h200_tensor_core_summary.json``; ``label`` says where they were recorded."""
     if not consumers:
         raise ValueError("no consumers to draw: pass the 'raw' list of a timeline recording")
     shown = list(consumers)[:rows]

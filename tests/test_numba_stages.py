@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import course_lib
 from course_lib.check import default_shapes
-from course_lib.kernels import naive, shared_memory_tiling as tiling, thread_coarsening as tc
+from course_lib.kernels import naive, shared_memory_tiling as tiling, thread_coarsening as coarsening
 from numba import cuda, float32  # after course_lib, which chose the simulator
 
 MAIN = ["naive", "naive_x_along_rows", "shared_memory_tiling", "coarsened_2x2", "register_tiling"]
@@ -24,7 +24,7 @@ def test_main_stages_pass_check_on_the_default_shapes(stage):
 
 @pytest.mark.parametrize("stage", [s.name for s in course_lib.stages() if s.backend == "numba" and s.variant_of])
 def test_variants_pass_check_including_an_interior_block(stage):
-    cfg = tc.SWEEP_CONFIGS.get(stage)
+    cfg = coarsening.SWEEP_CONFIGS.get(stage)
     if cfg is None:  # a tile-size variant of the tiled kernel: several tiles, partial ones too
         course_lib.check(stage, shapes=[(3, 5, 7), (21, 19, 40)])
         return
@@ -46,6 +46,13 @@ def test_tiled_on_random_shapes(m, n, k, seed):
     course_lib.check("coarsened_2x2", shapes=[(m, n, k)], seed=seed)
 
 
+@pytest.mark.parametrize("shape", [(16, 16, 3), (17, 33, 5), (33, 17, 2), (47, 20, 9), (1, 40, 4), (40, 1, 4)])
+def test_coarsened_2x2_writes_every_quadrant(shape):
+    # Each thread of the 16 x 16 block writes four outputs, one in each 16 x 16 quadrant of the
+    # 32 x 32 tile; these shapes leave each quadrant inside C in some tiles and outside it in others.
+    course_lib.check("coarsened_2x2", shapes=[shape], seed=sum(shape))
+
+
 def test_impossible_launches_fail_before_launch():
     a, b = course_lib.random_inputs(4, 4, 4)
     with pytest.raises(ValueError, match="4096 threads is more than the 1024"):
@@ -53,11 +60,11 @@ def test_impossible_launches_fail_before_launch():
     with pytest.raises(ValueError, match="more than the 1024"):
         naive.naive(a, b, block=(64, 32))
     with pytest.raises(ValueError, match="static shared memory"):
-        tc.register_tiling(a, b, config=tc.TileConfig(BK=64))
+        coarsening.register_tiling(a, b, config=coarsening.RegisterTileConfig(BK=64))
     with pytest.raises(ValueError, match="not a multiple of the per-thread tile"):
-        tc.register_tiling(a, b, config=tc.TileConfig(TM=3))
+        coarsening.register_tiling(a, b, config=coarsening.RegisterTileConfig(TM=3))
     with pytest.raises(ValueError, match="warp tiles"):
-        tc.register_tiling(a, b, config=tc.TileConfig(lanes_n=32))
+        coarsening.register_tiling(a, b, config=coarsening.RegisterTileConfig(lanes_n=32))
 
 
 def test_seed_naive_port_is_wrong_when_not_square_and_the_fix_is_right():
@@ -78,10 +85,10 @@ def test_seed_tiled_port_is_wrong():
 
 
 def test_generated_source_has_scalar_accumulators_and_no_local_arrays():
-    src = tc.register_tiling_source(tc.DEFAULT_CONFIG)
+    src = coarsening.register_tiling_source(coarsening.DEFAULT_CONFIG)
     assert src.count("acc_7_7 +=") == 1 and "cuda.local.array" not in src
-    assert "cuda.local.array" in tc.register_tiling_source(tc.SWEEP_CONFIGS["register_tiling_local_arrays"])
-    assert "uint32(" not in tc.register_tiling_source(tc.SWEEP_CONFIGS["register_tiling_signed_index"])
+    assert "cuda.local.array" in coarsening.register_tiling_source(coarsening.SWEEP_CONFIGS["register_tiling_local_arrays"])
+    assert "uint32(" not in coarsening.register_tiling_source(coarsening.SWEEP_CONFIGS["register_tiling_signed_index"])
 
 
 def test_load_counts_match_the_formulas():

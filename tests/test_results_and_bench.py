@@ -65,6 +65,45 @@ def test_validation_names_what_is_wrong(damage, message):
         results.validate(d)
 
 
+# Written out, not read from results.RECORD_KEYS: a key dropped from there must fail this test.
+@pytest.mark.parametrize("key", ["stage", "dtype", "M", "N", "K", "ms", "tflops", "cublas_ms", "cublas_tflops",
+                                 "ratio_to_cublas"])
+def test_every_record_key_is_required(key):
+    d = copy.deepcopy(_sample())
+    d["records"][1].pop(key)
+    with pytest.raises(results.ResultsFileError, match=f"record 1 lacks '{key}'"):
+        results.validate(d)
+
+
+@pytest.mark.parametrize("key", ["gpu", "sm_count", "driver", "cuda", "torch", "triton", "numba", "date"])
+def test_every_provenance_key_is_required(key):
+    d = copy.deepcopy(_sample())
+    d["provenance"].pop(key)
+    with pytest.raises(results.ResultsFileError, match=f"provenance lacks {key}"):
+        results.validate(d)
+
+
+def test_summaries_are_what_the_raw_logs_give():
+    """course_lib/results/*_summary.json are made by experiments/summarize.py from experiments/runs/."""
+    import subprocess
+    import sys
+
+    root = results.RESULTS_DIR.parent.parent
+    got = subprocess.run([sys.executable, str(root / "experiments" / "summarize.py"), "--check"],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stdout + got.stderr
+    for path in results.RESULTS_DIR.glob("*_summary.json"):
+        prov = json.loads(path.read_text())["provenance"]
+        assert prov["made_by"] == "experiments/summarize.py" and prov["runs"] and prov["gpu"]
+        assert all((root / run).is_file() for run in prov["runs"])
+
+
+def test_the_package_ships_no_large_logs():
+    for path in results.RESULTS_DIR.iterdir():
+        limit = 120_000 if path == results.DEFAULT_GPU_FILE else 100_000
+        assert path.stat().st_size < limit, f"{path.name} is {path.stat().st_size // 1000} KB: raw logs go to experiments/runs"
+
+
 def test_save_refuses_invalid_results(tmp_path):
     bad = results.Results(None, {"gpu": "x"}, {}, ())
     with pytest.raises(results.ResultsFileError):

@@ -111,7 +111,7 @@ def coarsened_2x2(a, b):
 
 # ---- register tiling, generated ---------------------------------------------------------------
 @dataclass(frozen=True)
-class TileConfig:
+class RegisterTileConfig:
     """Block tile BM x BN, K-slab BK, per-thread tile TM x TN, and how threads are arranged.
 
     ``lanes_n``: the 32 lanes of a warp form a (32 // lanes_n) x lanes_n grid of threads, so a warp
@@ -176,7 +176,7 @@ class TileConfig:
         check_launch(stage, (self.threads,), self.shared_bytes)
 
 
-def register_tiling_source(cfg: TileConfig) -> str:
+def register_tiling_source(cfg: RegisterTileConfig) -> str:
     """Source of the register-tiled kernel for ``cfg``: scalar accumulators, unrolled loops."""
     BM, BN, BK, TM, TN = cfg.BM, cfg.BN, cfg.BK, cfg.TM, cfg.TN
     threads = cfg.threads
@@ -287,7 +287,7 @@ def register_tiling_source(cfg: TileConfig) -> str:
 
 
 @lru_cache(maxsize=None)
-def make_register_tiling_kernel(cfg: TileConfig):
+def make_register_tiling_kernel(cfg: RegisterTileConfig):
     """Compile (lazily, once per config) the generated kernel for ``cfg``."""
     cfg.validate()
     namespace = {"cuda": cuda, "float32": float32, "uint32": uint32}
@@ -296,10 +296,10 @@ def make_register_tiling_kernel(cfg: TileConfig):
     return cuda.jit(fastmath=True)(namespace["register_tiling_kernel"])
 
 
-DEFAULT_CONFIG = TileConfig()
+DEFAULT_CONFIG = RegisterTileConfig()
 
 
-def register_tiling(a, b, *, config: TileConfig = DEFAULT_CONFIG):
+def register_tiling(a, b, *, config: RegisterTileConfig = DEFAULT_CONFIG):
     """C = A @ B; each thread computes TM x TN outputs of a BM x BN block tile."""
     stage = "register_tiling"
     config.validate(stage)
@@ -318,14 +318,14 @@ SWEEP_CONFIGS = {
     "register_tiling_no_prefetch": replace(DEFAULT_CONFIG, prefetch=False),
     "register_tiling_row_warps": replace(DEFAULT_CONFIG, lanes_n=16),
     "register_tiling_bk16": replace(DEFAULT_CONFIG, BK=16),
-    "register_tiling_4x4_64": TileConfig(BM=64, BN=64, TM=4, TN=4),
-    "register_tiling_8x8_64": TileConfig(BM=64, BN=64, TM=8, TN=8),
-    "register_tiling_4x4_128": TileConfig(BM=128, BN=128, TM=4, TN=4),
-    "register_tiling_8x4_128": TileConfig(BM=128, BN=128, TM=8, TN=4),
+    "register_tiling_4x4_64": RegisterTileConfig(BM=64, BN=64, TM=4, TN=4),
+    "register_tiling_8x8_64": RegisterTileConfig(BM=64, BN=64, TM=8, TN=8),
+    "register_tiling_4x4_128": RegisterTileConfig(BM=128, BN=128, TM=4, TN=4),
+    "register_tiling_8x4_128": RegisterTileConfig(BM=128, BN=128, TM=8, TN=4),
 }
 
 
-def _variant_title(cfg: TileConfig) -> str:
+def _variant_title(cfg: RegisterTileConfig) -> str:
     """Tile shape plus whatever differs from DEFAULT_CONFIG in the code it generates, so that no two
     variants share a title (charts label bars by title)."""
     what = []
@@ -341,7 +341,7 @@ def _variant_title(cfg: TileConfig) -> str:
     return f"03 register tiling {cfg.TM}x{cfg.TN}/thread, {cfg.BM}x{cfg.BN}/block, BK={cfg.BK}{extra}"
 
 
-def _with_config(name: str, cfg: TileConfig):
+def _with_config(name: str, cfg: RegisterTileConfig):
     def gemm(a, b):
         return register_tiling(a, b, config=cfg)
 

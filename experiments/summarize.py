@@ -1,0 +1,206 @@
+"""Make the small summaries the notebooks read from the raw logs in experiments/runs/.
+
+    python experiments/summarize.py           # rewrite course_lib/results/nvidia_h200_*_summary.json
+    python experiments/summarize.py --check   # exit 1 if a committed summary is not what the logs give
+
+The raw logs are the files the experiment scripts wrote on the H200, one per run, never edited.
+A summary keeps only the rows a notebook shows, and names the runs it comes from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "experiments" / "runs"
+RESULTS = ROOT / "course_lib" / "results"
+
+TRITON_SWEEPS = (
+    "2026-11-29_1341_triton_sweep_1",
+    "2026-11-29_1446_triton_sweep_2",
+    "2026-11-30_1926_triton_sweep_3_fp32",
+    "2026-11-30_1959_triton_sweep_4_fp32",
+    "2026-11-30_2124_triton_sweep_5_fp32",
+    "2026-11-30_2246_triton_sweep_6",
+    "2026-11-30_2249_triton_sweep_6_fp32_b",
+    "2026-12-01_0024_triton_sweep_7_16bit",
+)
+NCU_4096 = "2026-11-29_ncu_4096"
+NCU_FP32 = "2026-11-30_2247_ncu_triton_fp32_vs_cublas"
+NCU_16BIT = "2026-12-01_0027_ncu_triton_16bit_vs_cublas"
+REPEAT = "2026-12-01_0033_triton_fast_repeat"
+STREAM_K = "2026-11-29_1437_tc_stream_k"
+OVERLAP = "2026-11-30_2134_tc_epilogue_overlap"
+TIMELINE = "2026-11-30_2159_tc6_timeline"
+
+# What each summary keeps of the Nsight Compute metrics (the notebooks' tables).
+NCU_FP32_KEYS = (
+    "Registers Per Thread", "Block Size", "Block Limit Registers", "Block Limit Shared Mem", "Block Limit Warps",
+    "Block Limit SM", "smsp__warps_active.avg.per_cycle_active", "smsp__inst_executed.sum",
+    "smsp__inst_executed_pipe_fma.sum", "smsp__inst_executed_op_shared_ld.sum",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "Warp Cycles Per Issued Instruction",
+    *(f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio"
+      for s in ("not_selected", "selected", "short_scoreboard", "dispatch_stall", "barrier", "long_scoreboard")),
+)
+NCU_4096_KEYS = ("Duration (ms)", "Duration (us)", "SM Frequency (Ghz)", "Elapsed Cycles (cycle)", "SM Active Cycles (cycle)",
+                 "Issue Slots Busy (%)", "Executed Ipc Active (inst/cycle)", "Warp Cycles Per Issued Instruction (cycle)")
+NCU_16BIT_KEYS = ("Duration (us)", "SM Frequency (Ghz)", "Grid Size", "Block Size", "Cluster Size",
+                  "Registers Per Thread (register/thread)",
+                  "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "smsp__inst_executed.sum",
+                  "dram__bytes_read.sum (bytes)", "lts__t_bytes.sum (bytes)")
+
+
+def _run(name: str) -> dict:
+    return json.loads((RUNS / f"{name}.json").read_text())
+
+
+def _gpu(prov: dict) -> dict:
+    return {k: prov[k] for k in ("gpu", "sm_count", "driver", "cuda", "torch", "triton") if k in prov}
+
+
+def _median(stats: dict) -> float:
+    return stats["median"]
+
+
+def _family(label: str) -> str:
+    """What a configuration tried, without the knobs that only tune it (group size, warps, stages):
+    '128x256x64 g8 w8 s3 persistent split2' -> '128 x 256 tile, persistent, C stored in halves'."""
+    parts = label.split()
+    bm, bn, bk = parts[0].split("x")
+    words = {"persistent": "persistent", "ptr": "pointer loads", "split2": "C stored in halves", "B^T": "B^T",
+             "ws": "warp-specialised", "x2/SM": "2 persistent programs per SM", "Cptr": "pointer stores for C"}
+    extra = [words[p] for p in parts[1:] if p in words]
+    extra += [f"at most {p[1:]} registers" for p in parts[1:] if re.fullmatch(r"r\d+", p)]
+    return ", ".join([f"{bm} x {bn} tile, K slices of {bk}"] + extra)
+
+
+def triton_summary() -> dict:
+    first = _run(TRITON_SWEEPS[0])
+    tried: dict[str, dict[str, dict]] = {}
+    for name in TRITON_SWEEPS:
+        for dtype, entries in _run(name)["ranking"].items():
+            for e in entries:
+                fam = tried.setdefault(dtype, {}).setdefault(_family(e["label"]), {"configs": 0, "best": None})
+                fam["configs"] += 1
+                r = {"label": e["label"], "ratio_4096": e["ratios"]["4096"], "ratio_8192": e["ratios"]["8192"]}
+                if fam["best"] is None or min(r["ratio_4096"], r["ratio_8192"]) > min(fam["best"]["ratio_4096"], fam["best"]["ratio_8192"]):
+                    fam["best"] = r
+    tried_rows = {
+        dtype: sorted(({"family": f, "configs": v["configs"], **v["best"]} for f, v in fams.items()),
+                      key=lambda r: -min(r["ratio_4096"], r["ratio_8192"]))
+        for dtype, fams in tried.items()
+    }
+    article = []
+    for r in first["seed_experiment"]:
+        _, variant, block = r["stage"].split(":")
+        article.append({"variant": variant, "block_size": int(block.split("=")[1]), "dtype": r["dtype"],
+                        "tflops": r["tflops"], "ratio_to_cublas": r["ratio_to_cublas"]})
+    ncu4096 = _run(NCU_4096)["probes"]
+    ncu_fp32 = _run(NCU_FP32)
+    ncu16 = _run(NCU_16BIT)["probes"]
+    repeat = _run(REPEAT)
+    return {
+        "provenance": {
+            "what": "What notebook 04 shows of the Triton experiments on the H200; every ratio is to cuBLAS "
+                    "measured in the same call",
+            "made_by": "experiments/summarize.py",
+            "runs": [f"experiments/runs/{n}.json" for n in (*TRITON_SWEEPS, NCU_4096, NCU_FP32, NCU_16BIT, REPEAT)],
+            **_gpu(first["provenance"]),
+        },
+        "article_experiment": article,
+        "transpose_copy": [{"what": r["what"], "ms": r["ms"], "gbs": r["GB/s (read+write)"]}
+                           for name in TRITON_SWEEPS[:2] for r in _run(name).get("transpose_cost", [])],
+        "tried": tried_rows,
+        "ncu_fp32_before": {k: {"kernel": ncu4096[k]["kernel"], **{m: ncu4096[k]["metrics"][m] for m in NCU_4096_KEYS
+                                                                    if m in ncu4096[k]["metrics"]}}
+                            for k in ("triton32", "triton32_desc64", "cublas32")},
+        "ncu_fp32": {k: {m: ncu_fp32[k][m] for m in NCU_FP32_KEYS if m in ncu_fp32[k]}
+                     for k in ("triton_fp32", "cublas_fp32")},
+        "ncu_16bit": {k: {"kernel": v["kernel"], **{m: v["metrics"][m] for m in NCU_16BIT_KEYS if m in v["metrics"]}}
+                      for k, v in ncu16.items()},
+        "repeat": [{"dtype": r["dtype"], "size": r["M"], "config": r["triton_fast_config"],
+                    "triton_fast": {k: r["triton_fast"][k] for k in ("median", "min", "max")},
+                    "below_cublas_lowest": sum(x < r["cublas"]["min"] for x in r["triton_fast"]["ratios"]),
+                    "runs": len(r["triton_fast"]["ratios"]),
+                    "cublas": {k: r["cublas"][k] for k in ("median", "min", "max")}} for r in repeat["repeat"]],
+    }
+
+
+def tensor_core_summary() -> dict:
+    sk = _run(STREAM_K)
+    ncu = _run(NCU_4096)["probes"]
+    overlap = _run(OVERLAP)
+    timeline = _run(TIMELINE)
+    keep = ("first_slice_wait_cycles", "mainloop_cycles", "epilogue_cycles", "gap_to_next_tile_cycles", "tail_cycles",
+            "tiles_per_consumer", "sm_clock_mhz", "consumer_lifetime_cycles")
+    sizes = [{"shape": s["shape"], "ideal_mainloop_cycles": s["ideal_mainloop_cycles"],
+              "mainloop_share_of_lifetime": s["mainloop_share_of_lifetime"],
+              **{k: _median(s[k]) for k in keep}} for s in timeline["sizes"]]
+    four_k = next(s for s in timeline["sizes"] if s["shape"][0] == 4096)
+    split = overlap["split_round"]["timeline"]["sizes"]
+    epilogue = []
+    for s in split:
+        smi = s["sustained"]["nvidia_smi"]
+        row = {"size": s["shape"][0], "variant": s["variant"], "round": s["round"],
+               "sustained_tflops": s["sustained"]["tflops"], "sm_clock_mhz_smi": smi["sm_clock_mhz"],
+               "power_w": smi["power_w"], "power_limit_w": smi["power_limit_w"],
+               "power_cap_share": smi["sw_power_cap_share"]}
+        if s["variant"] != "cublas":
+            row |= {k: _median(s[k]) for k in ("mainloop_cycles", "epilogue_cycles", "gap_to_next_tile_cycles",
+                                               "consumer_lifetime_cycles")}
+        epilogue.append(row)
+    direct = [s for s in overlap["timeline"]["sizes"] if s["shape"][0] == 4096 and s["epilogue"] in ("serial", "direct")]
+    return {
+        "provenance": {
+            "what": "What notebook 05 shows of the tensor-core experiments on the H200",
+            "made_by": "experiments/summarize.py",
+            "runs": [f"experiments/runs/{n}.json" for n in (STREAM_K, NCU_4096, OVERLAP, TIMELINE)],
+            **_gpu(timeline["provenance"]),
+        },
+        "stream_k": [{k: r[k] for k in ("stream_k", "cluster", "group_m", "M", "ratio_to_cublas")} for r in sk["explore"]],
+        "ncu_4096": {k: {"kernel": ncu[k]["kernel"], **{m: ncu[k]["metrics"][m] for m in NCU_4096_KEYS if m in ncu[k]["metrics"]}}
+                     for k in ("tc6", "tc6_sk", "cublas16")},
+        "timeline": {"sizes": sizes, "consumers_4096": four_k["raw"][:8]},
+        "epilogue_overlap": epilogue,
+        "epilogue_direct_stores_4096": {
+            "serial_mainloop_cycles": min(_median(s["mainloop_cycles"]) for s in direct if s["epilogue"] == "serial"),
+            "direct_mainloop_cycles": min(_median(s["mainloop_cycles"]) for s in direct if s["epilogue"] == "direct"),
+        },
+    }
+
+
+SUMMARIES = {
+    "nvidia_h200_triton_summary.json": triton_summary,
+    "nvidia_h200_tensor_core_summary.json": tensor_core_summary,
+}
+
+
+def render(data: dict) -> str:
+    return json.dumps(data, indent=1) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python experiments/summarize.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--check", action="store_true", help="only check that the committed summaries are up to date")
+    args = p.parse_args(argv)
+    stale = []
+    for name, make in SUMMARIES.items():
+        text, path = render(make()), RESULTS / name
+        if args.check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)} ({len(text) // 1024} KB)")
+    for name in stale:
+        print(f"course_lib/results/{name} is not what experiments/runs gives: run python experiments/summarize.py")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
