@@ -43,7 +43,7 @@ Shape = tuple[int, int, int]
 
 SQUARE_SIZES = (1024, 2048, 4096, 8192)
 # The size sweep: powers of two and sizes that are not, square and not (wave quantisation on 132
-# SMs shows between neighbouring sizes), plus the seed document's Triton experiment shape.
+# SMs shows between neighbouring sizes), plus the Russian article's Triton experiment shape.
 SWEEP_SHAPES: tuple[Shape, ...] = (
     (256, 256, 256),
     (512, 512, 512),

@@ -32,7 +32,7 @@ Shape = tuple[int, int, int]  # (M, N, K): a is M x K, b is K x N, c is M x N
 # larger than these at the sizes check uses.
 # TF32 keeps 10 of fp32's 23 mantissa bits. Triton's tl.dot on Hopper drops the other 13 instead of
 # rounding (triton-lang/triton#4574), so each operand may be off by up to 2^-10 relative and one
-# product by up to 2 * 2^-10 = 1.95e-3: a 1 x 1 x 1 GEMM reached 1.13e-3 on the H200 (2026-12-01).
+# product by up to 2 * 2^-10 = 1.95e-3: a 1 x 1 x 1 GEMM reached 1.13e-3 on the H200.
 BASE_TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "fp16": 1e-2, "bf16": 1e-2}
 
 # Shapes for the CPU backend are tiny: numba's simulator runs every GPU thread as a Python thread.

@@ -1,7 +1,7 @@
 """Charts of results: stages against cuBLAS, size sweeps, the roofline.
 
 Every chart takes a :class:`~course_lib.results.Results` (recorded or measured live) and puts its
-label ("recorded on NVIDIA H200 on 2026-11-29" or "measured live on ...") in the title, so a number
+label ("recorded on NVIDIA H200 on <date>" or "measured live on ...") in the title, so a number
 is never shown without where it came from. Ceilings come from the results file (measured on the GPU),
 not from a datasheet.
 """

@@ -72,7 +72,7 @@ class Results:
 
     @property
     def source(self) -> str:
-        """Where and when these results were recorded, e.g. "NVIDIA H200 on 2026-12-01"."""
+        """Where and when these results were recorded, e.g. "NVIDIA H200 on <date>"."""
         return f"{self.provenance['gpu']} on {str(self.provenance['date'])[:10]}"
 
     def filled_from(self, other: "Results") -> "Results":
@@ -178,6 +178,18 @@ def validate(data: Any, path: Path | None = None) -> Results:
         if abs(r["ratio_to_cublas"] - expect) > 1e-3 * max(1.0, expect):
             raise _bad(path, f"record {i}: ratio_to_cublas {r['ratio_to_cublas']} != tflops / cublas_tflops")
     return Results(path, prov, ceilings, tuple(records))
+
+
+def summary(topic: str) -> dict[str, Any]:
+    """What the notebooks show of the experiments about ``topic`` ("triton", "tensor_core"): a small
+    summary of the raw logs, made by experiments/summarize.py, with the runs it comes from."""
+    p = RESULTS_DIR / f"nvidia_h200_{topic}_summary.json"
+    if not p.is_file():
+        raise _bad(p, f"no summary of the {topic!r} experiments")
+    data = json.loads(p.read_text())
+    if "provenance" not in data:
+        raise _bad(p, "the summary has no provenance")
+    return data
 
 
 def own_recording_path() -> Path | None:

@@ -29,6 +29,7 @@ TRITON_SWEEPS = (
     "2026-11-30_2249_triton_sweep_6_fp32_b",
     "2026-12-01_0024_triton_sweep_7_16bit",
 )
+TF32_LABEL = "128x256x32 g8 w8 s3 B^T persistent split2"
 NCU_4096 = "2026-11-29_ncu_4096"
 NCU_FP32 = "2026-11-30_2247_ncu_triton_fp32_vs_cublas"
 NCU_16BIT = "2026-12-01_0027_ncu_triton_16bit_vs_cublas"
@@ -36,6 +37,10 @@ REPEAT = "2026-12-01_0033_triton_fast_repeat"
 STREAM_K = "2026-11-29_1437_tc_stream_k"
 OVERLAP = "2026-11-30_2134_tc_epilogue_overlap"
 TIMELINE = "2026-11-30_2159_tc6_timeline"
+
+# The Triton configurations the Nsight Compute runs profiled (from each log's "what").
+NCU_PROFILED = {"fp32": "64x64x64 g8 w4 s2", "bf16": "128x256x64 g8 w8 s4 persistent split2",
+                "fp16": "128x256x64 g8 w8 s3 persistent"}
 
 # What each summary keeps of the Nsight Compute metrics (the notebooks' tables).
 NCU_FP32_KEYS = (
@@ -116,6 +121,14 @@ def triton_summary() -> dict:
         "transpose_copy": [{"what": r["what"], "ms": r["ms"], "gbs": r["GB/s (read+write)"]}
                            for name in TRITON_SWEEPS[:2] for r in _run(name).get("transpose_cost", [])],
         "tried": tried_rows,
+        # The same TF32 configuration before and after B^T was written by the course's transpose
+        # kernel instead of torch's b.T.contiguous() (the first two sweeps).
+        "tf32_transpose_effect": [
+            {"copy": copy, **next({"label": e["label"], "ratio_4096": e["ratios"]["4096"], "ratio_8192": e["ratios"]["8192"]}
+                                  for e in _run(name)["ranking"]["tf32"] if e["label"] == TF32_LABEL)}
+            for copy, name in (("b.T.contiguous()", TRITON_SWEEPS[0]), ("transpose kernel", TRITON_SWEEPS[1]))
+        ],
+        "profiled_configs": NCU_PROFILED,
         "ncu_fp32_before": {k: {"kernel": ncu4096[k]["kernel"], **{m: ncu4096[k]["metrics"][m] for m in NCU_4096_KEYS
                                                                     if m in ncu4096[k]["metrics"]}}
                             for k in ("triton32", "triton32_desc64", "cublas32")},

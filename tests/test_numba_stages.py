@@ -69,9 +69,9 @@ def test_impossible_launches_fail_before_launch():
 
 def test_seed_naive_port_is_wrong_when_not_square_and_the_fix_is_right():
     with pytest.raises(AssertionError, match="relative error"):
-        course_lib.check(lambda a, b: naive.run_flat(naive.seed_port_kernel, a, b), shapes=[(3, 5, 7)])
-    course_lib.check(lambda a, b: naive.run_flat(naive.seed_port_kernel, a, b), shapes=[(6, 6, 6)])
-    course_lib.check(lambda a, b: naive.run_flat(naive.seed_port_fixed_kernel, a, b))
+        course_lib.check(lambda a, b: naive.run_flat(naive.article_port_kernel, a, b), shapes=[(3, 5, 7)])
+    course_lib.check(lambda a, b: naive.run_flat(naive.article_port_kernel, a, b), shapes=[(6, 6, 6)])
+    course_lib.check(lambda a, b: naive.run_flat(naive.article_port_fixed_kernel, a, b))
 
 
 def test_missing_bounds_check_is_caught_on_the_simulator():
@@ -81,7 +81,7 @@ def test_missing_bounds_check_is_caught_on_the_simulator():
 
 def test_seed_tiled_port_is_wrong():
     with pytest.raises(AssertionError, match="relative error"):
-        course_lib.check(lambda a, b: tiling.launch_tiled(tiling.seed_tiled_kernel, a, b), shapes=[(32, 48, 64)])
+        course_lib.check(lambda a, b: tiling.launch_tiled(tiling.article_tiled_kernel, a, b), shapes=[(32, 48, 64)])
 
 
 def test_generated_source_has_scalar_accumulators_and_no_local_arrays():

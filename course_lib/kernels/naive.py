@@ -13,7 +13,7 @@ Two index orders are taught:
   A[row, k] a whole row (K elements) apart and store C a row apart: every thread of the warp touches
   a different 32-byte sector.
 
-The first seed document's CUDA kernel indexes ``A[row * N + k]``; for an M x K matrix A the row
+The German article's CUDA kernel indexes ``A[row * N + k]``; for an M x K matrix A the row
 stride is K (the number of columns), so that kernel is wrong whenever the matrices are not square.
 Here numba indexes 2-D arrays by (row, col) and the strides come from the array itself.
 """
@@ -27,7 +27,7 @@ from course_lib.gemm import new_output, prepare
 from course_lib.kernels._numba_support import cdiv, check_launch, kernel_array
 from course_lib.registry import Stage, register
 
-# Threads per block along x and along y. 16 x 16 = 256 threads, the first seed's configuration.
+# Threads per block along x and along y. 16 x 16 = 256 threads, the German article's configuration.
 BLOCK_X = 16
 BLOCK_Y = 16
 
@@ -86,8 +86,8 @@ def naive_x_along_rows(a, b, *, block: tuple[int, int] = (BLOCK_X, BLOCK_Y)):
 
 # ---- exercises of notebook 01 (the learner fixes these; the solutions are below them) ----------
 @cuda.jit
-def seed_port_kernel(A, B, C, M, N, K):
-    """The first seed document's kernel, ported as written: flat row-major arrays, A indexed with
+def article_port_kernel(A, B, C, M, N, K):
+    """The German article's kernel, ported as written: flat row-major arrays, A indexed with
     the row stride N. (Exercise 1: it is right only when... find out with course_lib.check.)"""
     col, row = cuda.grid(2)
     if row < M and col < N:
@@ -98,7 +98,7 @@ def seed_port_kernel(A, B, C, M, N, K):
 
 
 @cuda.jit
-def seed_port_fixed_kernel(A, B, C, M, N, K):
+def article_port_fixed_kernel(A, B, C, M, N, K):
     """Solution of exercise 1: A is M x K, so one row of A is K elements long."""
     col, row = cuda.grid(2)
     if row < M and col < N:

@@ -12,10 +12,10 @@ Two barriers per step, each for its own reason:
 2. after the multiply-adds: no thread may overwrite the tiles with the next step's data while a
    slower thread is still reading this step's.
 
-The first seed document's version stores ``B_shared[tx][ty]`` but reads ``B_shared[k][tx]`` — the
+The German article's version stores ``B_shared[tx][ty]`` but reads ``B_shared[k][tx]`` — the
 tile of B lands transposed and the result is wrong — and it sums ``TILE`` elements of a tile declared
 ``T`` wide. Below both tiles are stored as they are read (row = ty, column = tx) and one constant,
-``TILE``, is used throughout. Unlike the seed, the loads are predicated: elements past the edge of A
+``TILE``, is used throughout. Unlike the article, the loads are predicated: elements past the edge of A
 or B are read as 0 (they add nothing), so any M, N, K works.
 """
 
@@ -83,31 +83,31 @@ def shared_memory_tiling(a, b, *, tile: int = DEFAULT_TILE):
 
 
 # ---- exercise of notebook 02 -------------------------------------------------------------------
-SEED_T = 16
+ARTICLE_TILE = 16
 
 
 @cuda.jit
-def seed_tiled_kernel(a, b, c):
-    """The first seed document's tiled kernel, ported as written (sizes must be multiples of 16,
-    as the seed assumes). Exercise: check it, find the bug, fix it."""
-    a_tile = cuda.shared.array((SEED_T, SEED_T), float32)
-    b_tile = cuda.shared.array((SEED_T, SEED_T), float32)
+def article_tiled_kernel(a, b, c):
+    """The German article's tiled kernel, ported as written (sizes must be multiples of 16,
+    as the article assumes). Exercise: check it, find the bug, fix it."""
+    a_tile = cuda.shared.array((ARTICLE_TILE, ARTICLE_TILE), float32)
+    b_tile = cuda.shared.array((ARTICLE_TILE, ARTICLE_TILE), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
-    row = cuda.blockIdx.y * SEED_T + ty
-    col = cuda.blockIdx.x * SEED_T + tx
+    row = cuda.blockIdx.y * ARTICLE_TILE + ty
+    col = cuda.blockIdx.x * ARTICLE_TILE + tx
     acc = float32(0.0)
-    for t in range(0, a.shape[1], SEED_T):
+    for t in range(0, a.shape[1], ARTICLE_TILE):
         a_tile[ty, tx] = a[row, t + tx]
         b_tile[tx, ty] = b[t + ty, col]
         cuda.syncthreads()
-        for k in range(SEED_T):
+        for k in range(ARTICLE_TILE):
             acc += a_tile[ty, k] * b_tile[k, tx]
         cuda.syncthreads()
     c[row, col] = acc
 
 
-def launch_tiled(kernel, a, b, *, tile: int = SEED_T, stage: str = "your kernel"):
+def launch_tiled(kernel, a, b, *, tile: int = ARTICLE_TILE, stage: str = "your kernel"):
     """Run a tile x tile-thread kernel ``kernel(a, b, c)`` as ``fn(a, b) -> c`` (for check)."""
     ops = prepare(a, b, stage=stage, dtypes=("fp32",))
     check_launch(stage, (tile, tile))

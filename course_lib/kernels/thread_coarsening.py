@@ -7,9 +7,9 @@ of k and does TM * TN multiply-adds with them.
 
 Two kernels:
 
-* ``coarsened_2x2``: the first seed document's idea written correctly. A block of
+* ``coarsened_2x2``: the German article's idea written correctly. A block of
   (TILE/2) x (TILE/2) threads computes a TILE x TILE tile of C, each thread the 2 x 2 outputs
-  (ty + i*TILE/2, tx + j*TILE/2). The seed's version mixes ``T`` and ``TILE``, reads undefined
+  (ty + i*TILE/2, tx + j*TILE/2). The article's version mixes ``T`` and ``TILE``, reads undefined
   ``row``/``col`` when loading (each thread must now load *four* elements of each tile, not one),
   and writes back with loops up to ``T`` instead of ``K`` (the coarsening factor), far past its 2 x 2
   accumulators.
@@ -37,7 +37,7 @@ from course_lib.registry import Stage, register
 
 FLOAT32_BYTES = 4
 
-# ---- the seed's 2 x 2 idea, written correctly -------------------------------------------------
+# ---- the article's 2 x 2 idea, written correctly -------------------------------------------------
 COARSE_TILE = 32  # the block's tile of C is COARSE_TILE x COARSE_TILE
 COARSE = 2  # each thread computes COARSE x COARSE outputs
 COARSE_THREADS = COARSE_TILE // COARSE  # threads per block along x and along y
@@ -98,7 +98,7 @@ def coarsened_2x2_kernel(a, b, c):
 
 
 def coarsened_2x2(a, b):
-    """C = A @ B; each thread computes 2 x 2 outputs of a 32 x 32 tile (the seed's idea, fixed)."""
+    """C = A @ B; each thread computes 2 x 2 outputs of a 32 x 32 tile (the article's idea, fixed)."""
     stage = "coarsened_2x2"
     ops = prepare(a, b, stage=stage, dtypes=("fp32",))
     block = (COARSE_THREADS, COARSE_THREADS)

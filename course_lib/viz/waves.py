@@ -31,7 +31,7 @@ Where the limits come from (compute capability 9.0, the H200's):
   count the register file allows is computed per sub-partition; shared-memory carve-outs for 9.x go
   up to 228 KB.
 
-How they were checked (2026-11-29): the ``cuda_occupancy.h`` values above were read in the header's
+How they were checked: the ``cuda_occupancy.h`` values above were read in the header's
 code; of the guide's table only the opening of the page was retrievable, so 64 warps / 2048 threads
 per SM and 227 KB per block were cross-checked in secondary sources (occupancy libraries that quote
 the table: 2048 threads/SM for sm_90, 232448 bytes = 227 KB per block on the H100). On a GPU,

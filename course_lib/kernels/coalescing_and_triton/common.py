@@ -23,7 +23,7 @@ def interpretable(t: torch.Tensor) -> torch.Tensor:
     """The operand as the kernel should read it on this backend.
 
     Triton's interpreter keeps bfloat16 as raw 16-bit integers and its ``tl.dot`` multiplies those
-    bit patterns (triton-lang/triton issue 11584; the interpreter documents no bfloat16 arithmetic).
+    bit patterns (triton-lang/triton#11584; the interpreter documents no bfloat16 arithmetic).
     On the CPU backend bf16 operands are therefore widened to fp32 before the launch. The widening
     is exact and a bf16 x bf16 product is exact in fp32, so the kernel computes the same sums it
     computes on a GPU from bf16 tiles with an fp32 accumulator; C is still stored as bf16.
