@@ -1,0 +1,54 @@
+"""The library's layers (README, "Architecture"): nothing imports from a layer below it."""
+
+import ast
+from pathlib import Path
+
+LIB = Path(__file__).resolve().parent.parent / "course_lib"
+
+LAYERS = [
+    {"backend", "features"},
+    {"gemm", "timing", "compiler"},
+    {"registry", "kernels"},
+    {"check", "results", "bench", "plots", "report", "notebooks", "viz"},
+]
+
+
+def _layer(name: str) -> int:
+    for i, names in enumerate(LAYERS):
+        if name in names:
+            return i
+    raise AssertionError(f"course_lib.{name} is in no layer of the README's architecture")
+
+
+def _imports(path: Path) -> set[str]:
+    """The course_lib modules (first component below course_lib) that ``path`` imports."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("course_lib"):
+            parts = node.module.split(".")
+            if len(parts) > 1:
+                out.add(parts[1])
+            else:
+                out.update(a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name.split(".")[1] for a in node.names if a.name.startswith("course_lib."))
+    return out
+
+
+def test_no_module_imports_from_a_layer_below():
+    wrong = []
+    for path in sorted(LIB.rglob("*.py")):
+        rel = path.relative_to(LIB)
+        if rel.name == "__init__.py" and rel.parent == Path("."):
+            continue  # the package itself re-exports the public functions
+        own = rel.parts[0].removesuffix(".py")
+        for imported in _imports(path):
+            if _layer(imported) > _layer(own):
+                wrong.append(f"{rel} imports course_lib.{imported}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_module_has_a_layer():
+    for path in LIB.iterdir():
+        if path.suffix == ".py" and path.name != "__init__.py" or (path.is_dir() and (path / "__init__.py").exists()):
+            _layer(path.name.removesuffix(".py"))
