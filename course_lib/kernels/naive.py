@@ -133,23 +133,7 @@ def global_loads(M: int, N: int, K: int) -> int:
     return 2 * M * N * K
 
 
-register(
-    Stage(
-        name="naive",
-        notebook="01_naive",
-        backend="numba",
-        title="01 naive (x along columns)",
-        gemms={"fp32": naive},
-        order=10,
-    )
-)
-register(
-    Stage(
-        name="naive_x_along_rows",
-        notebook="01_naive",
-        backend="numba",
-        title="01 naive (x along rows)",
-        gemms={"fp32": naive_x_along_rows},
-        order=11,
-    )
-)
+register(Stage(name="naive", notebook="01_naive", backend="numba", title="01 naive (x along columns)",
+               gemms={"fp32": naive}, order=10))
+register(Stage(name="naive_x_along_rows", notebook="01_naive", backend="numba", title="01 naive (x along rows)",
+               gemms={"fp32": naive_x_along_rows}, order=11))

@@ -131,26 +131,10 @@ def _variant(tile: int):
     return gemm
 
 
-register(
-    Stage(
-        name="shared_memory_tiling",
-        notebook="02_shared_memory_tiling",
-        backend="numba",
-        title=f"02 shared-memory tiling (T={DEFAULT_TILE})",
-        gemms={"fp32": _variant(DEFAULT_TILE)},
-        order=20,
-    )
-)
+register(Stage(name="shared_memory_tiling", notebook="02_shared_memory_tiling", backend="numba",
+               title=f"02 shared-memory tiling (T={DEFAULT_TILE})", gemms={"fp32": _variant(DEFAULT_TILE)}, order=20))
 for _tile in TILE_SIZES:
     if _tile != DEFAULT_TILE:
-        register(
-            Stage(
-                name=f"shared_memory_tiling_t{_tile}",
-                notebook="02_shared_memory_tiling",
-                backend="numba",
-                title=f"02 shared-memory tiling (T={_tile})",
-                gemms={"fp32": _variant(_tile)},
-                order=20 + _tile / 100,
-                variant_of="shared_memory_tiling",
-            )
-        )
+        register(Stage(name=f"shared_memory_tiling_t{_tile}", notebook="02_shared_memory_tiling", backend="numba",
+                       title=f"02 shared-memory tiling (T={_tile})", gemms={"fp32": _variant(_tile)},
+                       order=20 + _tile / 100, variant_of="shared_memory_tiling"))

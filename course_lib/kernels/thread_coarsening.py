@@ -349,36 +349,11 @@ def _with_config(name: str, cfg: RegisterTileConfig):
     return gemm
 
 
-register(
-    Stage(
-        name="coarsened_2x2",
-        notebook="03_thread_coarsening",
-        backend="numba",
-        title="03 thread coarsening 2x2",
-        gemms={"fp32": coarsened_2x2},
-        order=30,
-    )
-)
-register(
-    Stage(
-        name="register_tiling",
-        notebook="03_thread_coarsening",
-        backend="numba",
-        title=f"03 register tiling {DEFAULT_CONFIG.TM}x{DEFAULT_CONFIG.TN}/thread, {DEFAULT_CONFIG.BM}x{DEFAULT_CONFIG.BN}/block",
-        gemms={"fp32": _with_config("register_tiling", DEFAULT_CONFIG)},
-        order=31,
-        sweep=True,
-    )
-)
+register(Stage(name="coarsened_2x2", notebook="03_thread_coarsening", backend="numba", title="03 thread coarsening 2x2",
+               gemms={"fp32": coarsened_2x2}, order=30))
+register(Stage(name="register_tiling", notebook="03_thread_coarsening", backend="numba",
+               title=f"03 register tiling {DEFAULT_CONFIG.TM}x{DEFAULT_CONFIG.TN}/thread, {DEFAULT_CONFIG.BM}x{DEFAULT_CONFIG.BN}/block",
+               gemms={"fp32": _with_config("register_tiling", DEFAULT_CONFIG)}, order=31, sweep=True))
 for _name, _cfg in SWEEP_CONFIGS.items():
-    register(
-        Stage(
-            name=_name,
-            notebook="03_thread_coarsening",
-            backend="numba",
-            title=_variant_title(_cfg),
-            gemms={"fp32": _with_config(_name, _cfg)},
-            order=32,
-            variant_of="register_tiling",
-        )
-    )
+    register(Stage(name=_name, notebook="03_thread_coarsening", backend="numba", title=_variant_title(_cfg),
+                   gemms={"fp32": _with_config(_name, _cfg)}, order=32, variant_of="register_tiling"))

@@ -33,3 +33,30 @@ def image_widget():
     import ipywidgets as w
 
     return w.Image(format="png", layout=w.Layout(max_width="100%", align_self="flex-start"))
+
+
+def connect(box, image, controls: dict, draw, adjust=None):
+    """Finish a widget: attach its picture and controls to ``box`` (so a test can set a control's
+    ``.value`` and read ``box.image.value`` without a browser), redraw on every change, draw once.
+
+    ``adjust`` (optional) first brings the other controls in line with a change (a slider's range,
+    a list of options); the changes it makes do not each redraw the picture."""
+    box.image = image  # the picture, as PNG bytes in .value
+    box.controls = controls
+    adjusting = [False]
+
+    def update(_=None) -> None:
+        if adjusting[0]:
+            return
+        if adjust is not None:
+            adjusting[0] = True
+            try:
+                adjust()
+            finally:
+                adjusting[0] = False
+        draw()
+
+    for control in controls.values():
+        control.observe(update, names="value")
+    update()
+    return box

@@ -163,7 +163,7 @@ def banks_widget(cols: int = 32, pattern: str = "column", layout: str = "plain")
     ``.controls`` the controls ('cols', 'pattern', 'layout', 'index')."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_png, image_widget
 
     style = {"description_width": "initial"}  # the whole label, not cut to "which row..."
     cols_d = widgets.Dropdown(options=[32, 64], value=cols, description="tile (fp32)", style=style)
@@ -173,8 +173,6 @@ def banks_widget(cols: int = 32, pattern: str = "column", layout: str = "plain")
     summary = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([widgets.HBox([cols_d, idx]), pat, lay, summary, image])
-    box.image = image  # the picture, as PNG bytes in .value
-    box.controls = {"cols": cols_d, "pattern": pat, "layout": lay, "index": idx}
 
     def update(_=None) -> None:
         n = cols_d.value
@@ -189,7 +187,4 @@ def banks_widget(cols: int = 32, pattern: str = "column", layout: str = "plain")
         )
         image.value = figure_png(draw_banks(acc, title=f"{lay.value} layout", words_in_tile=n * pitch))
 
-    for c in box.controls.values():
-        c.observe(update, names="value")
-    update()
-    return box
+    return connect(box, image, {"cols": cols_d, "pattern": pat, "layout": lay, "index": idx}, update)

@@ -183,7 +183,7 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
     {'row': WarpAccess, 'column': WarpAccess}; ``.controls`` the controls ('n', 'dtype', 'offset')."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_png, image_widget
 
     style = {"description_width": "initial"}  # the whole label, not cut to "N (row str..."
     n_s = widgets.IntSlider(value=n, min=64, max=8192, step=32, description="N (row stride)", continuous_update=False, style=style)
@@ -192,8 +192,6 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
     summary = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([widgets.HBox([n_s, dt, off]), summary, image])
-    box.image = image  # the picture, as PNG bytes in .value
-    box.controls = {"n": n_s, "dtype": dt, "offset": off}
 
     def update(_=None) -> None:
         size = ITEMSIZE[dt.value]
@@ -213,7 +211,4 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
             f"column-wise: threadIdx.x down a column (lanes {stride:,} B apart)": col,
         }))
 
-    for c in box.controls.values():
-        c.observe(update, names="value")
-    update()
-    return box
+    return connect(box, image, {"n": n_s, "dtype": dt, "offset": off}, update)

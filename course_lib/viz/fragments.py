@@ -201,7 +201,7 @@ def fragments_widget():
     'thread', 'n'."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_png, image_widget
 
     style = {"description_width": "initial"}  # the whole label, not cut to "lane / thre..."
     instr = widgets.ToggleButtons(options=["mma.m16n8k16", "wgmma.m64nNk16"], value="mma.m16n8k16", description="instruction", style=style)
@@ -211,25 +211,18 @@ def fragments_widget():
     summary = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([instr, widgets.HBox([operand, n_d]), thread, summary, image])
-    box.image = image  # the picture, as PNG bytes in .value
-    box.controls = {"instruction": instr, "operand": operand, "thread": thread, "n": n_d}
-    busy = [False]
 
-    def update(_=None) -> None:
-        if busy[0]:
-            return
-        busy[0] = True
-        try:
-            wg = instr.value.startswith("wgmma")
-            options = ["A", "D"] if wg else ["A", "B", "C"]
-            if list(operand.options) != options:
-                keep = operand.value if operand.value in options else ("D" if wg else "C")
-                operand.options = options
-                operand.value = keep
-            thread.max = WARPGROUP_SIZE - 1 if wg else WARP_SIZE - 1
-            n_d.disabled = not wg  # N is wgmma's: greyed out for mma.m16n8k16, where it changes nothing
-        finally:
-            busy[0] = False
+    def adjust() -> None:
+        wg = instr.value.startswith("wgmma")
+        options = ["A", "D"] if wg else ["A", "B", "C"]
+        if list(operand.options) != options:
+            keep = operand.value if operand.value in options else ("D" if wg else "C")
+            operand.options = options
+            operand.value = keep
+        thread.max = WARPGROUP_SIZE - 1 if wg else WARP_SIZE - 1
+        n_d.disabled = not wg  # N is wgmma's: greyed out for mma.m16n8k16, where it changes nothing
+
+    def draw() -> None:
         fm = fragment_map(instr.value, operand.value, n_d.value)
         box.fragments, box.selected = fm, fm.elements_of(thread.value)
         items = ", ".join(f"{fm.operand.lower()}{i}=({r},{c})" for i, r, c in box.selected)
@@ -237,7 +230,4 @@ def fragments_widget():
         summary.value = f"{head} holds: {items}"
         image.value = figure_png(draw_fragments(fm, highlight=thread.value))
 
-    for c in box.controls.values():
-        c.observe(update, names="value")
-    update()
-    return box
+    return connect(box, image, {"instruction": instr, "operand": operand, "thread": thread, "n": n_d}, draw, adjust)

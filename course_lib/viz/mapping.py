@@ -127,7 +127,7 @@ def mapping_widget(n: int = 64, block: int = 16):
     """
     import ipywidgets as w
 
-    from course_lib.viz._figure import figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_png, image_widget
     from course_lib.viz.waves import resident_blocks, waves
 
     n_slider = w.IntSlider(value=n, min=1, max=1024, description="N (square)", continuous_update=False)
@@ -137,7 +137,6 @@ def mapping_widget(n: int = 64, block: int = 16):
     summary = w.HTML()
     image = image_widget()  # a PNG in an Image widget: no display messages, same output everywhere
     box = w.VBox([w.HBox([n_slider, color]), w.HBox([bx, by]), summary, image])
-    box.image = image
 
     def update(_=None) -> None:
         try:
@@ -166,8 +165,4 @@ def mapping_widget(n: int = 64, block: int = 16):
         image.layout.display = None
         image.value = figure_png(draw_mapping(m, color.value))
 
-    for control in (n_slider, bx, by, color):
-        control.observe(update, names="value")
-    box.controls = {"n": n_slider, "block_x": bx, "block_y": by, "color_by": color}
-    update()
-    return box
+    return connect(box, image, {"n": n_slider, "block_x": bx, "block_y": by, "color_by": color}, update)

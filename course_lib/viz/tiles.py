@@ -206,7 +206,7 @@ def tiles_widget(n: int = 64, tile: int = 16):
     ``.controls`` the controls by name ('n', 'tile', 'bi', 'bj', 'step')."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_png, image_widget
 
     n_s = widgets.IntSlider(value=n, min=8, max=256, step=8, description="N", continuous_update=False)
     t_d = widgets.Dropdown(options=[4, 8, 16, 32], value=tile, description="tile T")
@@ -216,27 +216,17 @@ def tiles_widget(n: int = 64, tile: int = 16):
     summary = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([widgets.HBox([n_s, t_d]), widgets.HBox([bi_s, bj_s, step_s]), summary, image])
-    box.image = image  # the picture, as PNG bytes in .value
-    box.controls = {"n": n_s, "tile": t_d, "bi": bi_s, "bj": bj_s, "step": step_s}
-    busy = [False]
 
-    def update(_=None) -> None:
-        if busy[0]:
-            return
-        busy[0] = True
-        try:
-            steps = _steps(n_s.value, t_d.value)
-            for s in (bi_s, bj_s, step_s):  # keep the index sliders inside the grid
-                s.max = steps - 1
-                s.value = min(s.value, steps - 1)
-        finally:
-            busy[0] = False
+    def adjust() -> None:
+        steps = _steps(n_s.value, t_d.value)
+        for s in (bi_s, bj_s, step_s):  # keep the index sliders inside the grid
+            s.max = steps - 1
+            s.value = min(s.value, steps - 1)
+
+    def draw() -> None:
         st = tile_step(n_s.value, t_d.value, (bi_s.value, bj_s.value), step_s.value)
         box.step, box.counts = st, reuse_counts(n_s.value, t_d.value)
         summary.value = f"{st.describe()}<br>{box.counts.describe()}"
         image.value = figure_png(draw_tiles(st))
 
-    for c in box.controls.values():
-        c.observe(update, names="value")
-    update()
-    return box
+    return connect(box, image, {"n": n_s, "tile": t_d, "bi": bi_s, "bj": bj_s, "step": step_s}, draw, adjust)

@@ -431,7 +431,7 @@ def trace_widget(trace: Trace):
     :class:`WarpRequest` on display; ``.controls``: 'site', 'request'."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_png, image_widget
 
     summary = {(r["line"], r["array"], r["kind"], r["space"]): r for r in trace.summary()}
     options = [
@@ -447,8 +447,6 @@ def trace_widget(trace: Trace):
     text = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([widgets.HTML(f"<pre>{trace.describe()}</pre>"), site, req_s, text, image])
-    box.image = image  # the picture, as PNG bytes in .value
-    box.controls = {"site": site, "request": req_s}
     box.trace = trace
     busy = [False]
 
@@ -468,7 +466,4 @@ def trace_widget(trace: Trace):
         text.value = req.describe()
         image.value = figure_png(draw_request(req))
 
-    for c in box.controls.values():
-        c.observe(update, names="value")
-    update()
-    return box
+    return connect(box, image, {"site": site, "request": req_s}, update)

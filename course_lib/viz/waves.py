@@ -286,7 +286,7 @@ def waves_widget(size: int = 4096, tile: int = 128, threads: int = 256, regs: in
     ``.controls`` the controls by name ('size', 'tile', 'threads', 'regs', 'smem_kb')."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_png, image_widget
 
     style = {"description_width": "150px"}
     size_s = widgets.IntSlider(value=size, min=128, max=16384, step=128, description="matrix size N", continuous_update=False, style=style)
@@ -297,8 +297,6 @@ def waves_widget(size: int = 4096, tile: int = 128, threads: int = 256, regs: in
     summary = widgets.HTML()
     image = image_widget()
     box = widgets.VBox([widgets.HBox([size_s, tile_d]), widgets.HBox([threads_d, regs_s, smem_s]), summary, image])
-    box.image = image  # the picture, as PNG bytes in .value
-    box.controls = {"size": size_s, "tile": tile_d, "threads": threads_d, "regs": regs_s, "smem_kb": smem_s}
 
     def update(_=None) -> None:
         try:
@@ -311,7 +309,4 @@ def waves_widget(size: int = 4096, tile: int = 128, threads: int = 256, regs: in
         summary.value = f"{occ.describe()}<br>{w.describe()}"
         image.value = figure_png(draw_waves(w))
 
-    for c in box.controls.values():
-        c.observe(update, names="value")
-    update()
-    return box
+    return connect(box, image, {"size": size_s, "tile": tile_d, "threads": threads_d, "regs": regs_s, "smem_kb": smem_s}, update)

@@ -102,24 +102,15 @@ def _per_dtype(fn: Callable, name: str, dtypes: Sequence[str] = COURSE_DTYPES) -
     return out
 
 
-TRITON_TILED = register(Stage(
-    name="triton_tiled", notebook=NOTEBOOK, backend="triton",
-    title="Triton tiled (pointers + masks)",
-    gemms=_per_dtype(tiled_matmul, "triton_tiled"), order=40,
-))
-TRITON_TILED_DESCRIPTORS = register(Stage(
-    name="triton_tiled_descriptors", notebook=NOTEBOOK, backend="triton",
-    title="Triton tiled (tensor descriptors)",
-    # check() rounds its shapes up to multiples of 8: 16-byte rows for every course dtype.
-    gemms=_per_dtype(tiled_matmul_descriptors, "triton_tiled_descriptors"), shape_multiple=8, order=41,
-))
-TRITON_TILED_TRANSPOSED_B = register(Stage(
-    name="triton_tiled_transposed_b", notebook=NOTEBOOK, backend="triton",
-    title="Triton tiled, B pre-transposed (the article's experiment)",
-    gemms=_per_dtype(tiled_matmul_transposed_b, "triton_tiled_transposed_b"), order=42,
-))
-TRITON_FAST = register(Stage(
-    name="triton_fast", notebook=NOTEBOOK, backend="triton",
-    title="Triton fast (grouped, descriptors, tuned)",
-    gemms=_per_dtype(fast_matmul_autotuned, "triton_fast"), sweep=True, order=45,
-))
+TRITON_TILED = register(Stage(name="triton_tiled", notebook=NOTEBOOK, backend="triton", order=40,
+                             title="Triton tiled (pointers + masks)", gemms=_per_dtype(tiled_matmul, "triton_tiled")))
+# check() rounds the descriptor stage's shapes up to multiples of 8: 16-byte rows for every course dtype.
+TRITON_TILED_DESCRIPTORS = register(Stage(name="triton_tiled_descriptors", notebook=NOTEBOOK, backend="triton", order=41,
+                                         title="Triton tiled (tensor descriptors)", shape_multiple=8,
+                                         gemms=_per_dtype(tiled_matmul_descriptors, "triton_tiled_descriptors")))
+TRITON_TILED_TRANSPOSED_B = register(Stage(name="triton_tiled_transposed_b", notebook=NOTEBOOK, backend="triton", order=42,
+                                          title="Triton tiled, B pre-transposed (the article's experiment)",
+                                          gemms=_per_dtype(tiled_matmul_transposed_b, "triton_tiled_transposed_b")))
+TRITON_FAST = register(Stage(name="triton_fast", notebook=NOTEBOOK, backend="triton", order=45, sweep=True,
+                            title="Triton fast (grouped, descriptors, tuned)",
+                            gemms=_per_dtype(fast_matmul_autotuned, "triton_fast")))

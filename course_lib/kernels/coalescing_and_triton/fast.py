@@ -24,13 +24,7 @@ import triton.language as tl
 
 from course_lib import backend
 from course_lib.gemm import TORCH_DTYPES, Operands, new_output, prepare
-from course_lib.kernels.coalescing_and_triton.common import (
-    INPUT_PRECISION,
-    descriptor_problem,
-    ensure_allocator,
-    interpretable,
-    require_32bit_offsets,
-)
+from course_lib.kernels.coalescing_and_triton import common
 from course_lib.kernels.coalescing_and_triton.tiled import matmul_tile_masked
 
 
@@ -280,7 +274,7 @@ def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_war
     out = torch.empty((C, R), dtype=x.dtype, device=x.device)
     if x.numel() == 0:
         return out
-    require_32bit_offsets("transpose", x, out)
+    common.require_32bit_offsets("transpose", x, out)
     # Moving bits needs no arithmetic: 16-bit types travel as int16 (the interpreter has no bf16).
     src, dst = (x.view(torch.int16), out.view(torch.int16)) if x.element_size() == 2 else (x, out)
     grid = (triton.cdiv(R, block[0]), triton.cdiv(C, block[1]))
@@ -298,20 +292,20 @@ def launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
     else:
         b_arg = ops.b
     use_desc = cfg.loads == "descriptors" and all(
-        descriptor_problem(t, n) is None for t, n in ((ops.a, "a"), (b_arg, "b"), (c, "c"))
+        common.descriptor_problem(t, n) is None for t, n in ((ops.a, "a"), (b_arg, "b"), (c, "c"))
     )
-    a, b_arg = interpretable(ops.a), interpretable(b_arg)
+    a, b_arg = common.interpretable(ops.a), common.interpretable(b_arg)
     # The kernels always get B's strides as a K x N matrix: for B^T that is the view b_arg.T,
     # whose strides are (1, K) - pointer loads then run along K, descriptors use B^T's rows.
     b_view = b_arg.T if cfg.b_layout == "nk" else b_arg
     args = (a, b_view, c, ops.M, ops.N, ops.K,
             a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1))
     meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                INPUT_PRECISION=INPUT_PRECISION[dtype], num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+                INPUT_PRECISION=common.INPUT_PRECISION[dtype], num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
     if not use_desc:
         return grouped_matmul_kernel[(tiles,)](*args, **meta), False
-    ensure_allocator()
+    common.ensure_allocator()
     meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
     if cfg.persistent:
         programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
@@ -328,7 +322,7 @@ def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | 
     stage = "triton_fast"
     ops = prepare(a, b, stage=stage, dtypes=(dtype,))
     c = new_output(ops.M, ops.N, TORCH_DTYPES[dtype], ops.a.device)
-    require_32bit_offsets(stage, ops.a, ops.b, c)
+    common.require_32bit_offsets(stage, ops.a, ops.b, c)
     try:
         launch_fast(ops, dtype, config or FAST_CONFIGS[dtype][0], c)
     except triton.runtime.errors.OutOfResources:
