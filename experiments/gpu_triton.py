@@ -1,18 +1,18 @@
-"""Stage 04 on the H200: check the Triton stages, sweep the fast kernel's configs, re-run the seed
+"""Stage 04 on the H200: check the Triton stages, sweep the fast kernel's configs, re-run the article's
 experiment and gather the compiler evidence that explains it.
 
 Run from the repository root on the GPU machine (H200 image: Python 3.12, torch 2.11, Triton 3.6):
 
-    COURSE_BACKEND=gpu PYTHONPATH=. OUT=/root/out python3 tools/gpu_triton.py
+    COURSE_BACKEND=gpu PYTHONPATH=. OUT=/root/out python3 experiments/gpu_triton.py
 
 It finishes in about 3-4 minutes (``--budget`` caps the whole run, default 320 s; a section that
 runs out of time says what it skipped). In order:
 
 1. correctness (parallel, 1 process per CPU core up to 12): ``course_lib.check`` of every Triton
    stage x dtype on the GPU shapes; meanwhile the same processes compile every sweep candidate and
-   seed kernel once at a small shape with the same JIT specialisation as 4096/8192, which fills
+   article's kernel once at a small shape with the same JIT specialisation as 4096/8192, which fills
    Triton's on-disk cache so the timing phase does not wait for compilers;
-2. the seed experiment (8192x6144 @ 6144x4096, fp32): BLOCK_SIZE 32 and 64, ``ieee`` and ``tf32``,
+2. the article experiment (8192x6144 @ 6144x4096, fp32): BLOCK_SIZE 32 and 64, ``ieee`` and ``tf32``,
    Y as given vs Y pre-transposed (timed with the copy, as the article did, and without it), each
    side by side with cuBLAS of the same precision;
 3. compiler evidence for those kernels (Triton 3.6 on sm_90a): TTGIR/PTX/SASS counts — tensor-core
@@ -32,12 +32,12 @@ Files written under $OUT (default ./gpu_triton_out; 6 files, no subfolders):
   summary.txt           the compact tables printed at the end
   paste_fast_configs.py the best candidates per dtype as a FAST_CONFIGS literal, ready to paste into
                         course_lib/kernels/coalescing_and_triton.py
-  seed_ttgir.txt        TTGIR of the seed kernels (BLOCK_SIZE 64 and 32, ieee/tf32, plain/transposed)
-  seed_sass.txt         SASS of the BLOCK_SIZE 64 seed kernels
+  article_ttgir.txt        TTGIR of the article's kernels (BLOCK_SIZE 64 and 32, ieee/tf32, plain/transposed)
+  article_sass.txt         SASS of the BLOCK_SIZE 64 article's kernels
   fast_ttgir.txt        TTGIR + resource summary of the best fast config per dtype
 
-Optional, afterwards: shared-memory bank conflicts and pipe use of the seed kernels with Nsight Compute.
-``--ncu-seed`` launches each of the 8 seed variants once to compile them, then once more; the
+Optional, afterwards: shared-memory bank conflicts and pipe use of the article's kernels with Nsight Compute.
+``--ncu-article`` launches each of the 8 seed variants once to compile them, then once more; the
 ``--launch-skip 8 --launch-count 8`` below profiles the second round. First the counters that answer
 "bank conflicts or not" (the names work on Hopper with recent ncu versions):
 
@@ -49,14 +49,14 @@ Optional, afterwards: shared-memory bank conflicts and pipe use of the seed kern
     l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,\
     smsp__inst_executed_op_shared_ld.sum,\
     sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active \
-      python3 tools/gpu_triton.py --ncu-seed > $OUT/ncu_seed_banks.txt
+      python3 experiments/gpu_triton.py --ncu-article > $OUT/ncu_article_banks.txt
 
 then pipe utilisation and stall reasons through ncu's own sections (stable names, no metric guessing):
 
     COURSE_BACKEND=gpu PYTHONPATH=. ncu --clock-control none --kernel-name regex:tiled_matmul \
       --launch-skip 8 --launch-count 8 --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis_Tables --section WarpStateStats \
-      python3 tools/gpu_triton.py --ncu-seed > $OUT/ncu_seed_sections.txt
+      python3 experiments/gpu_triton.py --ncu-article > $OUT/ncu_article_sections.txt
 
 If ncu rejects a metric name, ``ncu --query-metrics | grep -i -e bank -e wavefronts`` lists this
 version's names.
@@ -135,7 +135,7 @@ SWEEP: dict[str, list[F]] = {
         F(64, 64, 64, 8, 4, 2),
     ], "fp32"),
 }
-SEED_VARIANTS = [(p, bs, v) for bs in (64, 32) for p in ("ieee", "tf32") for v in ("plain", "transposed")]
+ARTICLE_VARIANTS = [(p, bs, v) for bs in (64, 32) for p in ("ieee", "tf32") for v in ("plain", "transposed")]
 EXTRA_SHAPES = ((8192, 6144, 4096), (3000, 3000, 3000), (8192, 2048, 4096))  # from bench.SWEEP_SHAPES
 
 
@@ -188,20 +188,20 @@ def _job_warm_fast(dtype: str, cfg_dict: dict[str, Any]) -> dict[str, Any]:
         return {"dtype": dtype, "config": cfg.label, "ok": False, "error": f"{type(e).__name__}: {e}"[:2000]}
 
 
-def _job_warm_seed(precision: str, block: int, variant: str) -> dict[str, Any]:
+def _job_warm_article(precision: str, block: int, variant: str) -> dict[str, Any]:
     try:
         x = torch.randn(256, 192, device="cuda")
         y = torch.randn(192, 128, device="cuda")
         yy = y.T.contiguous().T if variant == "transposed" else y
         c04.article_experiment_gemm(x, yy, block_size=block, input_precision=precision, transposed_y=variant == "transposed")
-        return {"seed": [precision, block, variant], "ok": True}
+        return {"article": [precision, block, variant], "ok": True}
     except Exception as e:  # noqa: BLE001
-        return {"seed": [precision, block, variant], "ok": False, "error": f"{type(e).__name__}: {e}"[:2000]}
+        return {"article": [precision, block, variant], "ok": False, "error": f"{type(e).__name__}: {e}"[:2000]}
 
 
 def _run_job(job: tuple) -> dict[str, Any]:
     kind, *args = job
-    return {"check": _job_check, "fast": _job_warm_fast, "seed": _job_warm_seed}[kind](*args)
+    return {"check": _job_check, "fast": _job_warm_fast, "article": _job_warm_article}[kind](*args)
 
 
 def phase_parallel(clock: Clock, budget: float, skip_checks: bool, with_seed: bool = True) -> tuple[list, list]:
@@ -216,7 +216,7 @@ def phase_parallel(clock: Clock, budget: float, skip_checks: bool, with_seed: bo
                 seen.add(key)
                 jobs.append(("fast", d, cfg.as_dict()))
     if with_seed:
-        jobs += [("seed", p, bs, v) for p, bs, v in SEED_VARIANTS]
+        jobs += [("article", p, bs, v) for p, bs, v in ARTICLE_VARIANTS]
     workers = max(1, min(12, (os.cpu_count() or 2) - 2))
     log(f"[1] {len(jobs)} jobs (checks + compile warm-up) on {workers} processes")
     results: list[dict] = []
@@ -286,7 +286,7 @@ def _cublas(dtype: str, a: torch.Tensor, b: torch.Tensor) -> Callable[[], Any]:
     return lambda: fn(a, b)
 
 
-# ==== 2 + 3. the seed experiment and its evidence ================================================
+# ==== 2 + 3. the article experiment and its evidence ================================================
 _SASS_OP = re.compile(r"^[^\t]*\t(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)", re.M)
 
 
@@ -326,7 +326,7 @@ def evidence(compiled: Any) -> dict[str, Any]:
     return out
 
 
-def phase_seed(clock: Clock, budget: float, files: dict[str, list[str]]) -> tuple[list, list]:
+def phase_article(clock: Clock, budget: float, files: dict[str, list[str]]) -> tuple[list, list]:
     M, N, K = c04.ARTICLE_SHAPE
     g = torch.Generator(device="cuda").manual_seed(6144)
     x = torch.randn(M, K, device="cuda", generator=g)
@@ -334,12 +334,12 @@ def phase_seed(clock: Clock, budget: float, files: dict[str, list[str]]) -> tupl
     yt = y.T.contiguous()
     records, evid = [], []
     stop = time.time() + budget
-    log(f"[2] seed experiment {M}x{K} @ {K}x{N} fp32 (course names M={M}, N={N}, K={K})")
-    for precision, bs, variant in SEED_VARIANTS:
+    log(f"[2] article experiment {M}x{K} @ {K}x{N} fp32 (course names M={M}, N={N}, K={K})")
+    for precision, bs, variant in ARTICLE_VARIANTS:
         dtype = "fp32" if precision == "ieee" else "tf32"
         forms = [("plain", y, False)] if variant == "plain" else [("transposed+copy", y, True), ("transposed", yt.T, True)]
         for form, yy, tr in forms:
-            label = f"seed:{form}:BLOCK_SIZE={bs}"
+            label = f"article:{form}:BLOCK_SIZE={bs}"
             if time.time() > stop:
                 records.append({"stage": label, "dtype": dtype, "skipped": "time budget"})
                 continue
@@ -354,16 +354,16 @@ def phase_seed(clock: Clock, budget: float, files: dict[str, list[str]]) -> tupl
         # evidence: launch the kernel once more directly to get Triton's compiled object
         try:
             cfg = c04.TileConfig(bs, bs, bs)
-            ops = prepare(x, y if variant == "plain" else yt.T, stage="seed", dtypes=(dtype,))
+            ops = prepare(x, y if variant == "plain" else yt.T, stage="article", dtypes=(dtype,))
             if variant == "plain":
-                _, ck = c04.launch_tiled(ops, dtype, cfg, "seed")
+                _, ck = c04.launch_tiled(ops, dtype, cfg, "article")
             else:
-                _, ck = c04.launch_transposed_b(ops, yt, dtype, cfg, "seed")
+                _, ck = c04.launch_transposed_b(ops, yt, dtype, cfg, "article")
             e = {"precision": precision, "block_size": bs, "variant": variant, **evidence(ck)}
             evid.append(e)
-            files["seed_ttgir.txt"].append(f"// ===== seed {variant} BLOCK_SIZE={bs} input_precision={precision} =====\n{ck.asm['ttgir']}")
+            files["article_ttgir.txt"].append(f"// ===== article {variant} BLOCK_SIZE={bs} input_precision={precision} =====\n{ck.asm['ttgir']}")
             if bs == 64 and isinstance(e.get("sass_ops"), dict):
-                files["seed_sass.txt"].append(f"// ===== seed {variant} BLOCK_SIZE={bs} input_precision={precision} =====\n{ck.asm['sass'][:400_000]}")
+                files["article_sass.txt"].append(f"// ===== article {variant} BLOCK_SIZE={bs} input_precision={precision} =====\n{ck.asm['sass'][:400_000]}")
         except Exception as e:  # noqa: BLE001
             evid.append({"precision": precision, "block_size": bs, "variant": variant, "error": f"{type(e).__name__}: {e}"[:2000]})
     del x, y, yt
@@ -461,7 +461,7 @@ def ranking(records: list[dict]) -> dict[str, list[tuple[float, F, dict]]]:
 
 
 def paste_configs(ranked: dict[str, list]) -> str:
-    lines = ["# Measured by tools/gpu_triton.py on the H200; ranked by the worse of the two ratios to cuBLAS",
+    lines = ["# Measured by experiments/gpu_triton.py on the H200; ranked by the worse of the two ratios to cuBLAS",
              "# (4096^3 and 8192^3, timed side by side). Paste over FAST_CONFIGS in",
              "# course_lib/kernels/coalescing_and_triton.py.",
              "FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {"]
@@ -599,22 +599,22 @@ def summary(checks, seed, seed_ev, ranked, confirm, extra, warm) -> str:
     return "\n".join(out)
 
 
-def ncu_seed() -> int:
+def ncu_article() -> int:
     """Launch each seed variant once after a warm-up launch (for ncu; see the module docstring)."""
     M, N, K = c04.ARTICLE_SHAPE
     x = torch.randn(M, K, device="cuda")
     y = torch.randn(K, N, device="cuda")
     yt = y.T.contiguous()
     calls = []
-    for precision, bs, variant in SEED_VARIANTS:
+    for precision, bs, variant in ARTICLE_VARIANTS:
         yy = y if variant == "plain" else yt.T
         calls.append(lambda yy=yy, p=precision, bs=bs, v=variant: c04.article_experiment_gemm(
             x, yy, block_size=bs, input_precision=p, transposed_y=v == "transposed"))
     for call in calls:  # warm-up: compile and launch once (ncu --launch-skip 8 skips these)
         call()
     torch.cuda.synchronize()
-    for (precision, bs, variant), call in zip(SEED_VARIANTS, calls):
-        print(f"ncu launch: seed {variant} BLOCK_SIZE={bs} input_precision={precision}", flush=True)
+    for (precision, bs, variant), call in zip(ARTICLE_VARIANTS, calls):
+        print(f"ncu launch: article {variant} BLOCK_SIZE={bs} input_precision={precision}", flush=True)
         call()
         torch.cuda.synchronize()
     return 0
@@ -625,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--budget", type=float, default=320.0, help="seconds for the whole run")
     p.add_argument("--skip-checks", action="store_true")
-    p.add_argument("--ncu-seed", action="store_true", help="only launch the seed kernels once each (for ncu)")
+    p.add_argument("--ncu-article", action="store_true", help="only launch the article's kernels once each (for ncu)")
     p.add_argument("--sections", default="checks,seed,sweep,confirm",
                    help="comma-separated subset of checks,seed,sweep,confirm,repeat (default: all but repeat)")
     p.add_argument("--repeat", type=int, default=8, help="independent measurements per dtype and size in 'repeat'")
@@ -642,15 +642,15 @@ def main(argv: list[str] | None = None) -> int:
     if sections - known:
         raise SystemExit(f"unknown sections {sorted(sections - known)}")
     if not backend.get().is_gpu:
-        raise SystemExit("tools/gpu_triton.py needs the GPU backend (COURSE_BACKEND=gpu on a machine with an NVIDIA GPU)")
-    if args.ncu_seed:
-        return ncu_seed()
+        raise SystemExit("experiments/gpu_triton.py needs the GPU backend (COURSE_BACKEND=gpu on a machine with an NVIDIA GPU)")
+    if args.ncu_article:
+        return ncu_article()
     clock = Clock(args.budget)
     out = Path(os.environ.get("OUT", "gpu_triton_out"))
     out.mkdir(parents=True, exist_ok=True)
     course_lib.describe()
-    prov = bench.provenance("COURSE_BACKEND=gpu PYTHONPATH=. python3 tools/gpu_triton.py " + " ".join(argv or sys.argv[1:]))
-    files: dict[str, list[str]] = {"seed_ttgir.txt": [], "seed_sass.txt": [], "fast_ttgir.txt": []}
+    prov = bench.provenance("COURSE_BACKEND=gpu PYTHONPATH=. python3 experiments/gpu_triton.py " + " ".join(argv or sys.argv[1:]))
+    files: dict[str, list[str]] = {"article_ttgir.txt": [], "article_sass.txt": [], "fast_ttgir.txt": []}
     data: dict[str, Any] = {"provenance": prov, "sweep_candidates": {d: [c.as_dict() for c in v] for d, v in SWEEP.items()}}
 
     def save() -> None:  # after every phase, so a run cut short still leaves its data
@@ -664,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         data.update(checks=checks, warm_up=warm)
         save()
     if "seed" in sections:
-        seed, seed_ev = phase_seed(clock, budget=min(45.0, max(10.0, clock.left() * 0.25)), files=files)
+        seed, seed_ev = phase_article(clock, budget=min(45.0, max(10.0, clock.left() * 0.25)), files=files)
         data.update(seed_experiment=seed, seed_evidence=seed_ev)
         save()
     if "sweep" in sections:
