@@ -2,17 +2,20 @@
 kernels rely on (checked element by element against a model of what TMA writes), the sources
 compiling for sm_90a with the instructions we expect in the SASS, and - on a GPU - correctness."""
 
+import ast
 import collections
 import concurrent.futures
 import itertools
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
 
 import course_lib
+from course_lib import compiler
 from course_lib.kernels import tensor_cores as tc
 
 STAGE_NAMES = [d.stage for d in tc.DESIGNS]
@@ -71,8 +74,8 @@ def test_build_plan_reads_the_architecture():
     with pytest.raises(RuntimeError, match="8.0 and newer"):
         tc.build_plan((7, 5))
     repo = tc.CSRC.parent.parent.resolve()
-    assert not tc.extensions_dir().resolve().is_relative_to(repo)  # caches live outside the repository
-    assert not tc.cubin_cache_dir().resolve().is_relative_to(repo)
+    assert not compiler.extensions_dir().resolve().is_relative_to(repo)  # caches live outside the repository
+    assert not compiler.cubin_cache_dir().resolve().is_relative_to(repo)
 
 
 # ---- the address arithmetic, on the CPU ------------------------------------------------------
@@ -212,12 +215,12 @@ def test_designs_match_the_constants_in_the_sources():
 
 @pytest.fixture(scope="module")
 def compiled():
-    if tc.find_nvcc() is None:
+    if compiler.find_nvcc() is None:
         pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
-    if tc.find_cuobjdump() is None:
+    if compiler.find_cuobjdump() is None:
         pytest.skip("cuobjdump not found (it ships inside the triton wheel)")
     results = tc.compile_all("sm_90a")  # all stages in parallel, cached outside the repository
-    mixes = {name: tc.sass_instruction_mix(r.cubin) for name, r in results.items()}
+    mixes = {name: compiler.sass_instruction_mix(r.cubin) for name, r in results.items()}
     return results, mixes
 
 
@@ -268,9 +271,9 @@ def test_stage6_timeline_stamps_exist_only_in_the_timeline_build(compiled):
     results, mixes = compiled
     timed = tc.compile_stage("tc_6_tma_store", defines=("TC_TIMELINE",))
     assert timed.warnings == (), timed.warnings
-    timed_mix = tc.sass_instruction_mix(timed.cubin)
-    assert "SR_GLOBALTIMER" in tc.sass(timed.cubin)
-    assert "SR_GLOBALTIMER" not in tc.sass(results["tc_6_tma_store"].cubin)
+    timed_mix = compiler.sass_instruction_mix(timed.cubin)
+    assert "SR_GLOBALTIMER" in compiler.sass(timed.cubin)
+    assert "SR_GLOBALTIMER" not in compiler.sass(results["tc_6_tma_store"].cubin)
     assert timed_mix["STG"] > mixes["tc_6_tma_store"]["STG"]
     assert timed_mix["HGMMA"] == mixes["tc_6_tma_store"]["HGMMA"]
 
@@ -283,7 +286,7 @@ def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
 
 
 def test_mma_sync_stage_also_builds_for_ampere():
-    if tc.find_nvcc() is None:
+    if compiler.find_nvcc() is None:
         pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
     r = tc.compile_stage("tc_1_mma_sync", "sm_80")
     assert r.kernels and all(not k.spills for k in r.kernels)
@@ -294,7 +297,7 @@ def test_mma_sync_stage_also_builds_for_ampere():
 def test_stage_objects_link_into_one_library(tmp_path):
     """The extension links every stage's object into one library: a non-inline function defined in
     a shared header (as the watchdog's trap once was) compiles file by file but fails that link."""
-    nvcc = tc.find_nvcc()
+    nvcc = compiler.find_nvcc()
     if nvcc is None:
         pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
     objects = [tmp_path / f"{d.source}.o" for d in tc.DESIGNS]
@@ -311,12 +314,34 @@ def test_stage_objects_link_into_one_library(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_compiler_module_imports_nothing_of_the_course():
+    """course_lib.compiler sits below the kernels: it compiles and reads any CUDA code."""
+    tree = ast.parse(Path(compiler.__file__).read_text())
+    imported = {n.name for node in ast.walk(tree) if isinstance(node, ast.Import) for n in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {m for m in imported if m.startswith("course_lib")}, imported
+
+
+def test_compiler_reports_any_kernel(tmp_path):
+    if compiler.find_nvcc() is None or compiler.find_cuobjdump() is None:
+        pytest.skip("nvcc or cuobjdump not found")
+    src = tmp_path / "twice.cu"
+    src.write_text("namespace demo { __global__ void twice(float* x, int n) {\n"
+                   "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= 2.f;\n} }\n")
+    r = compiler.compile_cubin(src, "sm_80", ["-O3"], use_cache=False)
+    assert r.name == "twice" and r.arch == "sm_80" and r.seconds > 0 and r.warnings == ()
+    assert [(k.name, k.arch, k.spills) for k in r.kernels] == [("demo::twice", "sm_80", False)]
+    mix = compiler.sass_instruction_mix(r.cubin)
+    assert mix["LDG"] == mix["STG"] == 1 and mix["FADD"] + mix["FMUL"] == 1
+    assert compiler.compile_cubin(src, "sm_80", ["-O3"]).seconds == 0  # the second time from the cache
+
+
 def test_demangle_names_the_course_kernels():
-    assert tc.demangle("_ZN2tc6stage56kernelILi2EEEv14CUtensorMap_stS2_P13__nv_bfloat16iiiNS_12GroupedTilesE") == (
+    assert compiler.demangle("_ZN2tc6stage56kernelILi2EEEv14CUtensorMap_stS2_P13__nv_bfloat16iiiNS_12GroupedTilesE") == (
         "tc::stage5::kernel<2>"
     )
-    assert tc.demangle("_ZN2tc6stage16kernelEPK13__nv_bfloat16S3_PS1_iii") == "tc::stage1::kernel"
-    assert tc.demangle("plain_name") == "plain_name"
+    assert compiler.demangle("_ZN2tc6stage16kernelEPK13__nv_bfloat16S3_PS1_iii") == "tc::stage1::kernel"
+    assert compiler.demangle("plain_name") == "plain_name"
 
 
 # ---- on a GPU --------------------------------------------------------------------------------

@@ -61,12 +61,13 @@ def _json_line(tag: str, payload: dict) -> None:
 # ---- workers (run in subprocesses) ------------------------------------------------------------
 def worker_build() -> int:
     import course_lib  # noqa: F401 - chooses the backend
+    from course_lib import compiler
     from course_lib.kernels import tensor_cores as tc
 
     t0 = time.time()
     ext = tc.extension(verbose=True)
     _json_line("build", {"seconds": time.time() - t0, "has_sm90a": bool(getattr(ext, "has_sm90a", False)),
-                         "dir": str(tc.extensions_dir())})
+                         "dir": str(compiler.extensions_dir())})
     return 0
 
 

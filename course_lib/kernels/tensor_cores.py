@@ -26,22 +26,17 @@ On a machine with an NVIDIA GPU the extension is built on first use with
 (``COURSE_EXTENSIONS_DIR``, else ``$TORCH_EXTENSIONS_DIR/course_lib``, else
 ``~/.cache/course_lib/extensions``); the architecture is read from the device. Without a GPU the
 stages cannot run; this module still compiles their sources with ``nvcc`` when one is installed
-(:func:`compile_stage`) and reads the machine code with the ``cuobjdump`` that ships in Triton's
-wheel (:func:`sass_instruction_mix`). It also holds a pure-Python model of the address arithmetic
-the kernels rely on (swizzle, wgmma descriptors, fragment layouts, tile order) that the tests check.
+(:func:`compile_stage`, with :mod:`course_lib.compiler`) and counts the instructions of the machine
+code (:func:`instruction_table`). It also holds a pure-Python model of the address arithmetic the
+kernels rely on (swizzle, wgmma descriptors, fragment layouts, tile order) that the tests check.
 """
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import dataclasses
-import hashlib
-import importlib.util
 import os
-import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,7 +44,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
-from course_lib import backend
+from course_lib import backend, compiler
 from course_lib.features import BF16_TENSOR_CORES, HOPPER_SM90A
 from course_lib.gemm import new_output, prepare
 from course_lib.registry import NotOnThisGPU, Stage, get_stage, register
@@ -134,15 +129,6 @@ BINDING = "tc_binding.cu"
 _EXTENSION = None
 
 
-def extensions_dir() -> Path:
-    """Where built extensions are cached: never inside the repository."""
-    if os.environ.get("COURSE_EXTENSIONS_DIR"):
-        return Path(os.environ["COURSE_EXTENSIONS_DIR"])
-    if os.environ.get("TORCH_EXTENSIONS_DIR"):
-        return Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "course_lib"
-    return Path.home() / ".cache" / "course_lib" / "extensions"
-
-
 def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[list[Path], list[str], str]:
     """Sources, nvcc flags and extension name for a GPU the course treats as compute capability
     ``capability``: on Hopper every stage, for sm_90a; on other GPUs of sm_80 or newer stage 1 only.
@@ -199,7 +185,7 @@ def _cudart_link_dir(cuda_home: Path) -> Path | None:
     versioned = sorted(cuda_home.glob("lib*/libcudart.so.*"))
     if not versioned:
         return None
-    link_dir = extensions_dir() / "cudart_link"
+    link_dir = compiler.extensions_dir() / "cudart_link"
     link_dir.mkdir(parents=True, exist_ok=True)
     link = link_dir / "libcudart.so"
     if not link.exists():
@@ -217,7 +203,7 @@ def build_extension(defines: Sequence[str] = (), verbose: bool = False):
     bin_dir = str(Path(sys.executable).parent)
     if shutil.which("ninja") is None and shutil.which("ninja", path=bin_dir):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-    nvcc = find_nvcc()
+    nvcc = compiler.find_nvcc()
     missing_tools = toolchain_problems(nvcc, shutil.which("ninja"), shutil.which(os.environ.get("CXX", "c++")))
     if missing_tools:
         raise RuntimeError("building the tensor-core extension needs:\n- " + "\n- ".join(missing_tools))
@@ -228,7 +214,7 @@ def build_extension(defines: Sequence[str] = (), verbose: bool = False):
     b = backend.get()
     sources, flags, name = build_plan(b.capability, ptx_only=b.assumed)
     name += "".join(f"_{d.lower()}" for d in defines)
-    build_dir = extensions_dir() / name
+    build_dir = compiler.extensions_dir() / name
     build_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))  # ninja compiles the stages in parallel
     t0 = time.time()
@@ -337,136 +323,9 @@ STAGES = tuple(
 )
 
 
-# ---- compiling without a GPU: nvcc, ptxas's report, the SASS --------------------------------
-def find_nvcc() -> Path | None:
-    """nvcc: under $CUDA_HOME (or $CUDA_PATH) if set, else from PyPI's CUDA packages (``make lab
-    GPU=1`` installs cuda-toolkit[nvcc,cccl]: the CUDA 13.0 of PyPI's torch), else on PATH, else in
-    /usr/local/cuda."""
-    candidates = [Path(os.environ[var]) / "bin" / "nvcc" for var in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(var)]
-    spec = importlib.util.find_spec("nvidia")
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        # CUDA 13's wheels share one prefix (nvidia/cu13/{bin,include,lib}); CUDA 12's had one per part.
-        candidates += [Path(root) / "cu13" / "bin" / "nvcc", Path(root) / "cuda_nvcc" / "bin" / "nvcc"]
-    on_path = shutil.which("nvcc")
-    candidates += [Path(on_path)] if on_path else []
-    candidates.append(Path("/usr/local/cuda/bin/nvcc"))
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
-    return None
-
-
-def find_cuobjdump() -> Path | None:
-    """The cuobjdump that ships inside Triton's wheel (or one on PATH)."""
-    try:
-        import triton  # noqa: PLC0415 - only needed here
-
-        p = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-        if p.is_file():
-            return p
-    except ImportError:
-        pass
-    found = shutil.which("cuobjdump")
-    return Path(found) if found else None
-
-
-def nvcc_version(nvcc: Path) -> str:
-    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=True).stdout
-    m = re.search(r"release ([\d.]+), V([\d.]+)", out)
-    return m.group(2) if m else out.strip().splitlines()[-1]
-
-
-@dataclasses.dataclass(frozen=True)
-class KernelReport:
-    """ptxas's resource report for one kernel."""
-
-    name: str  # demangled-ish, e.g. "tc::stage5::kernel<2>"
-    arch: str
-    registers: int
-    stack_bytes: int
-    spill_store_bytes: int
-    spill_load_bytes: int
-    static_smem_bytes: int
-    barriers: int
-
-    @property
-    def spills(self) -> bool:
-        return self.spill_store_bytes > 0 or self.spill_load_bytes > 0 or self.stack_bytes > 0
-
-
-@dataclasses.dataclass(frozen=True)
-class CompileResult:
-    stage: str
-    arch: str
-    cubin: Path
-    kernels: tuple[KernelReport, ...]
-    warnings: tuple[str, ...]
-    ptxas_log: str
-    seconds: float  # 0 when the cubin came from the cache
-
-
-def demangle(symbol: str) -> str:
-    """Enough of the Itanium demangler for the course's kernels: ``_ZN2tc6stage56kernelILi2EEE...``
-    becomes ``tc::stage5::kernel<2>``; anything else comes back unchanged."""
-    if not symbol.startswith("_ZN"):
-        return symbol
-    parts, pos = [], 3
-    while pos < len(symbol) and symbol[pos].isdigit():
-        digits = re.match(r"\d+", symbol[pos:]).group(0)
-        pos += len(digits)
-        parts.append(symbol[pos:pos + int(digits)])
-        pos += int(digits)
-    if not parts:
-        return symbol
-    name = "::".join(parts)
-    args = re.match(r"I((?:Li\d+E)+)E", symbol[pos:])
-    if args:
-        name += "<" + ",".join(re.findall(r"Li(\d+)E", args.group(1))) + ">"
-    return name
-
-
-def parse_ptxas(log: str) -> tuple[tuple[KernelReport, ...], tuple[str, ...]]:
-    """Kernels and warnings from ``nvcc -Xptxas -v`` output."""
-    kernels = []
-    blocks = re.split(r"ptxas info\s+: Compiling entry function ", log)[1:]
-    for block in blocks:
-        name = re.match(r"'([^']+)' for '([^']+)'", block)
-        props = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", block)
-        used = re.search(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?", block)
-        if not (name and props and used):
-            continue
-        kernels.append(
-            KernelReport(
-                name=demangle(name.group(1)),
-                arch=name.group(2),
-                registers=int(used.group(1)),
-                stack_bytes=int(props.group(1)),
-                spill_store_bytes=int(props.group(2)),
-                spill_load_bytes=int(props.group(3)),
-                static_smem_bytes=int(used.group(3) or 0),
-                barriers=int(used.group(2) or 0),
-            )
-        )
-    warnings = tuple(line.strip() for line in log.splitlines() if "warning" in line.lower())
-    return tuple(sorted(kernels, key=lambda k: k.name)), warnings
-
-
-def cubin_cache_dir() -> Path:
-    return extensions_dir().parent / "cubins"
-
-
-def _source_digest(paths: Iterable[Path], flags: Iterable[str], nvcc: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(paths):
-        h.update(p.name.encode())
-        h.update(p.read_bytes())
-    h.update(" ".join(flags).encode())
-    h.update(nvcc_version(nvcc).encode())
-    return h.hexdigest()[:16]
-
-
+# ---- compiling without a GPU (course_lib.compiler): ptxas's report and the SASS per stage ------
 def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = None, use_cache: bool = True,
-                  defines: Sequence[str] = ()) -> CompileResult:
+                  defines: Sequence[str] = ()) -> compiler.CompileResult:
     """Compile one stage's .cu file to a cubin with ``nvcc -Xptxas -v`` (no GPU needed).
 
     ``arch`` defaults to sm_90a (stage 1 also takes e.g. "sm_80"); ``defines`` are passed as
@@ -477,54 +336,18 @@ def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = No
     arch = arch or "sm_90a"
     if design.hopper and arch != "sm_90a":
         raise ValueError(f"{stage} uses wgmma and setmaxnreg: it compiles only for sm_90a, not {arch}")
-    nvcc = nvcc or find_nvcc()
-    if nvcc is None:
-        raise RuntimeError("nvcc not found: install the CUDA toolkit or `pip install nvidia-cuda-nvcc`")
-    number = arch.removeprefix("sm_")
-    gencode = f"-gencode=arch=compute_{number},code=sm_{number}"
-    flags = [*NVCC_FLAGS, gencode, *(f"-D{d}" for d in defines), "-Xptxas", "-v", "-cubin", "-I", str(CSRC)]
-    src = CSRC / design.source
-    digest = _source_digest([src, *(CSRC / h for h in HEADERS)], flags, nvcc)
-    out_dir = cubin_cache_dir() / digest
-    cubin, log_path = out_dir / f"{src.stem}.{arch}.cubin", out_dir / f"{src.stem}.{arch}.log"
-    seconds = 0.0
-    if not (use_cache and cubin.is_file() and log_path.is_file()):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        t0 = time.time()
-        proc = subprocess.run([str(nvcc), *flags, "-o", str(cubin), str(src)], capture_output=True, text=True)
-        seconds = time.time() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"nvcc failed on {src.name} for {arch}:\n{proc.stdout}{proc.stderr}")
-        log_path.write_text(proc.stdout + proc.stderr)
-    log = log_path.read_text()
-    kernels, warnings = parse_ptxas(log)
-    return CompileResult(stage, arch, cubin, kernels, warnings, log, seconds)
+    flags = [*NVCC_FLAGS, *(f"-D{d}" for d in defines)]
+    return compiler.compile_cubin(CSRC / design.source, arch, flags, include_dirs=[CSRC], name=stage, nvcc=nvcc,
+                                  use_cache=use_cache)
 
 
-def compile_all(arch: str = "sm_90a", *, jobs: int | None = None, use_cache: bool = True) -> dict[str, CompileResult]:
+def compile_all(arch: str = "sm_90a", *, jobs: int | None = None,
+                use_cache: bool = True) -> dict[str, compiler.CompileResult]:
     """Compile every stage in parallel (nvcc processes); stage 1 for ``arch`` too."""
-    nvcc = find_nvcc()
-    if nvcc is None:
-        raise RuntimeError("nvcc not found: install the CUDA toolkit or `pip install nvidia-cuda-nvcc`")
+    nvcc = compiler.require_nvcc()
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
         futures = {d.stage: pool.submit(compile_stage, d.stage, arch, nvcc=nvcc, use_cache=use_cache) for d in DESIGNS}
         return {stage: f.result() for stage, f in futures.items()}
-
-
-_SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_]*)")
-
-
-def sass(cubin: Path, cuobjdump: Path | None = None) -> str:
-    """The SASS (machine code) of a cubin, via cuobjdump."""
-    tool = cuobjdump or find_cuobjdump()
-    if tool is None:
-        raise RuntimeError("cuobjdump not found (it ships inside the triton wheel: pip install triton)")
-    return subprocess.run([str(tool), "--dump-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-
-
-def sass_instruction_mix(cubin: Path, cuobjdump: Path | None = None) -> collections.Counter:
-    """How often each SASS opcode (without modifiers) occurs in a cubin, e.g. HGMMA, HMMA, LDSM."""
-    return collections.Counter(_SASS_LINE.findall(sass(cubin, cuobjdump)))
 
 
 # What the course points at in the SASS: tensor-core instructions, their feeders, barriers, and
@@ -715,7 +538,7 @@ def source_excerpt(stage_or_file: str, start: str, end: str | None = None) -> st
     return "\n".join(lines[i:j + 1])
 
 
-def resource_table(results: dict[str, CompileResult]) -> str:
+def resource_table(results: dict[str, compiler.CompileResult]) -> str:
     """ptxas's report for every kernel, one line each, as text."""
     rows = [f"{'stage':<17}{'kernel':<24}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
     for stage, r in results.items():
@@ -729,11 +552,11 @@ def resource_table(results: dict[str, CompileResult]) -> str:
     return "\n".join(rows)
 
 
-def instruction_table(results: dict[str, CompileResult], opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
+def instruction_table(results: dict[str, compiler.CompileResult], opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
     """How many of each highlighted SASS opcode every stage's cubin holds, as text."""
     opcodes = list(opcodes)
     rows = [f"{'stage':<17}" + "".join(f"{op:>11}" for op in opcodes)]
     for stage, r in results.items():
-        mix = sass_instruction_mix(r.cubin)
+        mix = compiler.sass_instruction_mix(r.cubin)
         rows.append(f"{stage:<17}" + "".join(f"{mix[op]:>11}" for op in opcodes))
     return "\n".join(rows)
