@@ -63,13 +63,13 @@ def test_build_plan_reads_the_architecture():
     assert tc.SM90A in flags and "-DTC_WITH_SM90A" in flags and name.endswith("sm90a")
     assert {s.name for s in sources} == {d.source for d in tc.DESIGNS} | {tc.BINDING}
     sources, flags, name = tc.build_plan((8, 6))
-    assert [s.name for s in sources] == ["tc1_mma_sync.cu", tc.BINDING]
+    assert [s.name for s in sources] == ["tc_1_mma_sync.cu", tc.BINDING]
     assert "-gencode=arch=compute_86,code=sm_86" in flags and not any("90a" in f for f in flags)
     sources, flags, name = tc.build_plan((10, 0))  # Blackwell: no wgmma, stage 1 for sm_100
-    assert [s.name for s in sources] == ["tc1_mma_sync.cu", tc.BINDING] and name.endswith("sm_100")
+    assert [s.name for s in sources] == ["tc_1_mma_sync.cu", tc.BINDING] and name.endswith("sm_100")
     # A GPU treated as an older one (COURSE_ASSUME_CAPABILITY): PTX only, compiled by the driver at load.
     sources, flags, name = tc.build_plan((8, 0), ptx_only=True)
-    assert [s.name for s in sources] == ["tc1_mma_sync.cu", tc.BINDING]
+    assert [s.name for s in sources] == ["tc_1_mma_sync.cu", tc.BINDING]
     assert "-gencode=arch=compute_80,code=compute_80" in flags and name.endswith("ptx80")
     with pytest.raises(RuntimeError, match="8.0 and newer"):
         tc.build_plan((7, 5))
@@ -254,7 +254,7 @@ def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
         assert mix["HMMA"] > 0 and mix["LDSM"] > 0 and mix["HGMMA"] == 0
     else:
         assert mix["HGMMA"] > 0 and mix["HMMA"] == 0 and mix["UTMALDG"] > 0 and mix["SYNCS"] > 0
-    if name in ("tc_4_warp_spec", "tc_5_persistent", "tc_6_tma_store"):
+    if name in ("tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"):
         assert mix["USETMAXREG"] > 0
     if name == "tc_6_tma_store":
         # C leaves through stmatrix + TMA store. The only ordinary global stores are stream-K's
@@ -280,7 +280,7 @@ def test_stage6_timeline_stamps_exist_only_in_the_timeline_build(compiled):
 
 def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
     results, _ = compiled
-    for name in ("tc_4_warp_spec", "tc_5_persistent", "tc_6_tma_store"):
+    for name in ("tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"):
         for k in results[name].kernels:
             assert k.registers <= 168, k  # 65536 / 384 threads, rounded down to a multiple of 8
 

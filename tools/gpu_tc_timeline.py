@@ -8,7 +8,7 @@ first K slice has arrived, when the tile's last wgmma is done and when its resul
 (converted to bf16 in registers: since 2026-11-30 stage 6 stores it during the next tile's first
 slices, so the stores fall inside that tile's mainloop; before, the stamp came after the stores
 were handed to the copy engine), and ``clock64`` plus ``%globaltimer`` (ns) at its start and end
-(tc6_tma_store.cu). Without the define those stamps compile to nothing: the recorded kernel's SASS
+(tc_6_tma_store.cu). Without the define those stamps compile to nothing: the recorded kernel's SASS
 is unchanged (compared instruction for instruction when the stamps were added; tests/test_tensor_cores.py
 checks that the course's build has none of them and that they do not serialise the wgmmas).
 
@@ -45,7 +45,7 @@ from course_lib import bench
 from course_lib.kernels import tensor_cores as tc
 
 FLOP_PER_CYCLE_PER_SM = 4096  # dense bf16 tensor-core peak (see the module docstring)
-BLOCK_M, BLOCK_N = 128, 256  # stage 6's tile (tc6_tma_store.cu)
+BLOCK_M, BLOCK_N = 128, 256  # stage 6's tile (tc_6_tma_store.cu)
 
 
 def analyse(stamps: torch.Tensor, M: int, N: int, K: int) -> dict:
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                         if variant == "cublas":
                             torch.matmul(a, b, out=c)
                         else:
-                            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm)
+                            ext.tc_6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm)
 
                     sustained = None
                     if args.sustain_s > 0:

@@ -40,24 +40,24 @@ void bind(pybind11::module_& m, const char* name, Launcher launcher) {
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  bind(m, "tc1_mma_sync", tc::launch_tc1_mma_sync);
+  bind(m, "tc_1_mma_sync", tc::launch_tc_1_mma_sync);
 #ifdef TC_WITH_SM90A
   m.attr("has_sm90a") = true;
-  bind(m, "tc2_wgmma_tma", tc::launch_tc2_wgmma_tma);
-  bind(m, "tc3_pipeline", tc::launch_tc3_pipeline);
-  bind(m, "tc4_warp_specialized", tc::launch_tc4_warp_specialized);
+  bind(m, "tc_2_wgmma_tma", tc::launch_tc_2_wgmma_tma);
+  bind(m, "tc_3_pipeline", tc::launch_tc_3_pipeline);
+  bind(m, "tc_4_warp_specialized", tc::launch_tc_4_warp_specialized);
   m.def(
-      "tc5_persistent",
+      "tc_5_persistent",
       [](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int cluster, int group_m, int max_ctas) {
-        run(a, b, c, [&](auto... args) { tc::launch_tc5_persistent(args..., cluster, group_m, max_ctas); });
+        run(a, b, c, [&](auto... args) { tc::launch_tc_5_persistent(args..., cluster, group_m, max_ctas); });
       },
       pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("cluster") = 2,
       pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0);
   m.def(
-      "tc6_tma_store",
+      "tc_6_tma_store",
       [](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int cluster, int group_m, int max_ctas,
          bool stream_k) {
-        run(a, b, c, [&](auto... args) { tc::launch_tc6_tma_store(args..., cluster, group_m, max_ctas, stream_k); });
+        run(a, b, c, [&](auto... args) { tc::launch_tc_6_tma_store(args..., cluster, group_m, max_ctas, stream_k); });
       },
       pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("cluster") = 2,
       pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0, pybind11::arg("stream_k") = false);
@@ -68,7 +68,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                                     int64_t(tc::tc6_timeline_shape(2))}, torch::kInt64);
     tc::read_tc6_timeline(reinterpret_cast<long long*>(t.data_ptr<int64_t>()), size_t(t.numel()));
     return t;
-  }, "stage 6's timeline stamps [CTA][consumer][entry] (tc6_tma_store.cu)");
+  }, "stage 6's timeline stamps [CTA][consumer][entry] (tc_6_tma_store.cu)");
 #endif
 #else
   m.attr("has_sm90a") = false;

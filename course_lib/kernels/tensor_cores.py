@@ -2,14 +2,17 @@
 
 Six stages, each a real ``.cu`` file in ``course_lib/csrc/`` (shared helpers in ``tc_*.cuh``):
 
-====================  =====================================================================
-``tc_1_mma_sync``     warp-level ``mma.sync.m16n8k16`` fed by ``ldmatrix`` (sm_80 and newer)
-``tc_2_wgmma_tma``    Hopper ``wgmma`` reading shared memory that TMA filled, 128-byte swizzle
-``tc_3_pipeline``     a ring of shared-memory slots on mbarriers (copies run ahead)
-``tc_4_warp_spec``    producer warpgroup + 2 consumer warpgroups, ``setmaxnreg``, 128x256 tiles
-``tc_5_persistent``   persistent CTAs walking a grouped tile order; 2-CTA clusters, B multicast
-``tc_6_tma_store``    one wgmma batch kept in flight; epilogue via ``stmatrix`` + TMA store
-====================  =====================================================================
+=========================  ================================================================
+``tc_1_mma_sync``          warp-level ``mma.sync.m16n8k16`` fed by ``ldmatrix`` (sm_80 and newer)
+``tc_2_wgmma_tma``         Hopper ``wgmma`` reading shared memory that TMA filled, 128-byte swizzle
+``tc_3_pipeline``          a ring of shared-memory slots on mbarriers (copies run ahead)
+``tc_4_warp_specialized``  producer warpgroup + 2 consumer warpgroups, ``setmaxnreg``, 128x256 tiles
+``tc_5_persistent``        persistent CTAs walking a grouped tile order; 2-CTA clusters, B multicast
+``tc_6_tma_store``         one wgmma batch kept in flight; epilogue via ``stmatrix`` + TMA store
+=========================  ================================================================
+
+The stage's name is also its file (``csrc/tc_4_warp_specialized.cu``), its entry in the extension
+(``extension().tc_4_warp_specialized``) and its C++ launcher (``tc::launch_tc_4_warp_specialized``).
 
 Every stage computes ``c = a @ b`` for bf16 ``a`` (M x K) and ``b`` (K x N), row-major, with fp32
 accumulation, and returns **bf16**, as ``torch.matmul`` does for bf16 inputs (cuBLAS accumulates in
@@ -77,7 +80,6 @@ class Design:
     """What a stage's kernel is made of (mirrors the constants in its .cu file; a test checks)."""
 
     stage: str
-    source: str
     title: str
     idea: str
     block: tuple[int, int, int]  # BLOCK_M, BLOCK_N, BLOCK_K
@@ -86,6 +88,11 @@ class Design:
     smem_bytes: int  # shared memory per CTA (static or dynamic), including alignment slack
     min_arch: str  # "sm_80" or "sm_90a"
     cluster: int = 1
+
+    @property
+    def source(self) -> str:
+        """The stage's .cu file in csrc/: its name is the stage's, as is its extension entry's."""
+        return f"{self.stage}.cu"
 
     @property
     def hopper(self) -> bool:
@@ -98,25 +105,25 @@ def _ring(stages: int, block_m: int, block_n: int, block_k: int = 64, extra: int
 
 
 DESIGNS: tuple[Design, ...] = (
-    Design("tc_1_mma_sync", "tc1_mma_sync.cu", "mma.sync + ldmatrix (warp-level)",
+    Design("tc_1_mma_sync", "mma.sync + ldmatrix (warp-level)",
            "8 warps, each a 64x32 piece of C from 4x4 mma.sync.m16n8k16 per 16 of K; ldmatrix(.trans) "
            "from padded shared-memory tiles; next slice loaded to registers while the tensor cores work",
            (128, 128, 32), 256, 1, 128 * 40 * 2 + 32 * 136 * 2, "sm_80"),
-    Design("tc_2_wgmma_tma", "tc2_wgmma_tma.cu", "wgmma + TMA, 128B swizzle",
+    Design("tc_2_wgmma_tma", "wgmma + TMA, 128B swizzle",
            "2 warpgroups x m64n128k16 read A and B straight from shared memory; one thread asks TMA "
            "for each 64-wide K slice; load and multiply take turns",
            (128, 128, 64), 256, 1, 2 * 128 * 64 * 2 + 8 + 1024, "sm_90a"),
-    Design("tc_3_pipeline", "tc3_pipeline.cu", "5-slot mbarrier pipeline",
+    Design("tc_3_pipeline", "5-slot mbarrier pipeline",
            "full/empty mbarriers per slot; copies run up to 5 slices ahead of the tensor cores",
            (128, 128, 64), 256, 5, _ring(5, 128, 128), "sm_90a"),
-    Design("tc_4_warp_spec", "tc4_warp_specialized.cu", "warp specialisation, setmaxnreg, 128x256",
+    Design("tc_4_warp_specialized", "warp specialisation, setmaxnreg, 128x256",
            "producer warpgroup (40 registers) + 2 consumer warpgroups (232 registers) each holding a "
            "64x256 fp32 accumulator; m64n256k16",
            (128, 256, 64), 384, 4, _ring(4, 128, 256), "sm_90a"),
-    Design("tc_5_persistent", "tc5_persistent.cu", "persistent + clusters, TMA multicast",
+    Design("tc_5_persistent", "persistent + clusters, TMA multicast",
            "one CTA per SM walks tiles in grouped order; 2-CTA clusters share B slices by multicast",
            (128, 256, 64), 384, 4, _ring(4, 128, 256), "sm_90a", cluster=2),
-    Design("tc_6_tma_store", "tc6_tma_store.cu", "wgmma in flight + TMA-store epilogue",
+    Design("tc_6_tma_store", "wgmma in flight + TMA-store epilogue",
            "wait_group 1 keeps one wgmma batch queued; accumulators leave through stmatrix into "
            "swizzled shared memory and an asynchronous TMA store",
            (128, 256, 64), 384, 4, _ring(4, 128, 256, extra=2 * 2 * 64 * 64 * 2), "sm_90a", cluster=2),
@@ -233,7 +240,7 @@ def build_extension(defines: Sequence[str] = (), verbose: bool = False):
 
 
 # ---- the stages: check, allocate, launch ----------------------------------------------------
-def _make_gemm(stage: str, entry: str, **knobs) -> Callable:
+def _make_gemm(stage: str, **knobs) -> Callable:
     def gemm(a: object, b: object) -> object:
         ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=SHAPE_MULTIPLE)
         why = get_stage(stage).why_not_here("bf16")
@@ -248,7 +255,7 @@ def _make_gemm(stage: str, entry: str, **knobs) -> Callable:
         ext = extension()
         c = new_output(ops.M, ops.N, torch.bfloat16, ops.a.device)
         resolved = {k: (v() if callable(v) else v) for k, v in knobs.items()}
-        getattr(ext, entry)(ops.a, ops.b, c, **resolved)  # launches on torch.cuda.current_stream()
+        getattr(ext, stage)(ops.a, ops.b, c, **resolved)  # launches on torch.cuda.current_stream()
         return ops.give_back(c)
 
     gemm.__name__ = stage
@@ -257,32 +264,23 @@ def _make_gemm(stage: str, entry: str, **knobs) -> Callable:
     return gemm
 
 
-_ENTRIES = {
-    "tc_1_mma_sync": "tc1_mma_sync",
-    "tc_2_wgmma_tma": "tc2_wgmma_tma",
-    "tc_3_pipeline": "tc3_pipeline",
-    "tc_4_warp_spec": "tc4_warp_specialized",
-    "tc_5_persistent": "tc5_persistent",
-    "tc_6_tma_store": "tc6_tma_store",
-}
-
-tc_1_mma_sync = _make_gemm("tc_1_mma_sync", _ENTRIES["tc_1_mma_sync"])
-tc_2_wgmma_tma = _make_gemm("tc_2_wgmma_tma", _ENTRIES["tc_2_wgmma_tma"])
-tc_3_pipeline = _make_gemm("tc_3_pipeline", _ENTRIES["tc_3_pipeline"])
-tc_4_warp_spec = _make_gemm("tc_4_warp_spec", _ENTRIES["tc_4_warp_spec"])
-tc_5_persistent = _make_gemm("tc_5_persistent", _ENTRIES["tc_5_persistent"])
+tc_1_mma_sync = _make_gemm("tc_1_mma_sync")
+tc_2_wgmma_tma = _make_gemm("tc_2_wgmma_tma")
+tc_3_pipeline = _make_gemm("tc_3_pipeline")
+tc_4_warp_specialized = _make_gemm("tc_4_warp_specialized")
+tc_5_persistent = _make_gemm("tc_5_persistent")
 # One CTA per SM at most (the textbook persistent grid): in the scheduling experiments on the H200
 # (2026-11-29, tools/gpu_tensor_cores.py) this was the best setting at both 4096 (100.4 % of cuBLAS
 # against 99.7 % with the occupancy-derived grid) and 8192 (105.2 % against 102.2 %).
 # Stream-K (stream_k=True) stays off: on the H200 (2026-11-29, "stream_k_round" in
 # nvidia_h200_tensor_core_experiments.json) it measured 94.4 / 95.2 % of cuBLAS at 4096^3 against
 # 102.0 / 97.6 % without it, and changed 6144^3 and 8192^3 by no more than the noise.
-tc_6_tma_store = _make_gemm("tc_6_tma_store", _ENTRIES["tc_6_tma_store"], cluster=2, group_m=8, max_ctas=backend.sm_count)
+tc_6_tma_store = _make_gemm("tc_6_tma_store", cluster=2, group_m=8, max_ctas=backend.sm_count)
 GEMMS = {
     "tc_1_mma_sync": tc_1_mma_sync,
     "tc_2_wgmma_tma": tc_2_wgmma_tma,
     "tc_3_pipeline": tc_3_pipeline,
-    "tc_4_warp_spec": tc_4_warp_spec,
+    "tc_4_warp_specialized": tc_4_warp_specialized,
     "tc_5_persistent": tc_5_persistent,
     "tc_6_tma_store": tc_6_tma_store,
 }
@@ -299,7 +297,7 @@ def persistent_variant(stage: str = "tc_6_tma_store", *, cluster: int = 2, group
         if stage != "tc_6_tma_store":
             raise ValueError("stream_k is a knob of tc_6_tma_store only")
         knobs["stream_k"] = True
-    fn = _make_gemm(stage, _ENTRIES[stage], **knobs)
+    fn = _make_gemm(stage, **knobs)
     fn.__name__ = f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}]"
     return fn
 
@@ -459,7 +457,7 @@ def wgmma_accumulator_position(thread: int, i: int, n_tile: int) -> tuple[int, i
 
 def stmatrix_staging_address(thread: int, j: int) -> int:
     """Byte offset (within one consumer's staging buffer of 64 x 64 boxes) of the row that lane
-    ``thread % 32`` addresses for stmatrix number ``j`` (16 columns each) - as in tc6_tma_store.cu."""
+    ``thread % 32`` addresses for stmatrix number ``j`` (16 columns each) - as in tc_6_tma_store.cu."""
     warp, lane = divmod(thread, 32)
     row = warp * 16 + ((lane // 8) % 2) * 8 + lane % 8
     col = j * 16 + (lane // 16) * 8
@@ -510,7 +508,7 @@ def stream_k_work(cluster_tiles: int, clusters: int, slices: int, stream_k: bool
 
 
 def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner: int, tile: int) -> list[int]:
-    """The clusters whose partial sums the owner of split tile ``tile`` adds (tc6_tma_store.cu's loop)."""
+    """The clusters whose partial sums the owner of split tile ``tile`` adds (tc_6_tma_store.cu's loop)."""
     dp_tiles = cluster_tiles - cluster_tiles % clusters
     split = (cluster_tiles - dp_tiles) * slices
     start = lambda c: split * c // clusters  # noqa: E731

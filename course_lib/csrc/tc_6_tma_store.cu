@@ -305,7 +305,7 @@ void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMa
   Partials partials{nullptr, nullptr, 0};
   if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas);
   kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
-  check_launch("tc6_tma_store");
+  check_launch("tc_6_tma_store");
 }
 
 }  // namespace stage6
@@ -326,19 +326,19 @@ size_t tc6_timeline_shape(int dim) {
 }
 #endif
 
-void launch_tc6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
+void launch_tc_6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
                           int group_m, int max_ctas, bool stream_k) {
   using namespace stage6;
   const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_c = make_tensor_map(c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (group_m < 1) throw std::runtime_error("tc6_tma_store: group_m must be >= 1");
+  if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
   if (cluster == 1)
     launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
   else if (cluster == 2)
     launch<2>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
   else
-    throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
+    throw std::runtime_error("tc_6_tma_store: cluster must be 1 or 2");
 }
 
 }  // namespace tc

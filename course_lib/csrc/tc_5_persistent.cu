@@ -106,23 +106,23 @@ void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, bf16* c, int M, 
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
   const int ctas = persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K, tiles);
-  check_launch("tc5_persistent");
+  check_launch("tc_5_persistent");
 }
 
 }  // namespace stage5
 
-void launch_tc5_persistent(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream,
+void launch_tc_5_persistent(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream,
                            int cluster, int group_m, int max_ctas) {
   using namespace stage5;
   const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (group_m < 1) throw std::runtime_error("tc5_persistent: group_m must be >= 1");
+  if (group_m < 1) throw std::runtime_error("tc_5_persistent: group_m must be >= 1");
   if (cluster == 1)
     launch<1>(map_a, map_b, c, M, N, K, group_m, max_ctas, stream);
   else if (cluster == 2)
     launch<2>(map_a, map_b, c, M, N, K, group_m, max_ctas, stream);
   else
-    throw std::runtime_error("tc5_persistent: cluster must be 1 or 2");
+    throw std::runtime_error("tc_5_persistent: cluster must be 1 or 2");
 }
 
 }  // namespace tc
