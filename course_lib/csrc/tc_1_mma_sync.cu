@@ -129,11 +129,10 @@ kernel(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict_
 
 }  // namespace stage1
 
-void launch_tc_1_mma_sync(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int M, int N, int K,
-                         cudaStream_t stream) {
+void launch_tc_1_mma_sync(const Gemm& g, cudaStream_t stream) {
   using namespace stage1;
-  const dim3 grid((N + BLOCK_N - 1) / BLOCK_N, (M + BLOCK_M - 1) / BLOCK_M);
-  kernel<<<grid, THREADS, 0, stream>>>(a, b, c, M, N, K);
+  const dim3 grid((g.N + BLOCK_N - 1) / BLOCK_N, (g.M + BLOCK_M - 1) / BLOCK_M);
+  kernel<<<grid, THREADS, 0, stream>>>(g.a, g.b, g.c, g.M, g.N, g.K);
   check_launch("tc_1_mma_sync");
 }
 

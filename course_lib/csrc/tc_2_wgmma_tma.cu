@@ -71,9 +71,9 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 
 }  // namespace stage2
 
-void launch_tc_2_wgmma_tma(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
+void launch_tc_2_wgmma_tma(const Gemm& g, cudaStream_t stream) {
   using namespace stage2;
-  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, a, b, c, M, N, K, stream, "tc_2_wgmma_tma");
+  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, g, stream, "tc_2_wgmma_tma");
 }
 
 }  // namespace tc

@@ -78,9 +78,9 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 
 }  // namespace stage3
 
-void launch_tc_3_pipeline(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
+void launch_tc_3_pipeline(const Gemm& g, cudaStream_t stream) {
   using namespace stage3;
-  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, a, b, c, M, N, K, stream, "tc_3_pipeline");
+  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, g, stream, "tc_3_pipeline");
 }
 
 }  // namespace tc

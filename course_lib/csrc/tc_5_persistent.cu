@@ -99,28 +99,17 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   if constexpr (CLUSTER > 1) cluster_sync();
 }
 
-template <int CLUSTER>
-void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, bf16* c, int M, int N, int K, int group_m,
-            int max_ctas, cudaStream_t stream) {
-  allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES);
-  const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
-  const int ctas = persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
-  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K, tiles);
-  check_launch("tc_5_persistent");
-}
-
 }  // namespace stage5
 
-void launch_tc_5_persistent(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream,
-                           int cluster, int group_m, int max_ctas) {
+void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int cluster, int group_m, int max_ctas) {
   using namespace stage5;
-  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (group_m < 1) throw std::runtime_error("tc_5_persistent: group_m must be >= 1");
+  const CUtensorMap map_a = tensor_map_a<BLOCK_M>(g), map_b = tensor_map_b(g);
   if (cluster == 1)
-    launch<1>(map_a, map_b, c, M, N, K, group_m, max_ctas, stream);
+    launch_persistent<1, BLOCK_M, BLOCK_N>(kernel<1>, THREADS, SMEM_BYTES, g, group_m, max_ctas, stream,
+                                           "tc_5_persistent", map_a, map_b, g.c, g.M, g.N, g.K);
   else if (cluster == 2)
-    launch<2>(map_a, map_b, c, M, N, K, group_m, max_ctas, stream);
+    launch_persistent<2, BLOCK_M, BLOCK_N>(kernel<2>, THREADS, SMEM_BYTES, g, group_m, max_ctas, stream,
+                                           "tc_5_persistent", map_a, map_b, g.c, g.M, g.N, g.K);
   else
     throw std::runtime_error("tc_5_persistent: cluster must be 1 or 2");
 }

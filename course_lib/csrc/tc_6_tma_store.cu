@@ -326,12 +326,11 @@ size_t tc6_timeline_shape(int dim) {
 }
 #endif
 
-void launch_tc_6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
-                          int group_m, int max_ctas, bool stream_k) {
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int cluster, int group_m, int max_ctas, bool stream_k) {
   using namespace stage6;
-  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_c = make_tensor_map(c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
+  const int M = g.M, N = g.N, K = g.K;
+  const CUtensorMap map_a = tensor_map_a<BLOCK_M>(g), map_b = tensor_map_b(g);
+  const CUtensorMap map_c = make_tensor_map(g.c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
   if (cluster == 1)
     launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);

@@ -1,39 +1,14 @@
-// The only file that knows about PyTorch: checks the tensors, finds the current CUDA stream and
-// calls the stage's launcher. The Python wrapper (course_lib/kernels/tensor_cores.py) has already
-// checked shapes, dtypes and alignment with a clear message; the TORCH_CHECKs below guard
-// against calling the extension directly.
-#include <torch/extension.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
-#include "tc_launch.h"
+// The only file of the course's extension that knows about PyTorch: one entry per stage, named for
+// the stage, that checks the tensors, finds the current CUDA stream and calls the stage's launcher
+// (tc_binding.h).
+#include "tc_binding.h"
 
 namespace {
 
-using Launcher = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, int, int, int, cudaStream_t);
-
-void check_operands(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c) {
-  for (const torch::Tensor* t : {&a, &b, &c}) {
-    TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kBFloat16 && t->dim() == 2 && t->is_contiguous(),
-                "tensor-core stages take contiguous 2-D bfloat16 CUDA tensors");
-    TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "tensor data must be 16-byte aligned");
-  }
-  TORCH_CHECK(a.size(1) == b.size(0) && c.size(0) == a.size(0) && c.size(1) == b.size(1), "shapes do not match");
-  TORCH_CHECK(a.size(0) % 8 == 0 && a.size(1) % 8 == 0 && b.size(1) % 8 == 0, "M, N and K must be multiples of 8");
-  TORCH_CHECK(a.device() == b.device() && a.device() == c.device(), "all tensors must be on one device");
-}
-
-template <typename Fn>
-void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Fn&& launch) {
-  check_operands(a, b, c);
-  const c10::cuda::CUDAGuard guard(a.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(a.device().index()).stream();
-  launch(reinterpret_cast<const __nv_bfloat16*>(a.data_ptr()), reinterpret_cast<const __nv_bfloat16*>(b.data_ptr()),
-         reinterpret_cast<__nv_bfloat16*>(c.data_ptr()), int(a.size(0)), int(b.size(1)), int(a.size(1)), stream);
-}
+using Launcher = void (*)(const tc::Gemm&, cudaStream_t);
 
 void bind(pybind11::module_& m, const char* name, Launcher launcher) {
-  m.def(name, [launcher](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c) { run(a, b, c, launcher); },
+  m.def(name, [launcher](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c) { tc::run(a, b, c, launcher); },
         "c = a @ b (bf16 in, fp32 accumulation, bf16 out) into the preallocated c");
 }
 
@@ -49,7 +24,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "tc_5_persistent",
       [](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int cluster, int group_m, int max_ctas) {
-        run(a, b, c, [&](auto... args) { tc::launch_tc_5_persistent(args..., cluster, group_m, max_ctas); });
+        tc::run(a, b, c, [&](const tc::Gemm& g, cudaStream_t s) { tc::launch_tc_5_persistent(g, s, cluster, group_m, max_ctas); });
       },
       pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("cluster") = 2,
       pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0);
@@ -57,7 +32,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "tc_6_tma_store",
       [](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int cluster, int group_m, int max_ctas,
          bool stream_k) {
-        run(a, b, c, [&](auto... args) { tc::launch_tc_6_tma_store(args..., cluster, group_m, max_ctas, stream_k); });
+        tc::run(a, b, c, [&](const tc::Gemm& g, cudaStream_t s) {
+          tc::launch_tc_6_tma_store(g, s, cluster, group_m, max_ctas, stream_k);
+        });
       },
       pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("cluster") = 2,
       pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0, pybind11::arg("stream_k") = false);

@@ -14,6 +14,7 @@
 
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
+#include "tc_launch.h"
 
 namespace tc {
 
@@ -45,16 +46,23 @@ struct GroupedTiles {
   }
 };
 
-// Stages 2-4: one CTA per BLOCK_M x BLOCK_N tile of C. A and B are read by TMA in boxes of
-// BLOCK_M x 64 and 64 x 64 with 128-byte swizzle; the kernel writes C from registers.
+// The TMA descriptors of the operands, as every wgmma stage reads them: A in boxes of BLOCK_M x 64,
+// B in boxes of 64 x 64, both with the 128-byte swizzle that wgmma's descriptors expect.
+template <int BLOCK_M>
+inline CUtensorMap tensor_map_a(const Gemm& g) {
+  return make_tensor_map(g.a, g.M, g.K, BLOCK_M, TILE_K, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+inline CUtensorMap tensor_map_b(const Gemm& g) {
+  return make_tensor_map(g.b, g.K, g.N, TILE_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+// Stages 2-4: one CTA per BLOCK_M x BLOCK_N tile of C; the kernel writes C from registers.
 template <int BLOCK_M, int BLOCK_N, typename Kernel>
-inline void launch_tile_per_cta(Kernel kernel, int threads, int smem_bytes, const bf16* a, const bf16* b, bf16* c,
-                                int M, int N, int K, cudaStream_t stream, const char* name) {
-  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, TILE_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_b = make_tensor_map(b, K, N, TILE_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+inline void launch_tile_per_cta(Kernel kernel, int threads, int smem_bytes, const Gemm& g, cudaStream_t stream,
+                                const char* name) {
   allow_dynamic_smem(kernel, smem_bytes);
-  const dim3 grid(ceil_div(N, BLOCK_N), ceil_div(M, BLOCK_M));
-  kernel<<<grid, threads, smem_bytes, stream>>>(map_a, map_b, c, M, N, K);
+  const dim3 grid(ceil_div(g.N, BLOCK_N), ceil_div(g.M, BLOCK_M));
+  kernel<<<grid, threads, smem_bytes, stream>>>(tensor_map_a<BLOCK_M>(g), tensor_map_b(g), g.c, g.M, g.N, g.K);
   check_launch(name);
 }
 
@@ -87,6 +95,19 @@ inline int persistent_ctas(Kernel kernel, int threads, int smem_bytes, int clust
   const int max_clusters = resident_clusters(kernel, threads, smem_bytes, cluster, max_ctas);
   const int waves = ceil_div(cluster_tiles, max_clusters);
   return ceil_div(cluster_tiles, waves) * cluster;
+}
+
+// Stages 5-6: a persistent grid of clusters of CLUSTER CTAs that walk C's tiles in grouped order
+// (`group_m` cluster rows per group); the kernel takes `args`, then the tile order.
+template <int CLUSTER, int BLOCK_M, int BLOCK_N, typename Kernel, typename... Args>
+inline void launch_persistent(Kernel kernel, int threads, int smem_bytes, const Gemm& g, int group_m, int max_ctas,
+                              cudaStream_t stream, const char* name, const Args&... args) {
+  if (group_m < 1) throw std::runtime_error(std::string(name) + ": group_m must be >= 1");
+  allow_dynamic_smem(kernel, smem_bytes);
+  const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
+  const int ctas = persistent_ctas(kernel, threads, smem_bytes, CLUSTER, tiles.count(), max_ctas);
+  kernel<<<ctas, threads, smem_bytes, stream>>>(args..., tiles);
+  check_launch(name);
 }
 
 // ---- stream-K: splitting the last, ragged wave along K (stage 6) --------------------------------

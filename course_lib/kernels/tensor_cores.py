@@ -129,7 +129,6 @@ DESIGNS: tuple[Design, ...] = (
            (128, 256, 64), 384, 4, _ring(4, 128, 256, extra=2 * 2 * 64 * 64 * 2), "sm_90a", cluster=2),
 )
 DESIGN = {d.stage: d for d in DESIGNS}
-HEADERS = ("tc_launch.h", "tc_mma.cuh", "tc_hopper.cuh", "tc_host.cuh", "tc_schedule.cuh")
 BINDING = "tc_binding.cu"
 
 # ---- the extension (GPU only) ---------------------------------------------------------------
