@@ -24,6 +24,7 @@ namespace stage5 {
 
 constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;
 constexpr int STAGES = 4;
+constexpr int CLUSTER = 2;                                  // CTAs sharing B by multicast
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
@@ -35,20 +36,19 @@ struct Smem {
 };
 constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
 
-template <int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, bf16* c, int M, int N,
        int K, GroupedTiles tiles) {
   extern __shared__ uint8_t smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
-  const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
+  const uint32_t rank = cluster_cta_rank();
   const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
   const int k_slices = ceil_div(K, BLOCK_K);
 
-  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);  // released by each consumer warpgroup of every CTA in the cluster
-  // The peer's barriers must be initialised before our first multicast or remote arrive.
-  if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
+  // Released by each consumer warpgroup of every CTA in the cluster.
+  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);
+  cluster_sync();  // the peer's barriers must be initialised before our first multicast or remote arrive
 
   if (wg == 0) {
     // ================= producer warpgroup =================
@@ -96,22 +96,16 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     }
   }
   // No CTA may leave while its partner can still arrive on its barriers.
-  if constexpr (CLUSTER > 1) cluster_sync();
+  cluster_sync();
 }
 
 }  // namespace stage5
 
-void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int cluster, int group_m, int max_ctas) {
+void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas) {
   using namespace stage5;
-  const CUtensorMap map_a = tensor_map_a<BLOCK_M>(g), map_b = tensor_map_b(g);
-  if (cluster == 1)
-    launch_persistent<1, BLOCK_M, BLOCK_N>(kernel<1>, THREADS, SMEM_BYTES, g, group_m, max_ctas, stream,
-                                           "tc_5_persistent", map_a, map_b, g.c, g.M, g.N, g.K);
-  else if (cluster == 2)
-    launch_persistent<2, BLOCK_M, BLOCK_N>(kernel<2>, THREADS, SMEM_BYTES, g, group_m, max_ctas, stream,
-                                           "tc_5_persistent", map_a, map_b, g.c, g.M, g.N, g.K);
-  else
-    throw std::runtime_error("tc_5_persistent: cluster must be 1 or 2");
+  launch_persistent<CLUSTER, BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, g, group_m, max_ctas, stream,
+                                               "tc_5_persistent", tensor_map_a<BLOCK_M>(g), tensor_map_b(g), g.c, g.M,
+                                               g.N, g.K);
 }
 
 }  // namespace tc

@@ -29,8 +29,10 @@ void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Launc
   check_operands(a, b, c);
   const c10::cuda::CUDAGuard guard(a.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(a.device().index()).stream();
-  const Gemm g{reinterpret_cast<const __nv_bfloat16*>(a.data_ptr()), reinterpret_cast<const __nv_bfloat16*>(b.data_ptr()),
-               reinterpret_cast<__nv_bfloat16*>(c.data_ptr()), int(a.size(0)), int(b.size(1)), int(a.size(1))};
+  const Gemm g{reinterpret_cast<const __nv_bfloat16*>(a.data_ptr()),
+               reinterpret_cast<const __nv_bfloat16*>(b.data_ptr()),
+               reinterpret_cast<__nv_bfloat16*>(c.data_ptr()),
+               int(a.size(0)), int(b.size(1)), int(a.size(1))};
   launch(g, stream);
 }
 

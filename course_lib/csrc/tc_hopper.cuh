@@ -367,18 +367,6 @@ __device__ __forceinline__ void mbar_arrive_all_ctas(uint64_t* empty) {
   }
 }
 
-// ---- flags between CTAs (PTX ISA "Memory Consistency Model": release/acquire at .gpu scope) ------
-// A release store makes every write that came before it (in this thread, and in the threads that
-// synchronised with it through a barrier) visible to a thread whose acquire load reads the value.
-__device__ __forceinline__ void store_release_gpu(int* p, int v) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ int load_acquire_gpu(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // ---- epilogues --------------------------------------------------------------------------------
 // Straight from registers to global memory: each thread writes pairs of bf16 (4 bytes) at the
 // positions of the accumulator layout above; rows >= M and columns >= N are skipped (N is a

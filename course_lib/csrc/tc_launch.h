@@ -30,19 +30,9 @@ void launch_tc_1_mma_sync(const Gemm& g, cudaStream_t stream);
 void launch_tc_2_wgmma_tma(const Gemm& g, cudaStream_t stream);
 void launch_tc_3_pipeline(const Gemm& g, cudaStream_t stream);
 void launch_tc_4_warp_specialized(const Gemm& g, cudaStream_t stream);
-// Persistent stages: `cluster` is 1 or 2 (CTAs sharing one B tile by TMA multicast), `group_m`
-// the number of tile rows walked together (L2 reuse), `max_ctas` caps the grid (0: one wave of
-// the whole GPU). Stage 6 also takes `stream_k`: share the ragged last wave out by K slices
-// (tc_schedule.cuh). Defaults are what the course records; the knobs are for experiments.
-void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int cluster = 2, int group_m = 8, int max_ctas = 0);
-void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int cluster = 2, int group_m = 8, int max_ctas = 0,
-                           bool stream_k = false);
-
-#ifdef TC_TIMELINE
-// Stage 6's per-tile timeline (tc_6_tma_store.cu; only in builds with -DTC_TIMELINE).
-void read_tc6_timeline(long long* host, size_t count);
-void clear_tc6_timeline();
-size_t tc6_timeline_shape(int dim);
-#endif
+// Persistent stages (clusters of 2 CTAs): `group_m` is the number of cluster rows of tiles walked
+// together (L2 reuse), `max_ctas` caps the grid (0: as many clusters as fit on the GPU at once).
+void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
 
 }  // namespace tc

@@ -43,7 +43,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import torch
 
@@ -199,10 +199,12 @@ def _cudart_link_dir(cuda_home: Path) -> Path | None:
     return link_dir
 
 
-def build_extension(defines: Sequence[str] = (), verbose: bool = False):
-    """Build or load the extension with extra ``-D`` ``defines`` (e.g. "TC_TIMELINE", used by
-    tools/gpu_tc_timeline.py); each set of defines gets its own module name and cache folder."""
-    backend.require_gpu("the tensor-core extension", "runs only on an NVIDIA GPU (on the CPU, compile_stage() shows what the compiler makes of it)")
+def load_extension(name: str, sources: Sequence[Path], flags: Sequence[str], include_paths: Sequence[Path] = (CSRC,),
+                   verbose: bool = False):
+    """Build (or load from the cache) a torch extension from CUDA ``sources`` with nvcc ``flags``:
+    the toolchain checks and the cache folder every build of these kernels shares."""
+    backend.require_gpu("the tensor-core extension",
+                        "runs only on an NVIDIA GPU (on the CPU, compile_stage() shows what the compiler makes of it)")
     import torch.utils.cpp_extension as cpp_extension
 
     # torch runs ninja by name: the one pip put next to this Python counts too.
@@ -217,9 +219,6 @@ def build_extension(defines: Sequence[str] = (), verbose: bool = False):
     cpp_extension.CUDA_HOME = str(cuda_home)  # torch looked for it once, at import, without PyPI's CUDA
     link_dir = _cudart_link_dir(cuda_home)
 
-    b = backend.get()
-    sources, flags, name = build_plan(b.capability, ptx_only=b.assumed)
-    name += "".join(f"_{d.lower()}" for d in defines)
     build_dir = compiler.extensions_dir() / name
     build_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))  # ninja compiles the stages in parallel
@@ -227,19 +226,29 @@ def build_extension(defines: Sequence[str] = (), verbose: bool = False):
     module = cpp_extension.load(
         name=name,
         sources=[str(s) for s in sources],
-        extra_cuda_cflags=flags + [f"-D{d}" for d in defines],
-        extra_include_paths=[str(CSRC)],
+        extra_cuda_cflags=list(flags),
+        extra_include_paths=[str(p) for p in include_paths],
         extra_ldflags=[f"-L{link_dir}"] if link_dir else None,
         build_directory=str(build_dir),
         verbose=verbose,
     )
     if verbose:
-        print(f"tensor-core extension ready in {time.time() - t0:.0f} s ({build_dir})", file=sys.stderr)
+        print(f"extension {name} ready in {time.time() - t0:.0f} s ({build_dir})", file=sys.stderr)
     return module
 
 
+def build_extension(verbose: bool = False):
+    """Build or load the course's extension for this GPU (:func:`build_plan`)."""
+    b = backend.get()
+    sources, flags, name = build_plan(b.capability, ptx_only=b.assumed)
+    return load_extension(name, sources, flags, verbose=verbose)
+
+
 # ---- the stages: check, allocate, launch ----------------------------------------------------
-def _make_gemm(stage: str, **knobs) -> Callable:
+def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, **knobs) -> Callable:
+    """The GEMM function of a stage: check the operands, allocate C, launch. ``launcher()`` gives
+    the function to launch (default: the extension's entry named for the stage), called as
+    ``launch(a, b, c, **knobs)``; a knob that is callable is called for its value at launch."""
     def gemm(a: object, b: object) -> object:
         ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=SHAPE_MULTIPLE)
         why = get_stage(stage).why_not_here("bf16")
@@ -251,10 +260,10 @@ def _make_gemm(stage: str, **knobs) -> Callable:
                     f"{stage}: {name} does not start on a {ALIGNMENT_BYTES}-byte boundary (a view "
                     f"into a larger tensor?); pass {name}.clone()"
                 )
-        ext = extension()
+        launch = launcher() if launcher else getattr(extension(), stage)
         c = new_output(ops.M, ops.N, torch.bfloat16, ops.a.device)
         resolved = {k: (v() if callable(v) else v) for k, v in knobs.items()}
-        getattr(ext, stage)(ops.a, ops.b, c, **resolved)  # launches on torch.cuda.current_stream()
+        launch(ops.a, ops.b, c, **resolved)  # launches on torch.cuda.current_stream()
         return ops.give_back(c)
 
     gemm.__name__ = stage
@@ -263,18 +272,14 @@ def _make_gemm(stage: str, **knobs) -> Callable:
     return gemm
 
 
-tc_1_mma_sync = _make_gemm("tc_1_mma_sync")
-tc_2_wgmma_tma = _make_gemm("tc_2_wgmma_tma")
-tc_3_pipeline = _make_gemm("tc_3_pipeline")
-tc_4_warp_specialized = _make_gemm("tc_4_warp_specialized")
-tc_5_persistent = _make_gemm("tc_5_persistent")
-# One CTA per SM at most (the textbook persistent grid): in the scheduling experiments on the H200
-# (2026-11-29, tools/gpu_tensor_cores.py) this was the best setting at both 4096 (100.4 % of cuBLAS
-# against 99.7 % with the occupancy-derived grid) and 8192 (105.2 % against 102.2 %).
-# Stream-K (stream_k=True) stays off: on the H200 (2026-11-29, "stream_k_round" in
-# nvidia_h200_tensor_core_experiments.json) it measured 94.4 / 95.2 % of cuBLAS at 4096^3 against
-# 102.0 / 97.6 % without it, and changed 6144^3 and 8192^3 by no more than the noise.
-tc_6_tma_store = _make_gemm("tc_6_tma_store", cluster=2, group_m=8, max_ctas=backend.sm_count)
+tc_1_mma_sync = make_gemm("tc_1_mma_sync")
+tc_2_wgmma_tma = make_gemm("tc_2_wgmma_tma")
+tc_3_pipeline = make_gemm("tc_3_pipeline")
+tc_4_warp_specialized = make_gemm("tc_4_warp_specialized")
+tc_5_persistent = make_gemm("tc_5_persistent")
+# Stage 6 runs at most one CTA per SM (the textbook persistent grid): on the H200 that measured
+# better than the grid derived from occupancy (stage 5's), at 4096^3 and at 8192^3.
+tc_6_tma_store = make_gemm("tc_6_tma_store", group_m=8, max_ctas=backend.sm_count)
 GEMMS = {
     "tc_1_mma_sync": tc_1_mma_sync,
     "tc_2_wgmma_tma": tc_2_wgmma_tma,
@@ -283,22 +288,6 @@ GEMMS = {
     "tc_5_persistent": tc_5_persistent,
     "tc_6_tma_store": tc_6_tma_store,
 }
-
-
-def persistent_variant(stage: str = "tc_6_tma_store", *, cluster: int = 2, group_m: int = 8, max_ctas: int = 0,
-                       stream_k: bool = False) -> Callable:
-    """Stage 5 or 6 with other scheduling knobs (for experiments on a GPU; not registered).
-    ``stream_k`` (stage 6 only): share the ragged last wave out by K slices (tc_schedule.cuh)."""
-    if stage not in ("tc_5_persistent", "tc_6_tma_store"):
-        raise ValueError("only tc_5_persistent and tc_6_tma_store have scheduling knobs")
-    knobs: dict[str, Any] = dict(cluster=cluster, group_m=group_m, max_ctas=max_ctas)
-    if stream_k:
-        if stage != "tc_6_tma_store":
-            raise ValueError("stream_k is a knob of tc_6_tma_store only")
-        knobs["stream_k"] = True
-    fn = _make_gemm(stage, **knobs)
-    fn.__name__ = f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}]"
-    return fn
 
 
 STAGES = tuple(
@@ -321,20 +310,18 @@ STAGES = tuple(
 
 
 # ---- compiling without a GPU (course_lib.compiler): ptxas's report and the SASS per stage ------
-def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = None, use_cache: bool = True,
-                  defines: Sequence[str] = ()) -> compiler.CompileResult:
+def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = None,
+                  use_cache: bool = True) -> compiler.CompileResult:
     """Compile one stage's .cu file to a cubin with ``nvcc -Xptxas -v`` (no GPU needed).
 
-    ``arch`` defaults to sm_90a (stage 1 also takes e.g. "sm_80"); ``defines`` are passed as
-    ``-D`` (e.g. "TC_TIMELINE"). Raises RuntimeError with the compiler's messages if it fails, or if
-    nvcc is missing.
+    ``arch`` defaults to sm_90a (stage 1 also takes e.g. "sm_80"). Raises RuntimeError with the
+    compiler's messages if it fails, or if nvcc is missing.
     """
     design = DESIGN[stage]
     arch = arch or "sm_90a"
     if design.hopper and arch != "sm_90a":
         raise ValueError(f"{stage} uses wgmma and setmaxnreg: it compiles only for sm_90a, not {arch}")
-    flags = [*NVCC_FLAGS, *(f"-D{d}" for d in defines)]
-    return compiler.compile_cubin(CSRC / design.source, arch, flags, include_dirs=[CSRC], name=stage, nvcc=nvcc,
+    return compiler.compile_cubin(CSRC / design.source, arch, NVCC_FLAGS, include_dirs=[CSRC], name=stage, nvcc=nvcc,
                                   use_cache=use_cache)
 
 
@@ -488,38 +475,6 @@ def persistent_ctas(cluster_tiles: int, max_clusters: int, cluster: int) -> int:
     return -(-cluster_tiles // waves) * cluster
 
 
-def stream_k_work(cluster_tiles: int, clusters: int, slices: int, stream_k: bool = True) -> list[list[tuple[int, int, int]]]:
-    """Each cluster's work units (tile, first K slice, end K slice), in order - the WorkCursor of
-    tc_schedule.cuh: whole waves of whole tiles round robin, then the rest shared out by slices."""
-    dp_tiles = cluster_tiles - cluster_tiles % clusters if stream_k else cluster_tiles
-    split = (cluster_tiles - dp_tiles) * slices
-    out = []
-    for c in range(clusters):
-        units = [(t, 0, slices) for t in range(c, dp_tiles, clusters)]
-        pos, end = split * c // clusters, split * (c + 1) // clusters
-        while pos < end:
-            k = pos % slices
-            k_end = min(slices, k + end - pos)
-            units.append((dp_tiles + pos // slices, k, k_end))
-            pos += k_end - k
-        out.append(units)
-    return out
-
-
-def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner: int, tile: int) -> list[int]:
-    """The clusters whose partial sums the owner of split tile ``tile`` adds (tc_6_tma_store.cu's loop)."""
-    dp_tiles = cluster_tiles - cluster_tiles % clusters
-    split = (cluster_tiles - dp_tiles) * slices
-    start = lambda c: split * c // clusters  # noqa: E731
-    tile_end = (tile - dp_tiles + 1) * slices
-    out, c = [], owner + 1
-    while c < clusters and start(c) < tile_end:
-        if start(c + 1) > start(c):
-            out.append(c)
-        c += 1
-    return out
-
-
 # ---- for the notebook ---------------------------------------------------------------------------
 def source_excerpt(stage_or_file: str, start: str, end: str | None = None) -> str:
     """The lines of a stage's .cu file (or any file in csrc/) from the first line containing
@@ -549,7 +504,8 @@ def resource_table(results: dict[str, compiler.CompileResult]) -> str:
     return "\n".join(rows)
 
 
-def instruction_table(results: dict[str, compiler.CompileResult], opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
+def instruction_table(results: dict[str, compiler.CompileResult],
+                      opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
     """How many of each highlighted SASS opcode every stage's cubin holds, as text."""
     opcodes = list(opcodes)
     rows = [f"{'stage':<17}" + "".join(f"{op:>11}" for op in opcodes)]
