@@ -189,6 +189,88 @@ def test_designs_match_the_constants_in_the_sources():
         assert d.smem_bytes <= 227 * 1024, d.stage
 
 
+# ---- excerpts the notebook prints -------------------------------------------------------------
+NOTEBOOKS = tc.CSRC.parent.parent / "notebooks"
+
+
+def test_every_excerpt_marker_in_the_sources_is_balanced_and_unique():
+    files = sorted(p for p in tc.CSRC.iterdir() if p.suffix in (".cu", ".cuh", ".h"))
+    found = {p.name: tc.excerpts(p.name) for p in files}  # raises on an unbalanced or repeated marker
+    assert sum(len(v) for v in found.values()) >= 10
+    for name, spans in found.items():
+        text = (tc.CSRC / name).read_text()
+        for excerpt, (first, last) in spans.items():
+            assert text.count(f"// [excerpt {excerpt}]") == text.count(f"// [/excerpt {excerpt}]") == 1
+            assert first <= last, (name, excerpt)  # not empty
+            body = tc.source_excerpt(name, excerpt)
+            assert "[excerpt" not in body and "[/excerpt" not in body and body.strip()
+        # a marker-like line the parser would not recognise (a typo) is an error too
+        loose = [line for line in text.splitlines() if re.match(r"\s*//\s*\[/?\s*excerpt", line)
+                 and not (tc.EXCERPT_BEGIN.match(line) or tc.EXCERPT_END.match(line))]
+        assert not loose, (name, loose)
+
+
+def test_source_excerpt_returns_the_marked_lines_and_names_what_is_wrong(tmp_path):
+    good = tmp_path / "good.cu"
+    good.write_text("a\n  // [excerpt outer]\n  int x;\n  // [excerpt inner]\n    x += 1;\n"
+                    "  // [/excerpt inner]\n  // [/excerpt outer]\nb\n")
+    assert tc.source_excerpt(good, "inner") == "    x += 1;"
+    assert tc.source_excerpt(good, "outer") == "  int x;\n    x += 1;"  # inner markers left out
+    with pytest.raises(ValueError, match=r"good.cu has no excerpt 'missing'.*it has inner, outer"):
+        tc.source_excerpt(good, "missing")
+    for text, message in [
+        ("// [excerpt a]\nx\n", r"bad.cu:1: // \[excerpt a\] is never closed"),
+        ("x\n// [/excerpt a]\n", r"bad.cu:2: // \[/excerpt a\] does not close an open"),
+        ("// [excerpt a]\n// [excerpt b]\n// [/excerpt a]\n// [/excerpt b]\n", r"bad.cu:3: .*close // \[/excerpt b\] first"),
+        ("// [excerpt a]\n// [/excerpt a]\n// [excerpt a]\n// [/excerpt a]\n", r"bad.cu:3: excerpt 'a' is marked twice"),
+    ]:
+        bad = tmp_path / "bad.cu"
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            tc.source_excerpt(bad, "a")
+    with pytest.raises(ValueError, match="neither a stage nor a file"):
+        tc.source_excerpt("tc_9_nothing", "a")
+    assert "ldmatrix_x4_trans" in tc.source_excerpt("tc_1_mma_sync", "fragments-and-mma")
+
+
+def _notebook_excerpt_calls():
+    """Every source_excerpt(...) call in the notebooks' code cells: (notebook, cell, args, keywords)."""
+    import json
+
+    calls = []
+    for nb in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
+            if cell["cell_type"] != "code":
+                continue
+            source = "".join(cell["source"])
+            if "source_excerpt" not in source:
+                continue
+            lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+            for node in ast.walk(ast.parse("\n".join(lines))):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "source_excerpt":
+                    calls.append((nb.name, i, node.args, node.keywords))
+    return calls
+
+
+def test_every_excerpt_a_notebook_prints_exists():
+    """Each call names a stage or a file in csrc/ and one of its excerpts, as two string literals."""
+    calls = _notebook_excerpt_calls()
+    assert calls, "no notebook calls source_excerpt"
+    problems = []
+    for nb, cell, args, keywords in calls:
+        where = f"{nb}, cell {cell}"
+        if keywords or len(args) != 2 or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args):
+            problems.append(f"{where}: source_excerpt takes two string literals, (stage or file, excerpt name)")
+            continue
+        stage_or_file, name = (a.value for a in args)
+        try:
+            if name not in tc.excerpts(stage_or_file):
+                problems.append(f"{where}: {stage_or_file} has no excerpt {name!r}")
+        except ValueError as e:
+            problems.append(f"{where}: {e}")
+    assert not problems, "\n".join(problems)
+
+
 @pytest.fixture(scope="module")
 def compiled():
     if compiler.find_nvcc() is None:

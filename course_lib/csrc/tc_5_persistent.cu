@@ -14,6 +14,8 @@
 // half the L2 -> SM traffic for B. The price: a slot may be refilled only when the consumers of
 // *both* CTAs are done with it, so each consumer warpgroup arrives on empty[s] in every CTA of
 // the cluster (mapa + remote arrive) and empty[s] counts CONSUMERS * CLUSTER arrivals.
+//
+// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -62,10 +64,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         tiles.origin<CLUSTER, BLOCK_M, BLOCK_N>(t, rank, m0, n0);
         for (int ks = 0; ks < k_slices; ++ks, ++it) {
           const int slot = it % STAGES;
+          // [excerpt producer-multicast]
           mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
           // A, and this CTA's half of B's boxes multicast to both CTAs: all of B arrives here.
           tma_load_slice<BLOCK_M, BLOCK_N, CLUSTER>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0,
                                                     n0, rank);
+          // [/excerpt producer-multicast]
         }
       }
     }
@@ -85,10 +89,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       for (int ks = 0; ks < k_slices; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
+        // [excerpt consumer-release]
         wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot]);
         wgmma_wait<0>();
         fence_accumulators(acc);
         if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[slot]);  // free in both CTAs' rings
+        // [/excerpt consumer-release]
       }
       // Rows of a cluster's second tile may lie below M (odd number of tile rows): that CTA still
       // multicast its half of B for its partner, and its own rows are simply not written.

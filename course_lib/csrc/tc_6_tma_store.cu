@@ -24,6 +24,8 @@
 //   halves it is ~100-250 cycles longer and a consumer needs ~1 % fewer cycles in all. Storing
 //   straight from the staged registers to global memory made the mainloop ~12 % longer.
 // Producer, tile order and clusters are stage 5's.
+//
+// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -65,6 +67,7 @@ __device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtenso
   const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
   const int col_in_16 = (lane / 16) * 8;
 #pragma unroll
+  // [excerpt tma-store-epilogue]
   for (int half = FIRST_HALF; half < FIRST_HALF + HALVES; ++half) {
     if (leader) bulk_wait_read_all();   // the previous round's store has read the staging boxes
     named_barrier_sync(1 + cw, WARPGROUP);
@@ -83,6 +86,7 @@ __device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtenso
       for (int bx = 0; bx < C_HALF_BOXES; ++bx)
         tma_store_2d(map_c, s.c[cw][bx], col0 + half * C_HALF_COLS + bx * C_BOX, row0);
       bulk_commit();
+  // [/excerpt tma-store-epilogue]
     }
   }
 }
@@ -142,6 +146,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       for (int ks = 0; ks < k_slices; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
+        // [excerpt one-batch-in-flight]
         // The tile's first wgmma overwrites the accumulators (scale-d = 0).
         wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > 0);
         if (staged_waiting && ks == store_at)
@@ -153,6 +158,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
         if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
         previous_slot = slot;
+        // [/excerpt one-batch-in-flight]
       }
       wgmma_wait<0>();
       fence_accumulators(acc);

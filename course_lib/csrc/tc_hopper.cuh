@@ -18,6 +18,8 @@
 //       i.e. the next box); the k-th 16-row slice starts 16*128*k = 2048*k bytes into each box.
 //   course_lib/kernels/tensor_cores.py has a pure-Python model of these formulas that the tests
 //   check against an explicit element-by-element layout.
+//
+// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #pragma once
 
 #include <cstdint>
@@ -317,6 +319,7 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 }
 
 // ---- one K slice: the steps every wgmma stage repeats (introduced by stage 2) --------------------
+// [excerpt one-k-slice]
 // Copy: announce the slice's bytes on `full`, then ask TMA for A's BLOCK_M x 64 box and B's
 // BLOCK_N / 64 boxes of 64 x 64. In a cluster (stages 5-6), CTA `rank` copies only every
 // CLUSTER-th box of B and multicasts it into every CTA of the cluster: each CTA still receives all
@@ -354,7 +357,9 @@ __device__ __forceinline__ void wgmma_slice(float (&acc)[BLOCK_N / 2], const bf1
   }
   wgmma_commit();
 }
+// [/excerpt one-k-slice]
 
+// [excerpt release-slot]
 // Release: hand a slot's `empty` barrier back to the producer of every CTA in the cluster - each
 // of them multicast into this CTA's slot, so each must hear that it is free (stages 5-6).
 template <int CLUSTER>
@@ -366,6 +371,7 @@ __device__ __forceinline__ void mbar_arrive_all_ctas(uint64_t* empty) {
     mbar_arrive(empty);
   }
 }
+// [/excerpt release-slot]
 
 // ---- epilogues --------------------------------------------------------------------------------
 // Straight from registers to global memory: each thread writes pairs of bf16 (4 bytes) at the

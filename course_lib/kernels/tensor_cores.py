@@ -39,6 +39,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import os
+import re
 import shutil
 import sys
 import time
@@ -476,18 +477,66 @@ def persistent_ctas(cluster_tiles: int, max_clusters: int, cluster: int) -> int:
 
 
 # ---- for the notebook ---------------------------------------------------------------------------
-def source_excerpt(stage_or_file: str, start: str, end: str | None = None) -> str:
-    """The lines of a stage's .cu file (or any file in csrc/) from the first line containing
-    ``start`` through the first later line containing ``end`` (or to the end of the file)."""
-    name = DESIGN[stage_or_file].source if stage_or_file in DESIGN else stage_or_file
-    lines = (CSRC / name).read_text().splitlines()
-    i = next((n for n, line in enumerate(lines) if start in line), None)
-    if i is None:
-        raise ValueError(f"{start!r} not found in {name}")
-    j = len(lines) - 1 if end is None else next((n for n in range(i + 1, len(lines)) if end in lines[n]), None)
-    if j is None:
-        raise ValueError(f"{end!r} not found after {start!r} in {name}")
-    return "\n".join(lines[i:j + 1])
+# Notebook 05 prints parts of the sources, each between two marker lines that name it:
+#     // [excerpt ring-k-loop]
+#     ...
+#     // [/excerpt ring-k-loop]
+EXCERPT_BEGIN = re.compile(r"^\s*// \[excerpt ([a-z0-9-]+)\]\s*$")
+EXCERPT_END = re.compile(r"^\s*// \[/excerpt ([a-z0-9-]+)\]\s*$")
+
+
+def source_path(stage_or_file: str | Path) -> Path:
+    """A stage's .cu file, or a file in csrc/ by name (a Path is taken as it is); ValueError naming
+    what exists otherwise."""
+    if isinstance(stage_or_file, Path):
+        return stage_or_file
+    path = CSRC / (DESIGN[stage_or_file].source if stage_or_file in DESIGN else stage_or_file)
+    if path.parent != CSRC or not path.is_file():
+        names = sorted(DESIGN) + sorted(p.name for p in CSRC.iterdir() if p.suffix in (".cu", ".cuh", ".h"))
+        raise ValueError(f"{stage_or_file!r} is neither a stage nor a file in {CSRC}: one of {', '.join(names)}")
+    return path
+
+
+def excerpts(stage_or_file: str | Path) -> dict[str, tuple[int, int]]:
+    """The excerpts marked in a source file: name -> (first, last) line index of its content.
+    Raises ValueError naming the file, the marker and its line if a marker is unbalanced, a name
+    is used twice, or two excerpts overlap without one holding the other."""
+    path = source_path(stage_or_file)
+    spans: dict[str, tuple[int, int]] = {}
+    open_: list[tuple[str, int]] = []  # (name, line of its begin marker), innermost last
+    for n, line in enumerate(path.read_text().splitlines()):
+        begin, end = EXCERPT_BEGIN.match(line), EXCERPT_END.match(line)
+        if begin:
+            name = begin.group(1)
+            if name in spans or any(name == o for o, _ in open_):
+                raise ValueError(f"{path.name}:{n + 1}: excerpt {name!r} is marked twice")
+            open_.append((name, n))
+        elif end:
+            name = end.group(1)
+            if not open_ or open_[-1][0] != name:
+                expected = f"close // [/excerpt {open_[-1][0]}] first" if open_ else "no excerpt is open"
+                raise ValueError(f"{path.name}:{n + 1}: // [/excerpt {name}] does not close an open "
+                                 f"// [excerpt {name}] ({expected})")
+            _, first = open_.pop()
+            spans[name] = (first + 1, n - 1)
+    if open_:
+        name, first = open_[-1]
+        raise ValueError(f"{path.name}:{first + 1}: // [excerpt {name}] is never closed by // [/excerpt {name}]")
+    return spans
+
+
+def source_excerpt(stage_or_file: str | Path, name: str) -> str:
+    """The lines of a stage's .cu file (or of a file in csrc/) between ``// [excerpt name]`` and
+    ``// [/excerpt name]``, without the marker lines (nor those of excerpts inside it), indented as
+    in the file."""
+    spans = excerpts(stage_or_file)
+    if name not in spans:
+        path = source_path(stage_or_file)
+        raise ValueError(f"{path.name} has no excerpt {name!r} (a line // [excerpt {name}] and, below it, "
+                         f"// [/excerpt {name}]); it has {', '.join(sorted(spans)) or 'none'}")
+    first, last = spans[name]
+    lines = source_path(stage_or_file).read_text().splitlines()[first:last + 1]
+    return "\n".join(line for line in lines if not (EXCERPT_BEGIN.match(line) or EXCERPT_END.match(line)))
 
 
 def resource_table(results: dict[str, compiler.CompileResult]) -> str:
