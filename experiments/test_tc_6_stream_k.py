@@ -78,6 +78,7 @@ def test_variant_stores_only_stream_k_partials_and_stamps(compiled):
 
 
 # ---- on a GPU ---------------------------------------------------------------------------------------
+@pytest.mark.gpu
 @on_gpu
 @pytest.mark.parametrize("cluster,group_m", [(1, 1), (1, 8), (2, 1), (2, 16)])
 def test_scheduling_knobs_are_correct_on_the_gpu(cluster, group_m):
@@ -85,6 +86,7 @@ def test_scheduling_knobs_are_correct_on_the_gpu(cluster, group_m):
     course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520)])
 
 
+@pytest.mark.gpu
 @on_gpu
 @pytest.mark.parametrize("cluster", [1, 2])
 def test_stream_k_is_correct_on_the_gpu(cluster):
@@ -95,6 +97,7 @@ def test_stream_k_is_correct_on_the_gpu(cluster):
         course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520), (2048, 2048, 2048), (4096, 4096, 1032)])
 
 
+@pytest.mark.gpu
 @on_gpu
 def test_timeline_build_stamps_every_tile_on_the_gpu():
     ext = variant.extension(timeline=True)
