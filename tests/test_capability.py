@@ -12,7 +12,7 @@ from course_lib.kernels import tensor_cores as tc
 
 check = importlib.import_module("course_lib.check")  # the module; course_lib.check is the function
 
-HOPPER_ONLY = {"tc_2_wgmma_tma", "tc_3_pipeline", "tc_4_warp_spec", "tc_5_persistent", "tc_6_tma_store"}
+HOPPER_ONLY = {"tc_2_wgmma_tma", "tc_3_pipeline", "tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"}
 TENSOR_CORE_DTYPES = {"tf32", "bf16"}
 
 
@@ -130,7 +130,7 @@ def test_the_tensor_core_wrapper_refuses_before_building_the_extension(fake_gpu,
     monkeypatch.setattr(tc, "prepare", lambda *a, **k: None)
     monkeypatch.setattr(tc, "extension", lambda: pytest.fail("the extension must not be built for a stage this GPU lacks"))
     with pytest.raises(registry.NotOnThisGPU, match="Hopper"):
-        tc.tc_4_warp_spec(None, None)
+        tc.tc_4_warp_specialized(None, None)
 
 
 def test_turing_checks_fp16_but_not_bf16(fake_gpu):

@@ -2,7 +2,7 @@
 # Everything the course does on a GPU, in sections, from the repository root:
 #
 #   bash tools/gpu_run_all.sh record notebooks        # what re-records the course (< 10 minutes)
-#   bash tools/gpu_run_all.sh sanitize triton tc      # evidence: sanitizers, Triton sweep, CUDA stages
+#   bash tools/gpu_run_all.sh sanitize triton         # evidence: sanitizers, Triton sweep
 #
 # Sections:
 #   record     python -m course_lib.bench --record -> $OUT/nvidia_h200.json (+ log)
@@ -14,11 +14,9 @@
 #   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
 #              memcheck/racecheck/synccheck over every tensor-core stage -> $OUT/sanitize.log
 #   triton     tools/gpu_triton.py (config sweep, seed experiment, compiler evidence) -> $OUT/triton/
-#   tc         tools/gpu_tensor_cores.py (build, check, time, scheduling experiments) -> $OUT/tc/
-#   timeline   tools/gpu_tc_timeline.py: stage 6 rebuilt with per-tile clock stamps, where its cycles go
-#              at 4096^3 and 8192^3 after 1 s of sustained load, cuBLAS sustained beside it -> $OUT/timeline.json (+ log)
-#   ncu        Nsight Compute on five GEMMs at 4096^3 (tools/gpu_ncu_probe.py; $NCU_PROBES picks some,
-#              e.g. "tc6 tc6_sk") -> $OUT/ncu_<what>.txt
+#
+# The tensor-core experiments (stage 6's scheduling knobs, its timeline, Nsight Compute) are
+# experiments/run_on_gpu.sh's.
 #
 # Python packages the GPU image lacks (numpy < 2.5 for numba-cuda; nbclient/ipykernel/ipywidgets for
 # the notebooks) are installed from wheels in .whl/ when that folder is present (see README).
@@ -85,31 +83,8 @@ for section in "$@"; do
         OUT="$OUT/triton" timeout 420 python3 tools/gpu_triton.py --budget "${TRITON_BUDGET:-320}" >"$OUT/triton/stdout.txt" 2>&1 || status=1
         tail -n 40 "$OUT/triton/stdout.txt"
         ;;
-    tc)
-        mkdir -p "$OUT/tc"
-        timeout 470 python3 tools/gpu_tensor_cores.py --out "$OUT/tc" >"$OUT/tc/stdout.txt" 2>&1 || status=1
-        tail -n 30 "$OUT/tc/stdout.txt"
-        ;;
-    timeline)
-        timeout 300 python3 tools/gpu_tc_timeline.py --out "$OUT" --variants tc6,cublas --sustain-s 1.0 >"$OUT/timeline.log" 2>&1 || status=1
-        grep -v -e "^\s*$" "$OUT/timeline.log" | tail -n 24
-        ;;
-    ncu)
-        python3 -c "from course_lib.kernels import tensor_cores as tc; tc.extension()" >/dev/null 2>&1
-        # "<what> <ncu kernel filter>": the CUDA stages' kernels are all named "kernel" (in namespaces).
-        for probe in "tc6 kernel" "tc6_sk kernel" "cublas16 regex:gemm|xmma|cutlass|nvjet" "cublas16h regex:gemm|xmma|cutlass|nvjet" \
-                     "triton16 fast_matmul_kernel" "triton16h fast_matmul_kernel" "triton32 fast_matmul_kernel" \
-                     "cublas32 regex:gemm|xmma|cutlass|nvjet"; do
-            set -- $probe
-            [ -n "${NCU_PROBES:-}" ] && [[ " $NCU_PROBES " != *" $1 "* ]] && continue
-            timeout 120 ncu --clock-control none --kernel-name "$2" --launch-skip 1 --launch-count 1 \
-                --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
-                --section WarpStateStats python3 tools/gpu_ncu_probe.py "$1" >"$OUT/ncu_$1.txt" 2>&1 || status=1
-            echo "ncu $1: $(grep -E -m1 "Duration" "$OUT/ncu_$1.txt")"
-        done
-        ;;
     *)
-        echo "unknown section $section (record, notebooks, assume, sanitize, triton, tc, timeline, ncu)"
+        echo "unknown section $section (record, notebooks, assume, sanitize, triton)"
         exit 2
         ;;
     esac

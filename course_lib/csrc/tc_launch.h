@@ -1,4 +1,5 @@
-// The launchers of the tensor-core stages: one plain C++ function per stage.
+// The launchers of the tensor-core stages: one plain C++ function per stage, named for it
+// (launch_tc_2_wgmma_tma launches the kernel of tc_2_wgmma_tma.cu).
 //
 // Every launcher computes C = A * B for row-major bf16 matrices A (M x K), B (K x N) and C (M x N)
 // with fp32 accumulation, on `stream`, and throws std::runtime_error with the CUDA error text if
@@ -14,33 +15,24 @@
 
 namespace tc {
 
+// The operands of one GEMM, in device memory.
+struct Gemm {
+  const __nv_bfloat16* a;  // M x K
+  const __nv_bfloat16* b;  // K x N
+  __nv_bfloat16* c;        // M x N
+  int M, N, K;
+};
+
 // Stage 1: warp-level mma.sync (m16n8k16) fed by ldmatrix from shared memory; sm_80 and newer.
-void launch_tc1_mma_sync(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c,
-                         int M, int N, int K, cudaStream_t stream);
+void launch_tc_1_mma_sync(const Gemm& g, cudaStream_t stream);
 
 // Stages 2-6 need sm_90a (wgmma, setmaxnreg) and are compiled only for Hopper.
-void launch_tc2_wgmma_tma(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c,
-                          int M, int N, int K, cudaStream_t stream);
-void launch_tc3_pipeline(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c,
-                         int M, int N, int K, cudaStream_t stream);
-void launch_tc4_warp_specialized(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c,
-                                 int M, int N, int K, cudaStream_t stream);
-// Persistent stages: `cluster` is 1 or 2 (CTAs sharing one B tile by TMA multicast), `group_m`
-// the number of tile rows walked together (L2 reuse), `max_ctas` caps the grid (0: one wave of
-// the whole GPU). Stage 6 also takes `stream_k`: share the ragged last wave out by K slices
-// (tc_schedule.cuh). Defaults are what the course records; the knobs are for experiments.
-void launch_tc5_persistent(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c,
-                           int M, int N, int K, cudaStream_t stream,
-                           int cluster = 2, int group_m = 8, int max_ctas = 0);
-void launch_tc6_tma_store(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c,
-                          int M, int N, int K, cudaStream_t stream,
-                          int cluster = 2, int group_m = 8, int max_ctas = 0, bool stream_k = false);
-
-#ifdef TC_TIMELINE
-// Stage 6's per-tile timeline (tc6_tma_store.cu; only in builds with -DTC_TIMELINE).
-void read_tc6_timeline(long long* host, size_t count);
-void clear_tc6_timeline();
-size_t tc6_timeline_shape(int dim);
-#endif
+void launch_tc_2_wgmma_tma(const Gemm& g, cudaStream_t stream);
+void launch_tc_3_pipeline(const Gemm& g, cudaStream_t stream);
+void launch_tc_4_warp_specialized(const Gemm& g, cudaStream_t stream);
+// Persistent stages (clusters of 2 CTAs): `group_m` is the number of cluster rows of tiles walked
+// together (L2 reuse), `max_ctas` caps the grid (0: as many clusters as fit on the GPU at once).
+void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
 
 }  // namespace tc

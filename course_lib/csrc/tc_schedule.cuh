@@ -14,6 +14,7 @@
 
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
+#include "tc_launch.h"
 
 namespace tc {
 
@@ -45,16 +46,23 @@ struct GroupedTiles {
   }
 };
 
-// Stages 2-4: one CTA per BLOCK_M x BLOCK_N tile of C. A and B are read by TMA in boxes of
-// BLOCK_M x 64 and 64 x 64 with 128-byte swizzle; the kernel writes C from registers.
+// The TMA descriptors of the operands, as every wgmma stage reads them: A in boxes of BLOCK_M x 64,
+// B in boxes of 64 x 64, both with the 128-byte swizzle that wgmma's descriptors expect.
+template <int BLOCK_M>
+inline CUtensorMap tensor_map_a(const Gemm& g) {
+  return make_tensor_map(g.a, g.M, g.K, BLOCK_M, TILE_K, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+inline CUtensorMap tensor_map_b(const Gemm& g) {
+  return make_tensor_map(g.b, g.K, g.N, TILE_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+// Stages 2-4: one CTA per BLOCK_M x BLOCK_N tile of C; the kernel writes C from registers.
 template <int BLOCK_M, int BLOCK_N, typename Kernel>
-inline void launch_tile_per_cta(Kernel kernel, int threads, int smem_bytes, const bf16* a, const bf16* b, bf16* c,
-                                int M, int N, int K, cudaStream_t stream, const char* name) {
-  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, TILE_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_b = make_tensor_map(b, K, N, TILE_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+inline void launch_tile_per_cta(Kernel kernel, int threads, int smem_bytes, const Gemm& g, cudaStream_t stream,
+                                const char* name) {
   allow_dynamic_smem(kernel, smem_bytes);
-  const dim3 grid(ceil_div(N, BLOCK_N), ceil_div(M, BLOCK_M));
-  kernel<<<grid, threads, smem_bytes, stream>>>(map_a, map_b, c, M, N, K);
+  const dim3 grid(ceil_div(g.N, BLOCK_N), ceil_div(g.M, BLOCK_M));
+  kernel<<<grid, threads, smem_bytes, stream>>>(tensor_map_a<BLOCK_M>(g), tensor_map_b(g), g.c, g.M, g.N, g.K);
   check_launch(name);
 }
 
@@ -89,70 +97,17 @@ inline int persistent_ctas(Kernel kernel, int threads, int smem_bytes, int clust
   return ceil_div(cluster_tiles, waves) * cluster;
 }
 
-// ---- stream-K: splitting the last, ragged wave along K (stage 6) --------------------------------
-// Trimming the grid (above) hides a ragged last wave but does not remove it: 4096^3 in 128 x 256
-// tiles is 512 tiles, 3.88 waves of 132 SMs, so 4 rounds of work leave 3 % of the SMs' time idle
-// whatever the grid. Stream-K (Osama et al., "Stream-K: Work-centric Parallel Decomposition for
-// Dense Matrix Multiplication on the GPU", PPoPP 2023) hands out *K slices* instead of tiles:
-// the tiles that fill whole waves are done as before ("data-parallel"), and the slices of the
-// remaining tiles are shared out evenly, so every cluster does the same number of slices. A
-// tile whose slices went to several clusters is finished by the cluster that holds its first
-// slice (the "owner"); the others ("contributors") leave their fp32 partial sums in a global
-// buffer and raise a flag, and the owner adds them before it stores the tile.
-// Contributors work on such a tile at the *start* of their share and owners at the *end*, so
-// an owner finds the partials ready. Every cluster of the grid must be resident at once (the
-// grid is sized by the occupancy API, and a cluster's flag is only waited for by a resident one).
-struct WorkUnit {
-  int tile;     // cluster tile index (GroupedTiles order)
-  int k_begin;  // first K slice
-  int k_end;    // one past the last K slice
-};
-
-struct TileSchedule {
-  GroupedTiles order;
-  int clusters;  // clusters in the grid, all resident at once
-  int slices;    // K slices per tile
-  int dp_tiles;  // tiles [0, dp_tiles) are done whole, cluster c taking c, c + clusters, ...
-
-  __host__ __device__ int split_slices() const { return (order.count() - dp_tiles) * slices; }
-  // Where cluster c's share of the split tiles' slices starts (c = clusters: where the last ends),
-  // counted from slice 0 of tile dp_tiles.
-  __host__ __device__ int share_start(int c) const {
-    return int((long long)split_slices() * c / clusters);
-  }
-  // Where a split tile's slices end, on the same scale as share_start.
-  __host__ __device__ int split_tile_end(int tile) const { return (tile - dp_tiles + 1) * slices; }
-};
-
-// No stream-K: every tile whole, round robin. Stream-K: the whole waves are done whole and the
-// ragged rest is split (when the tiles fill whole waves there is nothing to split).
-inline TileSchedule make_schedule(GroupedTiles order, int clusters, int slices, bool stream_k) {
-  const int tiles = order.count();
-  const int dp_tiles = stream_k ? tiles - tiles % clusters : tiles;
-  return TileSchedule{order, clusters, slices, dp_tiles};
+// Stages 5-6: a persistent grid of clusters of CLUSTER CTAs that walk C's tiles in grouped order
+// (`group_m` cluster rows per group); the kernel takes `args`, then the tile order.
+template <int CLUSTER, int BLOCK_M, int BLOCK_N, typename Kernel, typename... Args>
+inline void launch_persistent(Kernel kernel, int threads, int smem_bytes, const Gemm& g, int group_m, int max_ctas,
+                              cudaStream_t stream, const char* name, const Args&... args) {
+  if (group_m < 1) throw std::runtime_error(std::string(name) + ": group_m must be >= 1");
+  allow_dynamic_smem(kernel, smem_bytes);
+  const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
+  const int ctas = persistent_ctas(kernel, threads, smem_bytes, CLUSTER, tiles.count(), max_ctas);
+  kernel<<<ctas, threads, smem_bytes, stream>>>(args..., tiles);
+  check_launch(name);
 }
-
-// The work units of one cluster, in order. Producer and consumers walk the same sequence.
-struct WorkCursor {
-  TileSchedule s;
-  int next_tile, pos, end;
-
-  __device__ WorkCursor(const TileSchedule& sched, int cluster)
-      : s(sched), next_tile(cluster), pos(sched.share_start(cluster)), end(sched.share_start(cluster + 1)) {}
-
-  __device__ bool next(WorkUnit& w) {
-    if (next_tile < s.dp_tiles) {
-      w = WorkUnit{next_tile, 0, s.slices};
-      next_tile += s.clusters;
-      return true;
-    }
-    if (pos >= end) return false;
-    const int k = pos % s.slices;
-    const int k_end = k + (end - pos) < s.slices ? k + (end - pos) : s.slices;
-    w = WorkUnit{s.dp_tiles + pos / s.slices, k, k_end};
-    pos += k_end - k;
-    return true;
-  }
-};
 
 }  // namespace tc

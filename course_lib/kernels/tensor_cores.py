@@ -2,14 +2,17 @@
 
 Six stages, each a real ``.cu`` file in ``course_lib/csrc/`` (shared helpers in ``tc_*.cuh``):
 
-====================  =====================================================================
-``tc_1_mma_sync``     warp-level ``mma.sync.m16n8k16`` fed by ``ldmatrix`` (sm_80 and newer)
-``tc_2_wgmma_tma``    Hopper ``wgmma`` reading shared memory that TMA filled, 128-byte swizzle
-``tc_3_pipeline``     a ring of shared-memory slots on mbarriers (copies run ahead)
-``tc_4_warp_spec``    producer warpgroup + 2 consumer warpgroups, ``setmaxnreg``, 128x256 tiles
-``tc_5_persistent``   persistent CTAs walking a grouped tile order; 2-CTA clusters, B multicast
-``tc_6_tma_store``    one wgmma batch kept in flight; epilogue via ``stmatrix`` + TMA store
-====================  =====================================================================
+=========================  ================================================================
+``tc_1_mma_sync``          warp-level ``mma.sync.m16n8k16`` fed by ``ldmatrix`` (sm_80 and newer)
+``tc_2_wgmma_tma``         Hopper ``wgmma`` reading shared memory that TMA filled, 128-byte swizzle
+``tc_3_pipeline``          a ring of shared-memory slots on mbarriers (copies run ahead)
+``tc_4_warp_specialized``  producer warpgroup + 2 consumer warpgroups, ``setmaxnreg``, 128x256 tiles
+``tc_5_persistent``        persistent CTAs walking a grouped tile order; 2-CTA clusters, B multicast
+``tc_6_tma_store``         one wgmma batch kept in flight; epilogue via ``stmatrix`` + TMA store
+=========================  ================================================================
+
+The stage's name is also its file (``csrc/tc_4_warp_specialized.cu``), its entry in the extension
+(``extension().tc_4_warp_specialized``) and its C++ launcher (``tc::launch_tc_4_warp_specialized``).
 
 Every stage computes ``c = a @ b`` for bf16 ``a`` (M x K) and ``b`` (K x N), row-major, with fp32
 accumulation, and returns **bf16**, as ``torch.matmul`` does for bf16 inputs (cuBLAS accumulates in
@@ -26,30 +29,26 @@ On a machine with an NVIDIA GPU the extension is built on first use with
 (``COURSE_EXTENSIONS_DIR``, else ``$TORCH_EXTENSIONS_DIR/course_lib``, else
 ``~/.cache/course_lib/extensions``); the architecture is read from the device. Without a GPU the
 stages cannot run; this module still compiles their sources with ``nvcc`` when one is installed
-(:func:`compile_stage`) and reads the machine code with the ``cuobjdump`` that ships in Triton's
-wheel (:func:`sass_instruction_mix`). It also holds a pure-Python model of the address arithmetic
-the kernels rely on (swizzle, wgmma descriptors, fragment layouts, tile order) that the tests check.
+(:func:`compile_stage`, with :mod:`course_lib.compiler`) and counts the instructions of the machine
+code (:func:`instruction_table`). It also holds a pure-Python model of the address arithmetic the
+kernels rely on (swizzle, wgmma descriptors, fragment layouts, tile order) that the tests check.
 """
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import dataclasses
-import hashlib
-import importlib.util
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import torch
 
-from course_lib import backend
+from course_lib import backend, compiler
 from course_lib.features import BF16_TENSOR_CORES, HOPPER_SM90A
 from course_lib.gemm import new_output, prepare
 from course_lib.registry import NotOnThisGPU, Stage, get_stage, register
@@ -82,7 +81,6 @@ class Design:
     """What a stage's kernel is made of (mirrors the constants in its .cu file; a test checks)."""
 
     stage: str
-    source: str
     title: str
     idea: str
     block: tuple[int, int, int]  # BLOCK_M, BLOCK_N, BLOCK_K
@@ -91,6 +89,11 @@ class Design:
     smem_bytes: int  # shared memory per CTA (static or dynamic), including alignment slack
     min_arch: str  # "sm_80" or "sm_90a"
     cluster: int = 1
+
+    @property
+    def source(self) -> str:
+        """The stage's .cu file in csrc/: its name is the stage's, as is its extension entry's."""
+        return f"{self.stage}.cu"
 
     @property
     def hopper(self) -> bool:
@@ -103,44 +106,34 @@ def _ring(stages: int, block_m: int, block_n: int, block_k: int = 64, extra: int
 
 
 DESIGNS: tuple[Design, ...] = (
-    Design("tc_1_mma_sync", "tc1_mma_sync.cu", "mma.sync + ldmatrix (warp-level)",
+    Design("tc_1_mma_sync", "mma.sync + ldmatrix (warp-level)",
            "8 warps, each a 64x32 piece of C from 4x4 mma.sync.m16n8k16 per 16 of K; ldmatrix(.trans) "
            "from padded shared-memory tiles; next slice loaded to registers while the tensor cores work",
            (128, 128, 32), 256, 1, 128 * 40 * 2 + 32 * 136 * 2, "sm_80"),
-    Design("tc_2_wgmma_tma", "tc2_wgmma_tma.cu", "wgmma + TMA, 128B swizzle",
+    Design("tc_2_wgmma_tma", "wgmma + TMA, 128B swizzle",
            "2 warpgroups x m64n128k16 read A and B straight from shared memory; one thread asks TMA "
            "for each 64-wide K slice; load and multiply take turns",
            (128, 128, 64), 256, 1, 2 * 128 * 64 * 2 + 8 + 1024, "sm_90a"),
-    Design("tc_3_pipeline", "tc3_pipeline.cu", "5-slot mbarrier pipeline",
+    Design("tc_3_pipeline", "5-slot mbarrier pipeline",
            "full/empty mbarriers per slot; copies run up to 5 slices ahead of the tensor cores",
            (128, 128, 64), 256, 5, _ring(5, 128, 128), "sm_90a"),
-    Design("tc_4_warp_spec", "tc4_warp_specialized.cu", "warp specialisation, setmaxnreg, 128x256",
+    Design("tc_4_warp_specialized", "warp specialisation, setmaxnreg, 128x256",
            "producer warpgroup (40 registers) + 2 consumer warpgroups (232 registers) each holding a "
            "64x256 fp32 accumulator; m64n256k16",
            (128, 256, 64), 384, 4, _ring(4, 128, 256), "sm_90a"),
-    Design("tc_5_persistent", "tc5_persistent.cu", "persistent + clusters, TMA multicast",
+    Design("tc_5_persistent", "persistent + clusters, TMA multicast",
            "one CTA per SM walks tiles in grouped order; 2-CTA clusters share B slices by multicast",
            (128, 256, 64), 384, 4, _ring(4, 128, 256), "sm_90a", cluster=2),
-    Design("tc_6_tma_store", "tc6_tma_store.cu", "wgmma in flight + TMA-store epilogue",
+    Design("tc_6_tma_store", "wgmma in flight + TMA-store epilogue",
            "wait_group 1 keeps one wgmma batch queued; accumulators leave through stmatrix into "
            "swizzled shared memory and an asynchronous TMA store",
            (128, 256, 64), 384, 4, _ring(4, 128, 256, extra=2 * 2 * 64 * 64 * 2), "sm_90a", cluster=2),
 )
 DESIGN = {d.stage: d for d in DESIGNS}
-HEADERS = ("tc_launch.h", "tc_mma.cuh", "tc_hopper.cuh", "tc_host.cuh", "tc_schedule.cuh")
 BINDING = "tc_binding.cu"
 
 # ---- the extension (GPU only) ---------------------------------------------------------------
 _EXTENSION = None
-
-
-def extensions_dir() -> Path:
-    """Where built extensions are cached: never inside the repository."""
-    if os.environ.get("COURSE_EXTENSIONS_DIR"):
-        return Path(os.environ["COURSE_EXTENSIONS_DIR"])
-    if os.environ.get("TORCH_EXTENSIONS_DIR"):
-        return Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "course_lib"
-    return Path.home() / ".cache" / "course_lib" / "extensions"
 
 
 def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[list[Path], list[str], str]:
@@ -199,7 +192,7 @@ def _cudart_link_dir(cuda_home: Path) -> Path | None:
     versioned = sorted(cuda_home.glob("lib*/libcudart.so.*"))
     if not versioned:
         return None
-    link_dir = extensions_dir() / "cudart_link"
+    link_dir = compiler.extensions_dir() / "cudart_link"
     link_dir.mkdir(parents=True, exist_ok=True)
     link = link_dir / "libcudart.so"
     if not link.exists():
@@ -207,17 +200,19 @@ def _cudart_link_dir(cuda_home: Path) -> Path | None:
     return link_dir
 
 
-def build_extension(defines: Sequence[str] = (), verbose: bool = False):
-    """Build or load the extension with extra ``-D`` ``defines`` (e.g. "TC_TIMELINE", used by
-    tools/gpu_tc_timeline.py); each set of defines gets its own module name and cache folder."""
-    backend.require_gpu("the tensor-core extension", "runs only on an NVIDIA GPU (on the CPU, compile_stage() shows what the compiler makes of it)")
+def load_extension(name: str, sources: Sequence[Path], flags: Sequence[str], include_paths: Sequence[Path] = (CSRC,),
+                   verbose: bool = False):
+    """Build (or load from the cache) a torch extension from CUDA ``sources`` with nvcc ``flags``:
+    the toolchain checks and the cache folder every build of these kernels shares."""
+    backend.require_gpu("the tensor-core extension",
+                        "runs only on an NVIDIA GPU (on the CPU, compile_stage() shows what the compiler makes of it)")
     import torch.utils.cpp_extension as cpp_extension
 
     # torch runs ninja by name: the one pip put next to this Python counts too.
     bin_dir = str(Path(sys.executable).parent)
     if shutil.which("ninja") is None and shutil.which("ninja", path=bin_dir):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-    nvcc = find_nvcc()
+    nvcc = compiler.find_nvcc()
     missing_tools = toolchain_problems(nvcc, shutil.which("ninja"), shutil.which(os.environ.get("CXX", "c++")))
     if missing_tools:
         raise RuntimeError("building the tensor-core extension needs:\n- " + "\n- ".join(missing_tools))
@@ -225,29 +220,36 @@ def build_extension(defines: Sequence[str] = (), verbose: bool = False):
     cpp_extension.CUDA_HOME = str(cuda_home)  # torch looked for it once, at import, without PyPI's CUDA
     link_dir = _cudart_link_dir(cuda_home)
 
-    b = backend.get()
-    sources, flags, name = build_plan(b.capability, ptx_only=b.assumed)
-    name += "".join(f"_{d.lower()}" for d in defines)
-    build_dir = extensions_dir() / name
+    build_dir = compiler.extensions_dir() / name
     build_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))  # ninja compiles the stages in parallel
     t0 = time.time()
     module = cpp_extension.load(
         name=name,
         sources=[str(s) for s in sources],
-        extra_cuda_cflags=flags + [f"-D{d}" for d in defines],
-        extra_include_paths=[str(CSRC)],
+        extra_cuda_cflags=list(flags),
+        extra_include_paths=[str(p) for p in include_paths],
         extra_ldflags=[f"-L{link_dir}"] if link_dir else None,
         build_directory=str(build_dir),
         verbose=verbose,
     )
     if verbose:
-        print(f"tensor-core extension ready in {time.time() - t0:.0f} s ({build_dir})", file=sys.stderr)
+        print(f"extension {name} ready in {time.time() - t0:.0f} s ({build_dir})", file=sys.stderr)
     return module
 
 
+def build_extension(verbose: bool = False):
+    """Build or load the course's extension for this GPU (:func:`build_plan`)."""
+    b = backend.get()
+    sources, flags, name = build_plan(b.capability, ptx_only=b.assumed)
+    return load_extension(name, sources, flags, verbose=verbose)
+
+
 # ---- the stages: check, allocate, launch ----------------------------------------------------
-def _make_gemm(stage: str, entry: str, **knobs) -> Callable:
+def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, **knobs) -> Callable:
+    """The GEMM function of a stage: check the operands, allocate C, launch. ``launcher()`` gives
+    the function to launch (default: the extension's entry named for the stage), called as
+    ``launch(a, b, c, **knobs)``; a knob that is callable is called for its value at launch."""
     def gemm(a: object, b: object) -> object:
         ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=SHAPE_MULTIPLE)
         why = get_stage(stage).why_not_here("bf16")
@@ -259,10 +261,10 @@ def _make_gemm(stage: str, entry: str, **knobs) -> Callable:
                     f"{stage}: {name} does not start on a {ALIGNMENT_BYTES}-byte boundary (a view "
                     f"into a larger tensor?); pass {name}.clone()"
                 )
-        ext = extension()
+        launch = launcher() if launcher else getattr(extension(), stage)
         c = new_output(ops.M, ops.N, torch.bfloat16, ops.a.device)
         resolved = {k: (v() if callable(v) else v) for k, v in knobs.items()}
-        getattr(ext, entry)(ops.a, ops.b, c, **resolved)  # launches on torch.cuda.current_stream()
+        launch(ops.a, ops.b, c, **resolved)  # launches on torch.cuda.current_stream()
         return ops.give_back(c)
 
     gemm.__name__ = stage
@@ -271,51 +273,22 @@ def _make_gemm(stage: str, entry: str, **knobs) -> Callable:
     return gemm
 
 
-_ENTRIES = {
-    "tc_1_mma_sync": "tc1_mma_sync",
-    "tc_2_wgmma_tma": "tc2_wgmma_tma",
-    "tc_3_pipeline": "tc3_pipeline",
-    "tc_4_warp_spec": "tc4_warp_specialized",
-    "tc_5_persistent": "tc5_persistent",
-    "tc_6_tma_store": "tc6_tma_store",
-}
-
-tc_1_mma_sync = _make_gemm("tc_1_mma_sync", _ENTRIES["tc_1_mma_sync"])
-tc_2_wgmma_tma = _make_gemm("tc_2_wgmma_tma", _ENTRIES["tc_2_wgmma_tma"])
-tc_3_pipeline = _make_gemm("tc_3_pipeline", _ENTRIES["tc_3_pipeline"])
-tc_4_warp_spec = _make_gemm("tc_4_warp_spec", _ENTRIES["tc_4_warp_spec"])
-tc_5_persistent = _make_gemm("tc_5_persistent", _ENTRIES["tc_5_persistent"])
-# One CTA per SM at most (the textbook persistent grid): in the scheduling experiments on the H200
-# (2026-11-29, tools/gpu_tensor_cores.py) this was the best setting at both 4096 (100.4 % of cuBLAS
-# against 99.7 % with the occupancy-derived grid) and 8192 (105.2 % against 102.2 %).
-# Stream-K (stream_k=True) stays off: on the H200 (2026-11-29, "stream_k_round" in
-# nvidia_h200_tensor_core_experiments.json) it measured 94.4 / 95.2 % of cuBLAS at 4096^3 against
-# 102.0 / 97.6 % without it, and changed 6144^3 and 8192^3 by no more than the noise.
-tc_6_tma_store = _make_gemm("tc_6_tma_store", _ENTRIES["tc_6_tma_store"], cluster=2, group_m=8, max_ctas=backend.sm_count)
+tc_1_mma_sync = make_gemm("tc_1_mma_sync")
+tc_2_wgmma_tma = make_gemm("tc_2_wgmma_tma")
+tc_3_pipeline = make_gemm("tc_3_pipeline")
+tc_4_warp_specialized = make_gemm("tc_4_warp_specialized")
+tc_5_persistent = make_gemm("tc_5_persistent")
+# Stage 6 runs at most one CTA per SM (the textbook persistent grid): on the H200 that measured
+# better than the grid derived from occupancy (stage 5's), at 4096^3 and at 8192^3.
+tc_6_tma_store = make_gemm("tc_6_tma_store", group_m=8, max_ctas=backend.sm_count)
 GEMMS = {
     "tc_1_mma_sync": tc_1_mma_sync,
     "tc_2_wgmma_tma": tc_2_wgmma_tma,
     "tc_3_pipeline": tc_3_pipeline,
-    "tc_4_warp_spec": tc_4_warp_spec,
+    "tc_4_warp_specialized": tc_4_warp_specialized,
     "tc_5_persistent": tc_5_persistent,
     "tc_6_tma_store": tc_6_tma_store,
 }
-
-
-def persistent_variant(stage: str = "tc_6_tma_store", *, cluster: int = 2, group_m: int = 8, max_ctas: int = 0,
-                       stream_k: bool = False) -> Callable:
-    """Stage 5 or 6 with other scheduling knobs (for experiments on a GPU; not registered).
-    ``stream_k`` (stage 6 only): share the ragged last wave out by K slices (tc_schedule.cuh)."""
-    if stage not in ("tc_5_persistent", "tc_6_tma_store"):
-        raise ValueError("only tc_5_persistent and tc_6_tma_store have scheduling knobs")
-    knobs: dict[str, Any] = dict(cluster=cluster, group_m=group_m, max_ctas=max_ctas)
-    if stream_k:
-        if stage != "tc_6_tma_store":
-            raise ValueError("stream_k is a knob of tc_6_tma_store only")
-        knobs["stream_k"] = True
-    fn = _make_gemm(stage, _ENTRIES[stage], **knobs)
-    fn.__name__ = f"{stage}[cluster={cluster},group_m={group_m},max_ctas={max_ctas}{',stream_k' if stream_k else ''}]"
-    return fn
 
 
 STAGES = tuple(
@@ -337,194 +310,29 @@ STAGES = tuple(
 )
 
 
-# ---- compiling without a GPU: nvcc, ptxas's report, the SASS --------------------------------
-def find_nvcc() -> Path | None:
-    """nvcc: under $CUDA_HOME (or $CUDA_PATH) if set, else from PyPI's CUDA packages (``make lab
-    GPU=1`` installs cuda-toolkit[nvcc,cccl]: the CUDA 13.0 of PyPI's torch), else on PATH, else in
-    /usr/local/cuda."""
-    candidates = [Path(os.environ[var]) / "bin" / "nvcc" for var in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(var)]
-    spec = importlib.util.find_spec("nvidia")
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        # CUDA 13's wheels share one prefix (nvidia/cu13/{bin,include,lib}); CUDA 12's had one per part.
-        candidates += [Path(root) / "cu13" / "bin" / "nvcc", Path(root) / "cuda_nvcc" / "bin" / "nvcc"]
-    on_path = shutil.which("nvcc")
-    candidates += [Path(on_path)] if on_path else []
-    candidates.append(Path("/usr/local/cuda/bin/nvcc"))
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
-    return None
-
-
-def find_cuobjdump() -> Path | None:
-    """The cuobjdump that ships inside Triton's wheel (or one on PATH)."""
-    try:
-        import triton  # noqa: PLC0415 - only needed here
-
-        p = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-        if p.is_file():
-            return p
-    except ImportError:
-        pass
-    found = shutil.which("cuobjdump")
-    return Path(found) if found else None
-
-
-def nvcc_version(nvcc: Path) -> str:
-    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=True).stdout
-    m = re.search(r"release ([\d.]+), V([\d.]+)", out)
-    return m.group(2) if m else out.strip().splitlines()[-1]
-
-
-@dataclasses.dataclass(frozen=True)
-class KernelReport:
-    """ptxas's resource report for one kernel."""
-
-    name: str  # demangled-ish, e.g. "tc::stage5::kernel<2>"
-    arch: str
-    registers: int
-    stack_bytes: int
-    spill_store_bytes: int
-    spill_load_bytes: int
-    static_smem_bytes: int
-    barriers: int
-
-    @property
-    def spills(self) -> bool:
-        return self.spill_store_bytes > 0 or self.spill_load_bytes > 0 or self.stack_bytes > 0
-
-
-@dataclasses.dataclass(frozen=True)
-class CompileResult:
-    stage: str
-    arch: str
-    cubin: Path
-    kernels: tuple[KernelReport, ...]
-    warnings: tuple[str, ...]
-    ptxas_log: str
-    seconds: float  # 0 when the cubin came from the cache
-
-
-def demangle(symbol: str) -> str:
-    """Enough of the Itanium demangler for the course's kernels: ``_ZN2tc6stage56kernelILi2EEE...``
-    becomes ``tc::stage5::kernel<2>``; anything else comes back unchanged."""
-    if not symbol.startswith("_ZN"):
-        return symbol
-    parts, pos = [], 3
-    while pos < len(symbol) and symbol[pos].isdigit():
-        digits = re.match(r"\d+", symbol[pos:]).group(0)
-        pos += len(digits)
-        parts.append(symbol[pos:pos + int(digits)])
-        pos += int(digits)
-    if not parts:
-        return symbol
-    name = "::".join(parts)
-    args = re.match(r"I((?:Li\d+E)+)E", symbol[pos:])
-    if args:
-        name += "<" + ",".join(re.findall(r"Li(\d+)E", args.group(1))) + ">"
-    return name
-
-
-def parse_ptxas(log: str) -> tuple[tuple[KernelReport, ...], tuple[str, ...]]:
-    """Kernels and warnings from ``nvcc -Xptxas -v`` output."""
-    kernels = []
-    blocks = re.split(r"ptxas info\s+: Compiling entry function ", log)[1:]
-    for block in blocks:
-        name = re.match(r"'([^']+)' for '([^']+)'", block)
-        props = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", block)
-        used = re.search(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?", block)
-        if not (name and props and used):
-            continue
-        kernels.append(
-            KernelReport(
-                name=demangle(name.group(1)),
-                arch=name.group(2),
-                registers=int(used.group(1)),
-                stack_bytes=int(props.group(1)),
-                spill_store_bytes=int(props.group(2)),
-                spill_load_bytes=int(props.group(3)),
-                static_smem_bytes=int(used.group(3) or 0),
-                barriers=int(used.group(2) or 0),
-            )
-        )
-    warnings = tuple(line.strip() for line in log.splitlines() if "warning" in line.lower())
-    return tuple(sorted(kernels, key=lambda k: k.name)), warnings
-
-
-def cubin_cache_dir() -> Path:
-    return extensions_dir().parent / "cubins"
-
-
-def _source_digest(paths: Iterable[Path], flags: Iterable[str], nvcc: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(paths):
-        h.update(p.name.encode())
-        h.update(p.read_bytes())
-    h.update(" ".join(flags).encode())
-    h.update(nvcc_version(nvcc).encode())
-    return h.hexdigest()[:16]
-
-
-def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = None, use_cache: bool = True,
-                  defines: Sequence[str] = ()) -> CompileResult:
+# ---- compiling without a GPU (course_lib.compiler): ptxas's report and the SASS per stage ------
+def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = None,
+                  use_cache: bool = True) -> compiler.CompileResult:
     """Compile one stage's .cu file to a cubin with ``nvcc -Xptxas -v`` (no GPU needed).
 
-    ``arch`` defaults to sm_90a (stage 1 also takes e.g. "sm_80"); ``defines`` are passed as
-    ``-D`` (e.g. "TC_TIMELINE"). Raises RuntimeError with the compiler's messages if it fails, or if
-    nvcc is missing.
+    ``arch`` defaults to sm_90a (stage 1 also takes e.g. "sm_80"). Raises RuntimeError with the
+    compiler's messages if it fails, or if nvcc is missing.
     """
     design = DESIGN[stage]
     arch = arch or "sm_90a"
     if design.hopper and arch != "sm_90a":
         raise ValueError(f"{stage} uses wgmma and setmaxnreg: it compiles only for sm_90a, not {arch}")
-    nvcc = nvcc or find_nvcc()
-    if nvcc is None:
-        raise RuntimeError("nvcc not found: install the CUDA toolkit or `pip install nvidia-cuda-nvcc`")
-    number = arch.removeprefix("sm_")
-    gencode = f"-gencode=arch=compute_{number},code=sm_{number}"
-    flags = [*NVCC_FLAGS, gencode, *(f"-D{d}" for d in defines), "-Xptxas", "-v", "-cubin", "-I", str(CSRC)]
-    src = CSRC / design.source
-    digest = _source_digest([src, *(CSRC / h for h in HEADERS)], flags, nvcc)
-    out_dir = cubin_cache_dir() / digest
-    cubin, log_path = out_dir / f"{src.stem}.{arch}.cubin", out_dir / f"{src.stem}.{arch}.log"
-    seconds = 0.0
-    if not (use_cache and cubin.is_file() and log_path.is_file()):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        t0 = time.time()
-        proc = subprocess.run([str(nvcc), *flags, "-o", str(cubin), str(src)], capture_output=True, text=True)
-        seconds = time.time() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"nvcc failed on {src.name} for {arch}:\n{proc.stdout}{proc.stderr}")
-        log_path.write_text(proc.stdout + proc.stderr)
-    log = log_path.read_text()
-    kernels, warnings = parse_ptxas(log)
-    return CompileResult(stage, arch, cubin, kernels, warnings, log, seconds)
+    return compiler.compile_cubin(CSRC / design.source, arch, NVCC_FLAGS, include_dirs=[CSRC], name=stage, nvcc=nvcc,
+                                  use_cache=use_cache)
 
 
-def compile_all(arch: str = "sm_90a", *, jobs: int | None = None, use_cache: bool = True) -> dict[str, CompileResult]:
+def compile_all(arch: str = "sm_90a", *, jobs: int | None = None,
+                use_cache: bool = True) -> dict[str, compiler.CompileResult]:
     """Compile every stage in parallel (nvcc processes); stage 1 for ``arch`` too."""
-    nvcc = find_nvcc()
-    if nvcc is None:
-        raise RuntimeError("nvcc not found: install the CUDA toolkit or `pip install nvidia-cuda-nvcc`")
+    nvcc = compiler.require_nvcc()
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
         futures = {d.stage: pool.submit(compile_stage, d.stage, arch, nvcc=nvcc, use_cache=use_cache) for d in DESIGNS}
         return {stage: f.result() for stage, f in futures.items()}
-
-
-_SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[0-9T]\s+)?([A-Z][A-Z0-9_]*)")
-
-
-def sass(cubin: Path, cuobjdump: Path | None = None) -> str:
-    """The SASS (machine code) of a cubin, via cuobjdump."""
-    tool = cuobjdump or find_cuobjdump()
-    if tool is None:
-        raise RuntimeError("cuobjdump not found (it ships inside the triton wheel: pip install triton)")
-    return subprocess.run([str(tool), "--dump-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-
-
-def sass_instruction_mix(cubin: Path, cuobjdump: Path | None = None) -> collections.Counter:
-    """How often each SASS opcode (without modifiers) occurs in a cubin, e.g. HGMMA, HMMA, LDSM."""
-    return collections.Counter(_SASS_LINE.findall(sass(cubin, cuobjdump)))
 
 
 # What the course points at in the SASS: tensor-core instructions, their feeders, barriers, and
@@ -636,7 +444,7 @@ def wgmma_accumulator_position(thread: int, i: int, n_tile: int) -> tuple[int, i
 
 def stmatrix_staging_address(thread: int, j: int) -> int:
     """Byte offset (within one consumer's staging buffer of 64 x 64 boxes) of the row that lane
-    ``thread % 32`` addresses for stmatrix number ``j`` (16 columns each) - as in tc6_tma_store.cu."""
+    ``thread % 32`` addresses for stmatrix number ``j`` (16 columns each) - as in tc_6_tma_store.cu."""
     warp, lane = divmod(thread, 32)
     row = warp * 16 + ((lane // 8) % 2) * 8 + lane % 8
     col = j * 16 + (lane // 16) * 8
@@ -668,54 +476,70 @@ def persistent_ctas(cluster_tiles: int, max_clusters: int, cluster: int) -> int:
     return -(-cluster_tiles // waves) * cluster
 
 
-def stream_k_work(cluster_tiles: int, clusters: int, slices: int, stream_k: bool = True) -> list[list[tuple[int, int, int]]]:
-    """Each cluster's work units (tile, first K slice, end K slice), in order - the WorkCursor of
-    tc_schedule.cuh: whole waves of whole tiles round robin, then the rest shared out by slices."""
-    dp_tiles = cluster_tiles - cluster_tiles % clusters if stream_k else cluster_tiles
-    split = (cluster_tiles - dp_tiles) * slices
-    out = []
-    for c in range(clusters):
-        units = [(t, 0, slices) for t in range(c, dp_tiles, clusters)]
-        pos, end = split * c // clusters, split * (c + 1) // clusters
-        while pos < end:
-            k = pos % slices
-            k_end = min(slices, k + end - pos)
-            units.append((dp_tiles + pos // slices, k, k_end))
-            pos += k_end - k
-        out.append(units)
-    return out
-
-
-def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner: int, tile: int) -> list[int]:
-    """The clusters whose partial sums the owner of split tile ``tile`` adds (tc6_tma_store.cu's loop)."""
-    dp_tiles = cluster_tiles - cluster_tiles % clusters
-    split = (cluster_tiles - dp_tiles) * slices
-    start = lambda c: split * c // clusters  # noqa: E731
-    tile_end = (tile - dp_tiles + 1) * slices
-    out, c = [], owner + 1
-    while c < clusters and start(c) < tile_end:
-        if start(c + 1) > start(c):
-            out.append(c)
-        c += 1
-    return out
-
-
 # ---- for the notebook ---------------------------------------------------------------------------
-def source_excerpt(stage_or_file: str, start: str, end: str | None = None) -> str:
-    """The lines of a stage's .cu file (or any file in csrc/) from the first line containing
-    ``start`` through the first later line containing ``end`` (or to the end of the file)."""
-    name = DESIGN[stage_or_file].source if stage_or_file in DESIGN else stage_or_file
-    lines = (CSRC / name).read_text().splitlines()
-    i = next((n for n, line in enumerate(lines) if start in line), None)
-    if i is None:
-        raise ValueError(f"{start!r} not found in {name}")
-    j = len(lines) - 1 if end is None else next((n for n in range(i + 1, len(lines)) if end in lines[n]), None)
-    if j is None:
-        raise ValueError(f"{end!r} not found after {start!r} in {name}")
-    return "\n".join(lines[i:j + 1])
+# Notebook 05 prints parts of the sources, each between two marker lines that name it:
+#     // [excerpt ring-k-loop]
+#     ...
+#     // [/excerpt ring-k-loop]
+EXCERPT_BEGIN = re.compile(r"^\s*// \[excerpt ([a-z0-9-]+)\]\s*$")
+EXCERPT_END = re.compile(r"^\s*// \[/excerpt ([a-z0-9-]+)\]\s*$")
 
 
-def resource_table(results: dict[str, CompileResult]) -> str:
+def source_path(stage_or_file: str | Path) -> Path:
+    """A stage's .cu file, or a file in csrc/ by name (a Path is taken as it is); ValueError naming
+    what exists otherwise."""
+    if isinstance(stage_or_file, Path):
+        return stage_or_file
+    path = CSRC / (DESIGN[stage_or_file].source if stage_or_file in DESIGN else stage_or_file)
+    if path.parent != CSRC or not path.is_file():
+        names = sorted(DESIGN) + sorted(p.name for p in CSRC.iterdir() if p.suffix in (".cu", ".cuh", ".h"))
+        raise ValueError(f"{stage_or_file!r} is neither a stage nor a file in {CSRC}: one of {', '.join(names)}")
+    return path
+
+
+def excerpts(stage_or_file: str | Path) -> dict[str, tuple[int, int]]:
+    """The excerpts marked in a source file: name -> (first, last) line index of its content.
+    Raises ValueError naming the file, the marker and its line if a marker is unbalanced, a name
+    is used twice, or two excerpts overlap without one holding the other."""
+    path = source_path(stage_or_file)
+    spans: dict[str, tuple[int, int]] = {}
+    open_: list[tuple[str, int]] = []  # (name, line of its begin marker), innermost last
+    for n, line in enumerate(path.read_text().splitlines()):
+        begin, end = EXCERPT_BEGIN.match(line), EXCERPT_END.match(line)
+        if begin:
+            name = begin.group(1)
+            if name in spans or any(name == o for o, _ in open_):
+                raise ValueError(f"{path.name}:{n + 1}: excerpt {name!r} is marked twice")
+            open_.append((name, n))
+        elif end:
+            name = end.group(1)
+            if not open_ or open_[-1][0] != name:
+                expected = f"close // [/excerpt {open_[-1][0]}] first" if open_ else "no excerpt is open"
+                raise ValueError(f"{path.name}:{n + 1}: // [/excerpt {name}] does not close an open "
+                                 f"// [excerpt {name}] ({expected})")
+            _, first = open_.pop()
+            spans[name] = (first + 1, n - 1)
+    if open_:
+        name, first = open_[-1]
+        raise ValueError(f"{path.name}:{first + 1}: // [excerpt {name}] is never closed by // [/excerpt {name}]")
+    return spans
+
+
+def source_excerpt(stage_or_file: str | Path, name: str) -> str:
+    """The lines of a stage's .cu file (or of a file in csrc/) between ``// [excerpt name]`` and
+    ``// [/excerpt name]``, without the marker lines (nor those of excerpts inside it), indented as
+    in the file."""
+    spans = excerpts(stage_or_file)
+    if name not in spans:
+        path = source_path(stage_or_file)
+        raise ValueError(f"{path.name} has no excerpt {name!r} (a line // [excerpt {name}] and, below it, "
+                         f"// [/excerpt {name}]); it has {', '.join(sorted(spans)) or 'none'}")
+    first, last = spans[name]
+    lines = source_path(stage_or_file).read_text().splitlines()[first:last + 1]
+    return "\n".join(line for line in lines if not (EXCERPT_BEGIN.match(line) or EXCERPT_END.match(line)))
+
+
+def resource_table(results: dict[str, compiler.CompileResult]) -> str:
     """ptxas's report for every kernel, one line each, as text."""
     rows = [f"{'stage':<17}{'kernel':<24}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
     for stage, r in results.items():
@@ -729,11 +553,12 @@ def resource_table(results: dict[str, CompileResult]) -> str:
     return "\n".join(rows)
 
 
-def instruction_table(results: dict[str, CompileResult], opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
+def instruction_table(results: dict[str, compiler.CompileResult],
+                      opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
     """How many of each highlighted SASS opcode every stage's cubin holds, as text."""
     opcodes = list(opcodes)
     rows = [f"{'stage':<17}" + "".join(f"{op:>11}" for op in opcodes)]
     for stage, r in results.items():
-        mix = sass_instruction_mix(r.cubin)
+        mix = compiler.sass_instruction_mix(r.cubin)
         rows.append(f"{stage:<17}" + "".join(f"{mix[op]:>11}" for op in opcodes))
     return "\n".join(rows)

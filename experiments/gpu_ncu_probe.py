@@ -3,12 +3,12 @@
     PYTHONPATH=. COURSE_BACKEND=gpu ncu --clock-control none --kernel-name <filter> \
         --launch-skip 1 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
         --section MemoryWorkloadAnalysis_Tables --section WarpStateStats \
-        python3 tools/gpu_ncu_probe.py <what>
+        python3 experiments/gpu_ncu_probe.py <what>
 
 <what> and the kernel filter that selects its GEMM kernel:
 
-    tc6        tc_6_tma_store as recorded (no stream-K)             kernel
-    tc6_sk     tc_6_tma_store with stream-K, one CTA per SM         kernel
+    tc6        tc_6_tma_store, the course's stage 6                 kernel
+    tc6_sk     the stage-6 variant with stream-K, one CTA per SM    kernel   (tc_6_stream_k.py)
     cublas16   torch.matmul, bf16                                   regex:gemm|xmma|cutlass|nvjet
     cublas16h  torch.matmul, fp16                                   regex:gemm|xmma|cutlass|nvjet
     triton16   triton_fast, bf16, first FAST_CONFIGS entry          fast_matmul_kernel
@@ -18,7 +18,7 @@
 
 ``--clock-control none`` keeps the GPU's own clocks (ncu would otherwise lock them to base), so
 the SM frequency in SpeedOfLight is the one the recording ran at. Used for the evidence in the
-closing notes of issues 5 and 6 (tools/gpu_run_all.sh's ``ncu`` section runs them all).
+closing notes of issues 5 and 6 (experiments/run_on_gpu.sh's ``ncu`` section runs them all).
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ import course_lib
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.kernels import tensor_cores as tc
 
+import tc_6_stream_k as variant
+
 N = 4096
 
 
@@ -41,8 +43,8 @@ def _first_fast(dtype: str):
 # <what>: (dtype, the GEMM). Built lazily: tc6 needs the CUDA extension.
 PROBES = {
     "tc6": ("bf16", lambda: tc.tc_6_tma_store),
-    "tc6_sk": ("bf16", lambda: tc.persistent_variant("tc_6_tma_store", cluster=2, group_m=8,
-                                                     max_ctas=course_lib.backend.sm_count(), stream_k=True)),
+    "tc6_sk": ("bf16", lambda: variant.persistent_variant(cluster=2, group_m=8, max_ctas=course_lib.backend.sm_count(),
+                                                          stream_k=True)),
     "cublas16": ("bf16", lambda: torch.matmul),
     "cublas16h": ("fp16", lambda: torch.matmul),
     "triton16": ("bf16", lambda: _first_fast("bf16")),

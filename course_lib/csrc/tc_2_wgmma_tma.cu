@@ -11,6 +11,8 @@
 //   delivered; the other threads wait on that barrier.
 // Everything is still serial: load a slice, wait for it, multiply it, wait for the multiply, load
 // the next. Stage 3 overlaps the two.
+//
+// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -51,6 +53,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 
   const int k_slices = ceil_div(K, BLOCK_K);
   for (int ks = 0; ks < k_slices; ++ks) {
+    // [excerpt copy-wait-multiply]
     // ---- one thread asks the copy engine for the slice ---------------------------------------
     //      (tma_load_slice, in tc_hopper.cuh: expect_tx for the slice's 32 KB, then one TMA box of A
     //      and two of B)
@@ -62,6 +65,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     //      (wgmma_slice: fence, BLOCK_K / 16 wgmma.m64n128k16 through descriptors, commit)
     wgmma_slice<BLOCK_N>(acc, s.a + wg * 64 * BLOCK_K, s.b);
     wgmma_wait<0>();
+    // [/excerpt copy-wait-multiply]
     fence_accumulators(acc);
     __syncthreads();  // both warpgroups have finished reading before the next copy overwrites
   }
@@ -71,9 +75,9 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 
 }  // namespace stage2
 
-void launch_tc2_wgmma_tma(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
+void launch_tc_2_wgmma_tma(const Gemm& g, cudaStream_t stream) {
   using namespace stage2;
-  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, a, b, c, M, N, K, stream, "tc2_wgmma_tma");
+  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, g, stream, "tc_2_wgmma_tma");
 }
 
 }  // namespace tc

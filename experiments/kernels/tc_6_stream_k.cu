@@ -1,43 +1,26 @@
-// Stage 6 - closing the gap: keep a wgmma batch in flight, and store C behind the next tile's MMAs.
-//
-// Three changes against stage 5, all about the moments when the tensor cores wait:
-// * Mainloop: stage 5 waits for a slice's wgmmas to finish (wait_group 0) before it can release
-//   the slot and issue the next batch, so the tensor core drains at every slice. Here a
-//   consumer issues slice i, then waits with wait_group 1 - only slice i-1 must be done - and
-//   releases i-1's slot. One batch is always queued behind the running one. A consumer now
-//   holds two slots, so the ring keeps STAGES = 4.
-// * Epilogue: stage 5 writes C with 4-byte stores scattered over 8 rows per instruction. Here each
-//   consumer converts its accumulators to bf16, writes them with stmatrix (PTX ISA 9.7.14.5.16)
-//   into a shared-memory tile laid out with the same 128-byte swizzle (conflict-free), and one
-//   thread hands the tile to the copy engine (cp.async.bulk.tensor, shared -> global). The copy
-//   runs on while the consumer goes on; the staging buffer is reused only after
-//   cp.async.bulk.wait_group.read says the engine has read it.
-//   Shared memory is tight (4 x 48 KB ring), so each consumer stages half its 64 x 256 tile at a
-//   time: 2 boxes of 64 x 64 (16 KB).
-// * Overlap: the accumulators are the consumer's registers, so the next tile's MMAs cannot start
-//   before they are read. Here they are converted to bf16 into 64 other registers (`staged`) and
-//   the next tile starts at once - its first wgmma with scale-d = 0, which overwrites the
-//   accumulators, so they need no zeroing. The staged tile is stored in its two halves, the first
-//   once the new tile's 2nd slice is issued and the second once its 4th is, so each half has two
-//   slices of MMAs in flight to hide behind. (Measured on the H200, 2026-11-30: storing both halves
-//   after the 2nd slice made the mainloop ~1,600 cycles longer - apparently the store outlasted the
-//   MMAs in flight; in halves it is ~100-250 cycles longer and a consumer needs ~1 % fewer cycles
-//   in all. Direct global stores from the staged registers made the mainloop ~12 % longer.)
-// * Optional (stream_k): the ragged last wave is shared out by K slices (tc_schedule.cuh explains
-//   stream-K); a consumer that did only part of a tile's K either publishes its fp32 partial sums
+// Stage 6 with its experiment knobs - the kernel that was measured on the H200 as the course's stage 6
+// until the course kept only its default path (course_lib/csrc/tc_6_tma_store.cu). Its SASS without
+// TC_TIMELINE is instruction for instruction that kernel's (experiments/runs/
+// 2026-12-01_sass_restructure_cuda/comparison.md). On top of the course's stage 6 it has:
+// * `cluster` 1 or 2 (the course compiles 2 only), `group_m` and `max_ctas` as in the course;
+// * stream_k: the ragged last wave is shared out by K slices (tc_stream_k.cuh explains stream-K);
+//   a consumer that did only part of a tile's K either publishes its fp32 partial sums
 //   (publish_partial) or, if it holds the tile's first slice, adds the others' (add_partial)
-//   before the usual epilogue.
+//   before the usual epilogue. Measured slower than whole tiles (JOURNAL-cuda-notes.md);
+// * with -DTC_TIMELINE, a per-tile timeline of clock64 stamps (experiments/gpu_tc_timeline.py).
+// The kernel is the course's stage 6 but for the work loop (WorkCursor instead of a tile loop)
+// and the stream-K fix-up after it; the comments of tc_6_tma_store.cu explain the rest.
+#include "tc_6_stream_k.h"
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
-#include "tc_launch.h"
-#include "tc_schedule.cuh"
+#include "tc_stream_k.cuh"
 
 #include <climits>
 #include <unordered_map>
 #include <vector>
 
 namespace tc {
-namespace stage6 {
+namespace stage6_stream_k {
 
 constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;
 constexpr int STAGES = 4;
@@ -57,7 +40,7 @@ struct Smem {
 constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
 static_assert(SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit");
 
-// Optional per-tile timeline, compiled only with -DTC_TIMELINE (tools/gpu_tc_timeline.py builds such
+// Optional per-tile timeline, compiled only with -DTC_TIMELINE (experiments/gpu_tc_timeline.py builds such
 // a copy of the extension): each consumer's leader thread stamps clock64 (this SM's cycles) when a
 // tile's first slice has arrived, when its last wgmma is done and when its result is staged (in
 // registers as bf16; it is stored during the next tile's first slices, i.e. inside that tile's
@@ -305,40 +288,41 @@ void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMa
   Partials partials{nullptr, nullptr, 0};
   if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas);
   kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
-  check_launch("tc6_tma_store");
+  check_launch("tc_6_stream_k");
 }
 
-}  // namespace stage6
+}  // namespace stage6_stream_k
 
 #ifdef TC_TIMELINE
-void read_tc6_timeline(long long* host, size_t count) {
-  if (count != sizeof(stage6::timeline) / sizeof(long long))
-    throw std::runtime_error("read_tc6_timeline: wrong buffer size");
-  check_cuda(cudaMemcpyFromSymbol(host, stage6::timeline, sizeof(stage6::timeline)), "cudaMemcpyFromSymbol(timeline)");
+void read_tc_6_timeline(long long* host, size_t count) {
+  using stage6_stream_k::timeline;
+  if (count != sizeof(timeline) / sizeof(long long)) throw std::runtime_error("read_tc_6_timeline: wrong buffer size");
+  check_cuda(cudaMemcpyFromSymbol(host, timeline, sizeof(timeline)), "cudaMemcpyFromSymbol(timeline)");
 }
-void clear_tc6_timeline() {
-  const std::vector<long long> zeros(sizeof(stage6::timeline) / sizeof(long long), 0);
-  check_cuda(cudaMemcpyToSymbol(stage6::timeline, zeros.data(), sizeof(stage6::timeline)), "cudaMemcpyToSymbol(timeline)");
+void clear_tc_6_timeline() {
+  using stage6_stream_k::timeline;
+  const std::vector<long long> zeros(sizeof(timeline) / sizeof(long long), 0);
+  check_cuda(cudaMemcpyToSymbol(timeline, zeros.data(), sizeof(timeline)), "cudaMemcpyToSymbol(timeline)");
 }
-size_t tc6_timeline_shape(int dim) {
-  const size_t shape[3] = {stage6::TIMELINE_CTAS, stage6::CONSUMERS, stage6::TIMELINE_ENTRIES};
+size_t tc_6_timeline_shape(int dim) {
+  using namespace stage6_stream_k;
+  const size_t shape[3] = {TIMELINE_CTAS, CONSUMERS, TIMELINE_ENTRIES};
   return shape[dim];
 }
 #endif
 
-void launch_tc6_tma_store(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream, int cluster,
-                          int group_m, int max_ctas, bool stream_k) {
-  using namespace stage6;
-  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_c = make_tensor_map(c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (group_m < 1) throw std::runtime_error("tc6_tma_store: group_m must be >= 1");
+void launch_tc_6_stream_k(const Gemm& g, cudaStream_t stream, int cluster, int group_m, int max_ctas, bool stream_k) {
+  using namespace stage6_stream_k;
+  const int M = g.M, N = g.N, K = g.K;
+  const CUtensorMap map_a = tensor_map_a<BLOCK_M>(g), map_b = tensor_map_b(g);
+  const CUtensorMap map_c = make_tensor_map(g.c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (group_m < 1) throw std::runtime_error("tc_6_stream_k: group_m must be >= 1");
   if (cluster == 1)
     launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
   else if (cluster == 2)
     launch<2>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
   else
-    throw std::runtime_error("tc6_tma_store: cluster must be 1 or 2");
+    throw std::runtime_error("tc_6_stream_k: cluster must be 1 or 2");
 }
 
 }  // namespace tc

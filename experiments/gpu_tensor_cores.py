@@ -1,12 +1,14 @@
-"""Build, check and time every tensor-core stage on a GPU, one stage per subprocess.
+"""Build, check and time every tensor-core stage on a GPU, one stage per subprocess, then the
+scheduling experiments on the stage-6 variant (tc_6_stream_k.py: cluster size, tile order, grid,
+stream-K).
 
-    PYTHONPATH=. COURSE_BACKEND=gpu python3 tools/gpu_tensor_cores.py [--out DIR] [--stages a,b]
+    PYTHONPATH=. COURSE_BACKEND=gpu python3 experiments/gpu_tensor_cores.py [--out DIR] [--stages a,b]
 
 Writes into ``--out`` (default ``$OUT``, else ``./gpu_tensor_cores_out``), a flat folder of at most
 8 files:
 
     env.txt        GPU, driver, library versions, nvidia-smi
-    build.log      the extension build (ninja/nvcc output) and its time
+    build.log      the builds of the course's extension and the variant's (ninja/nvcc output), their time
     stages.log     everything each stage's subprocess printed (errors with tracebacks)
     results.json   provenance, check results, timings vs cuBLAS (course_lib.bench records),
                    the scheduling experiments, and failures
@@ -32,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK_SHAPES = [(8, 8, 8), (40, 24, 40), (136, 264, 72), (264, 520, 200), (1000, 1008, 520), (2048, 2048, 2048),
                 (4096, 4104, 1024)]
 SIZES = (1024, 2048, 4096, 8192)
-# Scheduling experiments on the persistent stages: (stage, cluster, group_m, max_ctas, stream_k).
+# Scheduling experiments on stage 6 (the variant of tc_6_stream_k.py, the kernel measured as stage 6
+# up to 2026-12-01): (name, cluster, group_m, max_ctas, stream_k).
 # The first round (cluster, group_m, grid; in nvidia_h200_tensor_core_experiments.json of
 # 2026-11-29 13:16 UTC) chose cluster 2, group_m 8, one CTA per SM. The second (below): stream-K for
 # the ragged last wave, each setting measured twice in alternation (run-to-run noise is ~1-2 %); it
@@ -43,8 +46,8 @@ SIZES = (1024, 2048, 4096, 8192)
 # slices ran: all at once after the 2nd slice (the store outlasted the MMAs in flight), with direct
 # global stores (slower), or in two halves after the 2nd and 4th slices - that one took ~1 % fewer
 # cycles per consumer (in-kernel timeline) and is now stage 6's epilogue.
-EXPLORE = [("tc_6_tma_store", 2, 8, 132, sk) for _ in range(2) for sk in (False, True)] + [
-    ("tc_6_tma_store", 1, 8, 132, True), ("tc_6_tma_store", 2, 16, 132, True),
+EXPLORE = [("tc_6_stream_k", 2, 8, 132, sk) for _ in range(2) for sk in (False, True)] + [
+    ("tc_6_stream_k", 1, 8, 132, True), ("tc_6_stream_k", 2, 16, 132, True),
 ]
 EXPLORE_SIZES = (4096, 6144, 8192)
 # Few tiles (every tile split along K), a ragged wave with a partial K slice, and 4096^3 itself.
@@ -61,12 +64,17 @@ def _json_line(tag: str, payload: dict) -> None:
 # ---- workers (run in subprocesses) ------------------------------------------------------------
 def worker_build() -> int:
     import course_lib  # noqa: F401 - chooses the backend
+    from course_lib import compiler
     from course_lib.kernels import tensor_cores as tc
+
+    import tc_6_stream_k as variant
 
     t0 = time.time()
     ext = tc.extension(verbose=True)
-    _json_line("build", {"seconds": time.time() - t0, "has_sm90a": bool(getattr(ext, "has_sm90a", False)),
-                         "dir": str(tc.extensions_dir())})
+    has_sm90a = bool(getattr(ext, "has_sm90a", False))
+    if has_sm90a:
+        variant.extension(verbose=True)
+    _json_line("build", {"seconds": time.time() - t0, "has_sm90a": has_sm90a, "dir": str(compiler.extensions_dir())})
     return 0
 
 
@@ -102,11 +110,12 @@ def worker_stage(name: str, sizes: list[int]) -> int:
 def worker_explore(sizes: list[int]) -> int:
     import course_lib  # noqa: F401
     from course_lib import bench
-    from course_lib.kernels import tensor_cores as tc
 
-    tc.extension()
+    import tc_6_stream_k as variant
+
+    variant.extension()
     for stage, cluster, group_m, max_ctas, stream_k in EXPLORE:
-        fn = tc.persistent_variant(stage, cluster=cluster, group_m=group_m, max_ctas=max_ctas, stream_k=stream_k)
+        fn = variant.persistent_variant(cluster=cluster, group_m=group_m, max_ctas=max_ctas, stream_k=stream_k)
         try:  # a setting is timed only once it computes the right answer (fresh inputs, float64 reference)
             course_lib.check(fn, "bf16", EXPLORE_CHECK_SHAPES)
         except AssertionError as e:
@@ -173,7 +182,7 @@ def _env_text() -> str:
 
 def _provenance() -> dict:
     code = ("import json, course_lib; from course_lib import bench; "
-            "print(json.dumps(bench.provenance('tools/gpu_tensor_cores.py')))")
+            "print(json.dumps(bench.provenance('experiments/gpu_tensor_cores.py')))")
     env = _subprocess_env()  # the workers' packages (numpy carried as a wheel) are the ones reported
     try:
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=str(ROOT))

@@ -1,16 +1,18 @@
 """Where stage 6's cycles go, tile by tile, on a GPU (evidence for the gap to cuBLAS).
 
-    PYTHONPATH=. COURSE_BACKEND=gpu python3 tools/gpu_tc_timeline.py [--out DIR] [--sizes 4096 8192]
+    PYTHONPATH=. COURSE_BACKEND=gpu python3 experiments/gpu_tc_timeline.py [--out DIR] [--sizes 4096 8192]
 
-Builds a second copy of the extension with ``-DTC_TIMELINE`` (its own cache folder, about a minute):
-then each consumer warpgroup's first thread stamps ``clock64`` (its SM's cycles) when a tile's
-first K slice has arrived, when the tile's last wgmma is done and when its result has been staged
-(converted to bf16 in registers: since 2026-11-30 stage 6 stores it during the next tile's first
-slices, so the stores fall inside that tile's mainloop; before, the stamp came after the stores
-were handed to the copy engine), and ``clock64`` plus ``%globaltimer`` (ns) at its start and end
-(tc6_tma_store.cu). Without the define those stamps compile to nothing: the recorded kernel's SASS
-is unchanged (compared instruction for instruction when the stamps were added; tests/test_tensor_cores.py
-checks that the course's build has none of them and that they do not serialise the wgmmas).
+Builds the stage-6 variant of experiments/kernels/tc_6_stream_k.cu with ``-DTC_TIMELINE`` (its own
+cache folder, about a minute): then each consumer warpgroup's first thread stamps ``clock64`` (its
+SM's cycles) when a tile's first K slice has arrived, when the tile's last wgmma is done and when
+its result has been staged (converted to bf16 in registers: stage 6 stores it during the next
+tile's first slices, so the stores fall inside that tile's mainloop; before 2026-11-30 the stamp
+came after the stores were handed to the copy engine), and ``clock64`` plus ``%globaltimer`` (ns)
+at its start and end. Without the define those stamps compile to nothing, and the variant's SASS
+is instruction for instruction the stage 6 the course measured until 2026-12-01 (with stream-K
+compiled in but off); the course's stage 6 since then hands out whole tiles only and is a
+different binary around the same mainloop (experiments/runs/2026-12-01_sass_restructure_cuda/).
+experiments/test_tc_6_stream_k.py checks that the stamps do not serialise the wgmmas.
 
 For each size, tc_6 runs with the recorded knobs (cluster 2, group_m 8, one CTA per SM) a few
 times; the last run's stamps give, per consumer: the wait for the first slice after launch, per tile
@@ -42,10 +44,11 @@ import torch
 
 import course_lib
 from course_lib import bench
-from course_lib.kernels import tensor_cores as tc
+
+import tc_6_stream_k as variant
 
 FLOP_PER_CYCLE_PER_SM = 4096  # dense bf16 tensor-core peak (see the module docstring)
-BLOCK_M, BLOCK_N = 128, 256  # stage 6's tile (tc6_tma_store.cu)
+BLOCK_M, BLOCK_N = 128, 256  # stage 6's tile (tc_6_stream_k.cu)
 
 
 def analyse(stamps: torch.Tensor, M: int, N: int, K: int) -> dict:
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     if "cublas" in variants and args.sustain_s <= 0:
         raise SystemExit("--variants cublas only has a sustained run to show: give --sustain-s too")
     t0 = time.time()
-    ext = tc.build_extension(defines=("TC_TIMELINE",))
+    ext = variant.extension(timeline=True)
     print(f"timeline build ready in {time.time() - t0:.0f} s", flush=True)
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     method = "clock64 and globaltimer stamped inside the kernel by each consumer's first thread"
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         method += (f"; before the stamps, {args.sustain_s:g} s of back-to-back launches timed with CUDA events "
                    f"(no L2 flush) while nvidia-smi sampled every 50 ms; variants {','.join(variants)} alternated "
                    f"in {args.rounds} round(s)")
-    prov = dict(bench.provenance("tools/gpu_tc_timeline.py"), method=method)
+    prov = dict(bench.provenance("experiments/gpu_tc_timeline.py"), method=method)
     results = {"provenance": prov, "sizes": []}
     sampler = PowerSampler(args.out / "nvidia_smi.csv") if args.sustain_s > 0 else None
     try:
@@ -182,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                         if variant == "cublas":
                             torch.matmul(a, b, out=c)
                         else:
-                            ext.tc6_tma_store(a, b, c, cluster=2, group_m=8, max_ctas=sm)
+                            ext.tc_6_stream_k(a, b, c, cluster=2, group_m=8, max_ctas=sm, stream_k=False)
 
                     sustained = None
                     if args.sustain_s > 0:
@@ -209,12 +212,12 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"{n}^3 cublas (round {rnd}): sustained {sustained}", flush=True)
                         continue
                     for _ in range(args.runs):
-                        ext.tc6_clear_timeline()
+                        ext.clear_timeline()
                         launch()
                     torch.cuda.synchronize()
                     ref = a.double() @ b.double()
                     err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
-                    summary = analyse(ext.tc6_timeline(), n, n, n)
+                    summary = analyse(ext.timeline(), n, n, n)
                     summary.update(relative_error=err, variant=variant, round=rnd, sustained=sustained)
                     results["sizes"].append(summary)
                     print(f"{n}^3 {variant} (round {rnd}): {summary['consumers']} consumers, tiles each "

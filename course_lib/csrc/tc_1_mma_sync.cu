@@ -7,6 +7,8 @@
 // in the fragment layout of tc_mma.cuh, and ldmatrix (9.7.14.5.15) fills those registers from
 // shared memory, 4 matrices of 8 x 8 per instruction; its .trans form turns B's rows into the
 // column fragments mma wants. Runs on sm_80 and newer (Ampere, Ada, Hopper, Blackwell).
+//
+// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_host.cuh"
 #include "tc_launch.h"
 #include "tc_mma.cuh"
@@ -80,6 +82,7 @@ kernel(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict_
 
 #pragma unroll
     for (int kk = 0; kk < BLOCK_K; kk += MMA_K) {
+      // [excerpt fragments-and-mma]
       // ---- shared -> registers (ldmatrix) ----------------------------------------------------
       // A: lanes 0-15 point at rows 0-15 (k 0-7), lanes 16-31 at the same rows (k 8-15):
       // the four 8x8 matrices come back as a0..a3 of the mma fragment.
@@ -108,6 +111,7 @@ kernel(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict_
       for (int i = 0; i < WARP_M / MMA_M; ++i)
 #pragma unroll
         for (int j = 0; j < WARP_N / MMA_N; ++j) mma_m16n8k16_bf16(acc[i][j], fa[i], fb[j][0], fb[j][1]);
+      // [/excerpt fragments-and-mma]
     }
     __syncthreads();  // every warp is done reading this slice before the next one overwrites it
   }
@@ -129,12 +133,11 @@ kernel(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict_
 
 }  // namespace stage1
 
-void launch_tc1_mma_sync(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int M, int N, int K,
-                         cudaStream_t stream) {
+void launch_tc_1_mma_sync(const Gemm& g, cudaStream_t stream) {
   using namespace stage1;
-  const dim3 grid((N + BLOCK_N - 1) / BLOCK_N, (M + BLOCK_M - 1) / BLOCK_M);
-  kernel<<<grid, THREADS, 0, stream>>>(a, b, c, M, N, K);
-  check_launch("tc1_mma_sync");
+  const dim3 grid((g.N + BLOCK_N - 1) / BLOCK_N, (g.M + BLOCK_M - 1) / BLOCK_M);
+  kernel<<<grid, THREADS, 0, stream>>>(g.a, g.b, g.c, g.M, g.N, g.K);
+  check_launch("tc_1_mma_sync");
 }
 
 }  // namespace tc

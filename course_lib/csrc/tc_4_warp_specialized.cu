@@ -10,6 +10,8 @@
 // That headroom pays for a tile twice as wide: 128 x 256, each consumer holding a 64 x 256
 // accumulator (128 fp32 registers per thread) and issuing m64n256k16 - half the shared-memory
 // traffic per multiply-add of a 128 x 128 tile.
+//
+// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -44,6 +46,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS);  // released by each consumer warpgroup
   __syncthreads();
 
+  // [excerpt producer-and-consumers]
   if (wg == 0) {
     // ================= producer warpgroup =================
     setmaxnreg_dec<PRODUCER_REGS>();
@@ -75,14 +78,15 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       if (threadIdx.x % WARPGROUP == 0) mbar_arrive(&s.empty[slot]);
     }
     store_accumulators<BLOCK_N>(acc, c, M, N, m0 + cw * 64, n0);
+  // [/excerpt producer-and-consumers]
   }
 }
 
 }  // namespace stage4
 
-void launch_tc4_warp_specialized(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
+void launch_tc_4_warp_specialized(const Gemm& g, cudaStream_t stream) {
   using namespace stage4;
-  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, a, b, c, M, N, K, stream, "tc4_warp_specialized");
+  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, g, stream, "tc_4_warp_specialized");
 }
 
 }  // namespace tc

@@ -14,6 +14,8 @@
 // half the L2 -> SM traffic for B. The price: a slot may be refilled only when the consumers of
 // *both* CTAs are done with it, so each consumer warpgroup arrives on empty[s] in every CTA of
 // the cluster (mapa + remote arrive) and empty[s] counts CONSUMERS * CLUSTER arrivals.
+//
+// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -24,6 +26,7 @@ namespace stage5 {
 
 constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;
 constexpr int STAGES = 4;
+constexpr int CLUSTER = 2;                                  // CTAs sharing B by multicast
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
@@ -35,20 +38,19 @@ struct Smem {
 };
 constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
 
-template <int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, bf16* c, int M, int N,
        int K, GroupedTiles tiles) {
   extern __shared__ uint8_t smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
-  const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
+  const uint32_t rank = cluster_cta_rank();
   const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
   const int k_slices = ceil_div(K, BLOCK_K);
 
-  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);  // released by each consumer warpgroup of every CTA in the cluster
-  // The peer's barriers must be initialised before our first multicast or remote arrive.
-  if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
+  // Released by each consumer warpgroup of every CTA in the cluster.
+  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);
+  cluster_sync();  // the peer's barriers must be initialised before our first multicast or remote arrive
 
   if (wg == 0) {
     // ================= producer warpgroup =================
@@ -62,10 +64,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         tiles.origin<CLUSTER, BLOCK_M, BLOCK_N>(t, rank, m0, n0);
         for (int ks = 0; ks < k_slices; ++ks, ++it) {
           const int slot = it % STAGES;
+          // [excerpt producer-multicast]
           mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
           // A, and this CTA's half of B's boxes multicast to both CTAs: all of B arrives here.
           tma_load_slice<BLOCK_M, BLOCK_N, CLUSTER>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0,
                                                     n0, rank);
+          // [/excerpt producer-multicast]
         }
       }
     }
@@ -85,10 +89,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       for (int ks = 0; ks < k_slices; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
+        // [excerpt consumer-release]
         wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot]);
         wgmma_wait<0>();
         fence_accumulators(acc);
         if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[slot]);  // free in both CTAs' rings
+        // [/excerpt consumer-release]
       }
       // Rows of a cluster's second tile may lie below M (odd number of tile rows): that CTA still
       // multicast its half of B for its partner, and its own rows are simply not written.
@@ -96,33 +102,16 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     }
   }
   // No CTA may leave while its partner can still arrive on its barriers.
-  if constexpr (CLUSTER > 1) cluster_sync();
-}
-
-template <int CLUSTER>
-void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, bf16* c, int M, int N, int K, int group_m,
-            int max_ctas, cudaStream_t stream) {
-  allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES);
-  const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
-  const int ctas = persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
-  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, c, M, N, K, tiles);
-  check_launch("tc5_persistent");
+  cluster_sync();
 }
 
 }  // namespace stage5
 
-void launch_tc5_persistent(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream,
-                           int cluster, int group_m, int max_ctas) {
+void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas) {
   using namespace stage5;
-  const CUtensorMap map_a = make_tensor_map(a, M, K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_b = make_tensor_map(b, K, N, BLOCK_K, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (group_m < 1) throw std::runtime_error("tc5_persistent: group_m must be >= 1");
-  if (cluster == 1)
-    launch<1>(map_a, map_b, c, M, N, K, group_m, max_ctas, stream);
-  else if (cluster == 2)
-    launch<2>(map_a, map_b, c, M, N, K, group_m, max_ctas, stream);
-  else
-    throw std::runtime_error("tc5_persistent: cluster must be 1 or 2");
+  launch_persistent<CLUSTER, BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, g, group_m, max_ctas, stream,
+                                               "tc_5_persistent", tensor_map_a<BLOCK_M>(g), tensor_map_b(g), g.c, g.M,
+                                               g.N, g.K);
 }
 
 }  // namespace tc

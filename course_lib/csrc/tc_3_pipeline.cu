@@ -9,6 +9,8 @@
 // u % 2 of both barriers - the ring's only bookkeeping. Copies now overlap the tensor cores, but
 // thread 0 still stalls its warpgroup while it waits to refill; stage 4 gives that job to a warp
 // of its own.
+//
+// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -56,6 +58,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 #pragma unroll
   for (int i = 0; i < BLOCK_N / 2; ++i) acc[i] = 0.f;
 
+  // [excerpt ring-k-loop]
   for (int ks = 0; ks < k_slices; ++ks) {
     const int slot = ks % STAGES;
     const uint32_t parity = (ks / STAGES) % 2;
@@ -74,13 +77,14 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   }
 
   store_accumulators<BLOCK_N>(acc, c, M, N, m0 + wg * 64, n0);
+  // [/excerpt ring-k-loop]
 }
 
 }  // namespace stage3
 
-void launch_tc3_pipeline(const bf16* a, const bf16* b, bf16* c, int M, int N, int K, cudaStream_t stream) {
+void launch_tc_3_pipeline(const Gemm& g, cudaStream_t stream) {
   using namespace stage3;
-  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, a, b, c, M, N, K, stream, "tc3_pipeline");
+  launch_tile_per_cta<BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, g, stream, "tc_3_pipeline");
 }
 
 }  // namespace tc

@@ -1,0 +1,188 @@
+// Stage 6 - closing the gap: keep a wgmma batch in flight, and store C behind the next tile's MMAs.
+//
+// Three changes against stage 5, all about the moments when the tensor cores wait:
+// * Mainloop: stage 5 waits for a slice's wgmmas to finish (wait_group 0) before it can release
+//   the slot and issue the next batch, so the tensor core drains at every slice. Here a
+//   consumer issues slice i, then waits with wait_group 1 - only slice i-1 must be done - and
+//   releases i-1's slot. One batch is always queued behind the running one. A consumer now
+//   holds two slots, so the ring keeps STAGES = 4.
+// * Epilogue: stage 5 writes C with 4-byte stores scattered over 8 rows per instruction. Here each
+//   consumer converts its accumulators to bf16, writes them with stmatrix (PTX ISA 9.7.14.5.16)
+//   into a shared-memory tile laid out with the same 128-byte swizzle (conflict-free), and one
+//   thread hands the tile to the copy engine (cp.async.bulk.tensor, shared -> global). The copy
+//   runs on while the consumer goes on; the staging buffer is reused only after
+//   cp.async.bulk.wait_group.read says the engine has read it.
+//   Shared memory is tight (4 x 48 KB ring), so each consumer stages half its 64 x 256 tile at a
+//   time: 2 boxes of 64 x 64 (16 KB).
+// * Overlap: the accumulators are the consumer's registers, so the next tile's MMAs cannot start
+//   before they are read. Here they are converted to bf16 into 64 other registers (`staged`) and
+//   the next tile starts at once - its first wgmma with scale-d = 0, which overwrites the
+//   accumulators, so they need no zeroing. The staged tile is stored in its two halves, the first
+//   once the new tile's 2nd slice is issued and the second once its 4th is, so each half has two
+//   slices of MMAs in flight to hide behind. Storing both halves after the 2nd slice made the
+//   mainloop longer (measured: by ~1,600 cycles - the store outlasted the MMAs in flight); in
+//   halves it is ~100-250 cycles longer and a consumer needs ~1 % fewer cycles in all. Storing
+//   straight from the staged registers to global memory made the mainloop ~12 % longer.
+// Producer, tile order and clusters are stage 5's.
+//
+// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+#include "tc_hopper.cuh"
+#include "tc_host.cuh"
+#include "tc_launch.h"
+#include "tc_schedule.cuh"
+
+namespace tc {
+namespace stage6 {
+
+constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;
+constexpr int STAGES = 4;
+constexpr int CLUSTER = 2;                                  // CTAs sharing B by multicast (stage 5)
+constexpr int CONSUMERS = BLOCK_M / 64;
+constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int C_BOX = 64;                                   // 64 x 64 bf16 boxes, 128-byte swizzle
+constexpr int C_HALF_COLS = BLOCK_N / 2;                    // columns staged per round
+constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;           // 2
+
+struct Smem {
+  bf16 a[STAGES][BLOCK_M * BLOCK_K];
+  bf16 b[STAGES][BLOCK_K * BLOCK_N];
+  bf16 c[CONSUMERS][C_HALF_BOXES][C_BOX * C_BOX];          // 2 x 16 KB
+  uint64_t full[STAGES], empty[STAGES];
+};
+constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
+static_assert(SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit");
+
+// One consumer's 64 x 256 tile -> swizzled staging boxes -> TMA store, in rounds of 128 columns.
+// `pair(i)` is the thread's i-th pair of bf16 results (0 <= i < 64), i.e. its accumulators 2i and
+// 2i+1 converted (pack_bf16x2). FIRST_HALF and HALVES pick the rounds: both (after the last tile),
+// or one half (during the next tile). Called by all 128 threads of consumer `cw`.
+template <int FIRST_HALF = 0, int HALVES = 2, typename Pair>
+__device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtensorMap* map_c, int cw, int row0,
+                                               int col0) {
+  const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
+  const bool leader = tid == 0;
+  // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of
+  // the warp's 16 rows at columns +0, matrices 2/3 the same rows at columns +8.
+  const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+  const int col_in_16 = (lane / 16) * 8;
+#pragma unroll
+  // [excerpt tma-store-epilogue]
+  for (int half = FIRST_HALF; half < FIRST_HALF + HALVES; ++half) {
+    if (leader) bulk_wait_read_all();   // the previous round's store has read the staging boxes
+    named_barrier_sync(1 + cw, WARPGROUP);
+#pragma unroll
+    for (int j = 0; j < C_HALF_COLS / 16; ++j) {
+      const int q = half * (C_HALF_COLS / 16) + j;  // which 16 columns of the 256
+      const int col = j * 16 + col_in_16;            // column within this half
+      const int box = col / C_BOX, chunk = (col % C_BOX) / 8;
+      const uint32_t addr = smem_u32(s.c[cw][box]) + row * 128 + ((chunk ^ (row % 8)) * 16);
+      stmatrix_x4(addr, pair(4 * q + 0), pair(4 * q + 1), pair(4 * q + 2), pair(4 * q + 3));
+    }
+    fence_proxy_async_shared();         // st.shared/stmatrix -> visible to the copy engine
+    named_barrier_sync(1 + cw, WARPGROUP);
+    if (leader) {
+#pragma unroll
+      for (int bx = 0; bx < C_HALF_BOXES; ++bx)
+        tma_store_2d(map_c, s.c[cw][bx], col0 + half * C_HALF_COLS + bx * C_BOX, row0);
+      bulk_commit();
+  // [/excerpt tma-store-epilogue]
+    }
+  }
+}
+
+__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+       const __grid_constant__ CUtensorMap map_c, int K, GroupedTiles tiles) {
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
+  const int wg = threadIdx.x / WARPGROUP;
+  const uint32_t rank = cluster_cta_rank();
+  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+  const int k_slices = ceil_div(K, BLOCK_K);
+
+  // Released by each consumer warpgroup of every CTA in the cluster.
+  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);
+  cluster_sync();
+
+  if (wg == 0) {
+    // ================= producer warpgroup (as in stage 5) =================
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      prefetch_tensor_map(&map_a);
+      prefetch_tensor_map(&map_b);
+      int it = 0;
+      for (int t = first_tile; t < tiles.count(); t += tile_step) {
+        int m0, n0;
+        tiles.origin<CLUSTER, BLOCK_M, BLOCK_N>(t, rank, m0, n0);
+        for (int ks = 0; ks < k_slices; ++ks, ++it) {
+          const int slot = it % STAGES;
+          mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
+          tma_load_slice<BLOCK_M, BLOCK_N, CLUSTER>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0,
+                                                    n0, rank);
+        }
+      }
+    }
+  } else {
+    // ================= consumer warpgroups =================
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;
+    const bool leader = threadIdx.x % WARPGROUP == 0;
+    if (leader) prefetch_tensor_map(&map_c);
+    float acc[BLOCK_N / 2];
+    // The finished tile as bf16 pairs (pair i = accumulators 2i, 2i+1), stored during the next tile.
+    uint32_t staged[BLOCK_N / 4];
+    bool staged_waiting = false;
+    int staged_row0 = 0, staged_col0 = 0;
+    // The staged tile's first half goes out once a tile's 2nd slice is issued, the second half
+    // once its 4th is (or both earlier, if K has fewer slices).
+    const int store_at = k_slices > 1 ? 1 : 0;
+    const int store_at2 = k_slices > 3 ? 3 : k_slices - 1;
+    int it = 0;  // slices this consumer has finished, over all tiles
+    for (int t = first_tile; t < tiles.count(); t += tile_step) {
+      int m0, n0;
+      tiles.origin<CLUSTER, BLOCK_M, BLOCK_N>(t, rank, m0, n0);
+      int previous_slot = -1;
+      for (int ks = 0; ks < k_slices; ++ks, ++it) {
+        const int slot = it % STAGES;
+        mbar_wait(&s.full[slot], (it / STAGES) % 2);
+        // [excerpt one-batch-in-flight]
+        // The tile's first wgmma overwrites the accumulators (scale-d = 0).
+        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > 0);
+        if (staged_waiting && ks == store_at)
+          store_tile_tma<0, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+        if (staged_waiting && ks == store_at2) {
+          store_tile_tma<1, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+          staged_waiting = false;
+        }
+        wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
+        if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
+        previous_slot = slot;
+        // [/excerpt one-batch-in-flight]
+      }
+      wgmma_wait<0>();
+      fence_accumulators(acc);
+      if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
+      // Stored during the next tile (or below, after the last one). TMA clips the rows and columns
+      // that lie outside C (partial tiles, the idle half of a cluster with an odd number of tile rows).
+#pragma unroll
+      for (int i = 0; i < BLOCK_N / 4; ++i) staged[i] = pack_bf16x2(acc[2 * i], acc[2 * i + 1]);
+      staged_waiting = true, staged_row0 = m0 + cw * 64, staged_col0 = n0;
+    }
+    if (staged_waiting) store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+    if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
+  }
+  // No CTA may leave while its partner can still arrive on its barriers.
+  cluster_sync();
+}
+
+}  // namespace stage6
+
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas) {
+  using namespace stage6;
+  const CUtensorMap map_c = make_tensor_map(g.c, g.M, g.N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
+  launch_persistent<CLUSTER, BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, g, group_m, max_ctas, stream,
+                                               "tc_6_tma_store", tensor_map_a<BLOCK_M>(g), tensor_map_b(g), map_c, g.K);
+}
+
+}  // namespace tc

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The tensor-core experiments on a GPU, in sections, from the repository root (the course's own GPU
+# runs are tools/gpu_run_all.sh's):
+#
+#   bash experiments/run_on_gpu.sh test tc timeline
+#
+# Sections:
+#   test       experiments/test_tc_6_stream_k.py on the GPU: the stage-6 variant's knobs, stream-K and
+#              its timeline build are correct -> $OUT/test.log
+#   tc         experiments/gpu_tensor_cores.py (build, check and time every stage, then the scheduling
+#              experiments on the stage-6 variant) -> $OUT/tc/
+#   timeline   experiments/gpu_tc_timeline.py: the stage-6 variant rebuilt with per-tile clock stamps,
+#              where its cycles go at 4096^3 and 8192^3 after 1 s of sustained load, cuBLAS sustained
+#              beside it -> $OUT/timeline.json (+ log)
+#   ncu        Nsight Compute on eight GEMMs at 4096^3 (experiments/gpu_ncu_probe.py; $NCU_PROBES picks
+#              some, e.g. "tc6 tc6_sk") -> $OUT/ncu_<what>.txt
+#   sanitize   compute-sanitizer memcheck/racecheck/synccheck over stream-K (every tile split along K,
+#              experiments/tc_6_stream_k.py) -> $OUT/sanitize_stream_k.log
+#
+# Python packages the GPU image lacks are installed from wheels in .whl/ when that folder is present
+# (as tools/gpu_run_all.sh does; see README).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu_out}
+mkdir -p "$OUT"
+export COURSE_BACKEND=gpu PYTHONUNBUFFERED=1
+if [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site:$PWD
+else
+    export PYTHONPATH=$PWD
+fi
+python3 -c "import course_lib; course_lib.describe()" || exit 1
+build_variant() {  # the course's extension and the variant's, built before anything is timed or sanitized
+    (cd experiments && python3 -c "from course_lib.kernels import tensor_cores as tc; import tc_6_stream_k as v; tc.extension(); v.extension()")
+}
+
+status=0
+for section in "$@"; do
+    start=$(date +%s)
+    case "$section" in
+    test)
+        build_variant >"$OUT/test.log" 2>&1
+        timeout 400 python3 -m pytest -q -p no:cacheprovider -o addopts= experiments/test_tc_6_stream_k.py >>"$OUT/test.log" 2>&1 || status=1
+        tail -n 3 "$OUT/test.log"
+        ;;
+    tc)
+        mkdir -p "$OUT/tc"
+        timeout 470 python3 experiments/gpu_tensor_cores.py --out "$OUT/tc" >"$OUT/tc/stdout.txt" 2>&1 || status=1
+        tail -n 30 "$OUT/tc/stdout.txt"
+        ;;
+    timeline)
+        timeout 300 python3 experiments/gpu_tc_timeline.py --out "$OUT" --variants tc6,cublas --sustain-s 1.0 >"$OUT/timeline.log" 2>&1 || status=1
+        grep -v -e "^\s*$" "$OUT/timeline.log" | tail -n 24
+        ;;
+    ncu)
+        build_variant >/dev/null 2>&1
+        # "<what> <ncu kernel filter>": the CUDA stages' kernels are all named "kernel" (in namespaces).
+        for probe in "tc6 kernel" "tc6_sk kernel" "cublas16 regex:gemm|xmma|cutlass|nvjet" "cublas16h regex:gemm|xmma|cutlass|nvjet" \
+                     "triton16 fast_matmul_kernel" "triton16h fast_matmul_kernel" "triton32 fast_matmul_kernel" \
+                     "cublas32 regex:gemm|xmma|cutlass|nvjet"; do
+            set -- $probe
+            [ -n "${NCU_PROBES:-}" ] && [[ " $NCU_PROBES " != *" $1 "* ]] && continue
+            timeout 120 ncu --clock-control none --kernel-name "$2" --launch-skip 1 --launch-count 1 \
+                --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+                --section WarpStateStats python3 experiments/gpu_ncu_probe.py "$1" >"$OUT/ncu_$1.txt" 2>&1 || status=1
+            echo "ncu $1: $(grep -E -m1 "Duration" "$OUT/ncu_$1.txt")"
+        done
+        ;;
+    sanitize)
+        log="$OUT/sanitize_stream_k.log"
+        build_variant >"$log" 2>&1
+        for tool in memcheck racecheck synccheck; do
+            echo "=== compute-sanitizer --tool $tool: stage-6 variant, stream-K" | tee -a "$log"
+            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+                --report-api-errors no python3 experiments/tc_6_stream_k.py >>"$log" 2>&1
+            echo "exit $?" | tee -a "$log"
+            grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
+        done
+        ;;
+    *)
+        echo "unknown section $section (test, tc, timeline, ncu, sanitize)"
+        exit 2
+        ;;
+    esac
+    echo "--- $section: $(($(date +%s) - start)) s"
+done
+exit $status

@@ -1,0 +1,139 @@
+"""Stage 6 with its experiment knobs (experiments/kernels/tc_6_stream_k.cu), from Python.
+
+The course's stage 6 (``course_lib.kernels.tensor_cores.tc_6_tma_store``) hands out whole tiles
+to 2-CTA clusters. This variant is the kernel that was measured as stage 6 before the course kept
+only its default path, and it still has the knobs the scheduling experiments turned:
+
+* ``cluster`` 1 or 2, ``group_m``, ``max_ctas`` (the course's defaults: 2, 8, one CTA per SM);
+* ``stream_k``: share the ragged last wave out by K slices (Osama et al., PPoPP 2023);
+* a build with ``timeline=True`` (``-DTC_TIMELINE``) whose consumers stamp ``clock64`` per tile
+  (``extension(timeline=True).timeline()``; experiments/gpu_tc_timeline.py reads it).
+
+It builds (GPU machines only) from its own sources plus the course's headers in course_lib/csrc,
+with the course's flags. :func:`stream_k_work` and :func:`stream_k_contributors` restate the
+stream-K schedule (``WorkCursor`` in kernels/tc_stream_k.cuh) in Python for the tests.
+
+    PYTHONPATH=. COURSE_BACKEND=gpu python3 experiments/tc_6_stream_k.py   # stream-K at two small
+        shapes, for compute-sanitizer (experiments/run_on_gpu.sh sanitize)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+from course_lib import backend, compiler
+from course_lib.features import HOPPER_SM90A
+from course_lib.kernels import tensor_cores as tc
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+SOURCE = KERNELS / "tc_6_stream_k.cu"
+BINDING = KERNELS / "tc_experiments_binding.cu"
+INCLUDE = (KERNELS, tc.CSRC)
+_EXTENSIONS: dict[bool, object] = {}
+
+
+def extension(timeline: bool = False, verbose: bool = False):
+    """Build (first call, about a minute) or load the variant's extension; ``timeline`` adds the
+    clock stamps (a second build, its own cache folder)."""
+    b = backend.get()
+    if not HOPPER_SM90A.available(b.capability) or b.assumed:
+        raise RuntimeError(f"the stage-6 variant needs {HOPPER_SM90A.name} ({HOPPER_SM90A.where})")
+    if timeline not in _EXTENSIONS:
+        _, flags, _ = tc.build_plan(b.capability)
+        name = "course_tc_6_stream_k" + ("_timeline" if timeline else "")
+        defines = ["-DTC_TIMELINE"] if timeline else []
+        _EXTENSIONS[timeline] = tc.load_extension(name, [SOURCE, BINDING], flags + defines, INCLUDE, verbose=verbose)
+    return _EXTENSIONS[timeline]
+
+
+def persistent_variant(*, cluster: int = 2, group_m: int = 8, max_ctas: int | Callable[[], int] = 0,
+                       stream_k: bool = False, timeline: bool = False) -> Callable:
+    """A GEMM (bf16, as the course's stages) that runs the variant with these knobs; the name says
+    which, e.g. ``tc_6_stream_k[cluster=2,group_m=8,max_ctas=132,stream_k]``."""
+    fn = tc.make_gemm("tc_6_tma_store", lambda: extension(timeline).tc_6_stream_k, cluster=cluster, group_m=group_m,
+                      max_ctas=max_ctas, stream_k=stream_k)
+    ctas = max_ctas if isinstance(max_ctas, int) else "sm_count"
+    fn.__name__ = fn.__qualname__ = (f"tc_6_stream_k[cluster={cluster},group_m={group_m},max_ctas={ctas}"
+                                     f"{',stream_k' if stream_k else ''}]")
+    return fn
+
+
+def as_measured() -> Callable:
+    """The variant with the course's knobs (cluster 2, group_m 8, one CTA per SM, no stream-K):
+    the kernel whose SASS the course measured as stage 6."""
+    return persistent_variant(cluster=2, group_m=8, max_ctas=backend.sm_count)
+
+
+def compile_variant(timeline: bool = False, use_cache: bool = True) -> compiler.CompileResult:
+    """The variant compiled for sm_90a without a GPU (ptxas's report and the cubin)."""
+    flags = [*tc.NVCC_FLAGS, *(["-DTC_TIMELINE"] if timeline else [])]
+    return compiler.compile_cubin(SOURCE, "sm_90a", flags, include_dirs=INCLUDE, use_cache=use_cache,
+                                  name="tc_6_stream_k" + ("_timeline" if timeline else ""))
+
+
+# ---- the stream-K schedule in Python (WorkCursor, kernels/tc_stream_k.cuh) ------------------------
+def stream_k_work(cluster_tiles: int, clusters: int, slices: int,
+                  stream_k: bool = True) -> list[list[tuple[int, int, int]]]:
+    """Each cluster's work units (tile, first K slice, end K slice), in order: whole waves of whole
+    tiles round robin, then the rest shared out by slices."""
+    dp_tiles = cluster_tiles - cluster_tiles % clusters if stream_k else cluster_tiles
+    split = (cluster_tiles - dp_tiles) * slices
+    out = []
+    for c in range(clusters):
+        units = [(t, 0, slices) for t in range(c, dp_tiles, clusters)]
+        pos, end = split * c // clusters, split * (c + 1) // clusters
+        while pos < end:
+            k = pos % slices
+            k_end = min(slices, k + end - pos)
+            units.append((dp_tiles + pos // slices, k, k_end))
+            pos += k_end - k
+        out.append(units)
+    return out
+
+
+def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner: int, tile: int) -> list[int]:
+    """The clusters whose partial sums the owner of split tile ``tile`` adds (the kernel's loop)."""
+    dp_tiles = cluster_tiles - cluster_tiles % clusters
+    split = (cluster_tiles - dp_tiles) * slices
+
+    def start(c: int) -> int:
+        return split * c // clusters
+
+    tile_end = (tile - dp_tiles + 1) * slices
+    out, c = [], owner + 1
+    while c < clusters and start(c) < tile_end:
+        if start(c + 1) > start(c):
+            out.append(c)
+        c += 1
+    return out
+
+
+# ---- a run for compute-sanitizer ----------------------------------------------------------------------
+SANITIZE_SHAPES = ((256, 256, 256), (264, 520, 200))
+
+
+def main() -> int:
+    """Stream-K at shapes with fewer tiles than clusters (every tile split along K, finished through
+    the partial-sum buffers and flags), for compute-sanitizer; non-zero exit if a result is wrong."""
+    import torch
+
+    import course_lib
+
+    bad = 0
+    for cluster in (1, 2):
+        fn = persistent_variant(cluster=cluster, stream_k=True)
+        for M, N, K in SANITIZE_SHAPES:
+            a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
+            c = fn(a, b)
+            torch.cuda.synchronize()
+            ref = a.double() @ b.double()
+            err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+            bad += not err < 1e-2
+            print(f"{fn.__name__} {M}x{N}x{K}: relative error {err:.2e} {'ok' if err < 1e-2 else 'WRONG'}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Tests of the stage-6 experiment variant (tc_6_stream_k.py); not part of the course's tests.
+
+    PYTHONPATH=. python -m pytest -q -p no:cacheprovider experiments/test_tc_6_stream_k.py
+
+The schedule model and the compiled code are checked on any machine (nvcc and cuobjdump needed for
+the latter); correctness needs a GPU (COURSE_BACKEND=gpu on a Hopper machine).
+"""
+
+import collections
+import os
+
+os.environ.setdefault("COURSE_BACKEND", "cpu")
+
+import pytest  # noqa: E402
+
+import course_lib  # noqa: E402
+from course_lib import compiler  # noqa: E402
+
+import tc_6_stream_k as variant  # noqa: E402
+
+on_gpu = pytest.mark.skipif(not course_lib.backend.get().is_gpu, reason="needs the GPU backend")
+
+
+# ---- the stream-K schedule ------------------------------------------------------------------------
+@pytest.mark.parametrize("tiles,clusters,slices", [(256, 66, 64), (1024, 66, 128), (58, 66, 64), (3, 66, 1),
+                                                    (3, 66, 4), (70, 66, 5), (132, 66, 8), (1, 1, 1), (7, 3, 9)])
+def test_stream_k_covers_every_slice_once_and_owners_find_their_contributors(tiles, clusters, slices):
+    work = variant.stream_k_work(tiles, clusters, slices)
+    done = collections.Counter((t, k) for units in work for t, b, e in units for k in range(b, e))
+    assert set(done) == {(t, k) for t in range(tiles) for k in range(slices)} and set(done.values()) == {1}
+    # Every cluster does the same number of slices, +-1 on the split part.
+    per_cluster = [sum(e - b for _, b, e in units) for units in work]
+    assert max(per_cluster) - min(per_cluster) <= 1
+    for c, units in enumerate(work):
+        for i, (t, b, e) in enumerate(units):
+            if b > 0:  # a contributor: the first unit of its split share, after whole tiles only
+                assert all(b2 == 0 and e2 == slices for _, b2, e2 in units[:i])
+                assert all(b2 == 0 for _, b2, _ in units[i + 1:])
+            if b == 0 and e < slices:  # an owner: its last unit; it adds exactly the other holders of t
+                assert i == len(units) - 1
+                holders = sorted(c2 for c2, u2 in enumerate(work) for t2, b2, _ in u2 if t2 == t and b2 > 0)
+                assert variant.stream_k_contributors(tiles, clusters, slices, c, t) == holders
+
+
+def test_without_stream_k_every_tile_is_whole():
+    work = variant.stream_k_work(256, 66, 64, stream_k=False)
+    assert all(b == 0 and e == 64 for units in work for _, b, e in units)
+    assert sorted(t for units in work for t, _, _ in units) == list(range(256))
+
+
+# ---- the compiled variant ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def compiled():
+    if compiler.find_nvcc() is None or compiler.find_cuobjdump() is None:
+        pytest.skip("nvcc or cuobjdump not found")
+    return variant.compile_variant(), variant.compile_variant(timeline=True)
+
+
+def test_variant_compiles_both_clusters_without_warnings(compiled):
+    plain, timed = compiled
+    for r in compiled:
+        assert [k.name.rsplit("<", 1)[-1] for k in r.kernels] == ["1>", "2>"], r.kernels
+        assert r.warnings == (), r.warnings  # C7515 would mean serialised wgmmas: another kernel
+        assert all(k.registers <= 168 for k in r.kernels)
+    cluster2 = next(k for k in plain.kernels if k.name.endswith("<2>"))
+    assert not cluster2.spills, cluster2  # the configuration the course measured
+
+
+def test_variant_stores_only_stream_k_partials_and_stamps(compiled):
+    """C leaves through stmatrix + TMA store; the ordinary global stores are stream-K's partial
+    sums (BLOCK_N / 8 float4 per thread) and its flag, in each kernel, plus the timeline's stamps."""
+    plain, timed = compiled
+    mix, timed_mix = compiler.sass_instruction_mix(plain.cubin), compiler.sass_instruction_mix(timed.cubin)
+    assert mix["STSM"] > 0 and mix["UTMASTG"] > 0
+    assert mix["STG"] == len(plain.kernels) * (256 // 8 + 1)
+    assert timed_mix["STG"] > mix["STG"] and timed_mix["HGMMA"] == mix["HGMMA"]
+    assert "SR_GLOBALTIMER" in compiler.sass(timed.cubin) and "SR_GLOBALTIMER" not in compiler.sass(plain.cubin)
+
+
+# ---- on a GPU ---------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@on_gpu
+@pytest.mark.parametrize("cluster,group_m", [(1, 1), (1, 8), (2, 1), (2, 16)])
+def test_scheduling_knobs_are_correct_on_the_gpu(cluster, group_m):
+    fn = variant.persistent_variant(cluster=cluster, group_m=group_m)
+    course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520)])
+
+
+@pytest.mark.gpu
+@on_gpu
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_stream_k_is_correct_on_the_gpu(cluster):
+    # Fewer tiles than clusters (every tile split, some clusters idle), a ragged last wave, and
+    # K with a partial last slice.
+    fn = variant.persistent_variant(cluster=cluster, stream_k=True)
+    for _ in range(3):  # fresh inputs each time: the partial buffers and flags are reused
+        course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520), (2048, 2048, 2048), (4096, 4096, 1032)])
+
+
+@pytest.mark.gpu
+@on_gpu
+def test_timeline_build_stamps_every_tile_on_the_gpu():
+    ext = variant.extension(timeline=True)
+    fn = variant.persistent_variant(timeline=True, max_ctas=course_lib.backend.sm_count)
+    ext.clear_timeline()
+    a, b = course_lib.random_inputs(1024, 1024, 1024, "bf16", seed=0)
+    fn(a, b)
+    stamps = ext.timeline()
+    tiles = (stamps[:, :, 4::3] != 0).sum().item()  # "first slice arrived" of every consumer tile
+    assert tiles == 2 * (1024 // 128) * (1024 // 256)
