@@ -5,6 +5,10 @@
 #   bash experiments/run_on_gpu.sh test tc timeline
 #
 # Sections:
+#   triton     experiments/gpu_triton.py: check the Triton stages, the article's experiment, a sweep of
+#              the fast kernel's configurations, compiler evidence -> $OUT/triton/
+#   stages_ncu Nsight Compute on the course's stages at 4096^3 (experiments/ncu_course_stages.sh;
+#              $PROBES picks some) -> $OUT/ncu_course_stages.csv
 #   test       experiments/test_tc_6_stream_k.py on the GPU: the stage-6 variant's knobs, stream-K and
 #              its timeline build are correct -> $OUT/test.log
 #   tc         experiments/gpu_tensor_cores.py (build, check and time every stage, then the scheduling
@@ -39,6 +43,14 @@ status=0
 for section in "$@"; do
     start=$(date +%s)
     case "$section" in
+    triton)
+        mkdir -p "$OUT/triton"
+        OUT="$OUT/triton" timeout 420 python3 experiments/gpu_triton.py --budget "${TRITON_BUDGET:-320}" >"$OUT/triton/stdout.txt" 2>&1 || status=1
+        tail -n 40 "$OUT/triton/stdout.txt"
+        ;;
+    stages_ncu)
+        OUT="$OUT" bash experiments/ncu_course_stages.sh ${PROBES:-} || status=1
+        ;;
     test)
         build_variant >"$OUT/test.log" 2>&1
         timeout 400 python3 -m pytest -q -p no:cacheprovider -o addopts= experiments/test_tc_6_stream_k.py >>"$OUT/test.log" 2>&1 || status=1
@@ -79,7 +91,7 @@ for section in "$@"; do
         done
         ;;
     *)
-        echo "unknown section $section (test, tc, timeline, ncu, sanitize)"
+        echo "unknown section $section (triton, stages_ncu, test, tc, timeline, ncu, sanitize)"
         exit 2
         ;;
     esac

@@ -2,7 +2,7 @@
 # Everything the course does on a GPU, in sections, from the repository root:
 #
 #   bash tools/gpu_run_all.sh record notebooks        # what re-records the course (< 10 minutes)
-#   bash tools/gpu_run_all.sh sanitize triton         # evidence: sanitizers, Triton sweep
+#   bash tools/gpu_run_all.sh sanitize assume         # checks: sanitizers, older GPUs (COURSE_ASSUME_CAPABILITY)
 #
 # Sections:
 #   record     python -m course_lib.bench --record -> $OUT/nvidia_h200.json (+ log)
@@ -13,9 +13,8 @@
 #              and as this GPU -> $OUT/assume.log, $OUT/notebooks_assume.tgz
 #   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
 #              memcheck/racecheck/synccheck over every tensor-core stage -> $OUT/sanitize.log
-#   triton     tools/gpu_triton.py (config sweep, seed experiment, compiler evidence) -> $OUT/triton/
 #
-# The tensor-core experiments (stage 6's scheduling knobs, its timeline, Nsight Compute) are
+# The experiments (the Triton sweep, stage 6's scheduling knobs and timeline, Nsight Compute) are
 # experiments/run_on_gpu.sh's.
 #
 # Python packages the GPU image lacks (numpy < 2.5 for numba-cuda; nbclient/ipykernel/ipywidgets for
@@ -78,13 +77,8 @@ for section in "$@"; do
         sanitize "numba kernels" tools/gpu_sanitize_numba.py memcheck racecheck
         sanitize "tensor-core stages" tools/gpu_sanitize_tensor_cores.py memcheck racecheck synccheck
         ;;
-    triton)
-        mkdir -p "$OUT/triton"
-        OUT="$OUT/triton" timeout 420 python3 tools/gpu_triton.py --budget "${TRITON_BUDGET:-320}" >"$OUT/triton/stdout.txt" 2>&1 || status=1
-        tail -n 40 "$OUT/triton/stdout.txt"
-        ;;
     *)
-        echo "unknown section $section (record, notebooks, assume, sanitize, triton)"
+        echo "unknown section $section (record, notebooks, assume, sanitize)"
         exit 2
         ;;
     esac
