@@ -35,8 +35,9 @@ PROBES = {
     "article_transposed_tf32": (lambda a, b: c04.article_experiment_gemm(a, b, block_size=64, input_precision="tf32",
                                                                           transposed_y=True),
                                 "fp32", "tiled_matmul_transposed_b_kernel"),
-    "tc_2_wgmma_tma": ("tc_2_wgmma_tma", "bf16", "stage2"),
-    "tc_3_pipeline": ("tc_3_pipeline", "bf16", "stage3"),
+    # The tensor-core kernels are all called "kernel", in namespaces: matched on the demangled name.
+    "tc_2_wgmma_tma": ("tc_2_wgmma_tma", "bf16", "stage2::kernel"),
+    "tc_3_pipeline": ("tc_3_pipeline", "bf16", "stage3::kernel"),
 }
 
 

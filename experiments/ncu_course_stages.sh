@@ -28,7 +28,7 @@ while read -r probe kernel; do
     [[ " ${probes[*]} " == *" $probe "* ]] || continue
     start=$(date +%s)
     echo "=== $probe" >>"$csv"
-    timeout 240 ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
+    timeout 240 ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
         --csv --page raw --metrics "$METRICS" python3 experiments/ncu_course_stages.py "$probe" >>"$csv" 2>>"$OUT/ncu_err.txt"
     echo "ncu $probe: exit $? in $(( $(date +%s) - start )) s"
 done < <(python3 experiments/ncu_course_stages.py --filters)

@@ -37,6 +37,7 @@ REPEAT = "2026-12-01_0033_triton_fast_repeat"
 STREAM_K = "2026-11-29_1437_tc_stream_k"
 OVERLAP = "2026-11-30_2134_tc_epilogue_overlap"
 TIMELINE = "2026-11-30_2159_tc6_timeline"
+STAGE_PROFILES = "2026-12-01_0628_ncu_course_stages.csv"
 
 # The Triton configurations the Nsight Compute runs profiled (from each log's "what").
 NCU_PROFILED = {"fp32": "64x64x64 g8 w4 s2", "bf16": "128x256x64 g8 w8 s4 persistent split2",
@@ -187,9 +188,85 @@ def tensor_core_summary() -> dict:
     }
 
 
+# What the stage profiles keep, by the name the notebooks use: (ncu metric, scale).
+PROFILE_METRICS = {
+    "time_ms": ("gpu__time_duration.sum", 1e-6),
+    "sm_clock_ghz": ("sm__cycles_elapsed.avg.per_second", 1e-9),
+    "dram_read_gb": ("dram__bytes_read.sum", 1e-9),
+    "dram_write_gb": ("dram__bytes_write.sum", 1e-9),
+    "l1_hit_pct": ("l1tex__t_sector_hit_rate.pct", 1),
+    "l2_hit_pct": ("lts__t_sector_hit_rate.pct", 1),
+    "global_load_requests": ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 1),
+    "global_load_sectors": ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 1),
+    "shared_load_instructions": ("smsp__inst_executed_op_shared_ld.sum", 1),
+    "shared_store_instructions": ("smsp__inst_executed_op_shared_st.sum", 1),
+    "shared_load_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 1),
+    "shared_store_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", 1),
+    "shared_load_bank_conflicts": ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 1),
+    "shared_store_bank_conflicts": ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 1),
+    "instructions": ("smsp__inst_executed.sum", 1),
+    "fma_instructions": ("smsp__inst_executed_pipe_fma.sum", 1),
+    "issue_active_pct": ("smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
+    "fma_pipe_pct": ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", 1),
+    "tensor_pipe_pct": ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 1),
+    "achieved_occupancy_pct": ("sm__warps_active.avg.pct_of_peak_sustained_active", 1),
+    "theoretical_occupancy_pct": ("sm__maximum_warps_per_active_cycle_pct", 1),
+    "registers_per_thread": ("launch__registers_per_thread", 1),
+    "block_size": ("launch__block_size", 1),
+    "grid_size": ("launch__grid_size", 1),
+    "blocks_per_sm_by_registers": ("launch__occupancy_limit_registers", 1),
+    "blocks_per_sm_by_shared_memory": ("launch__occupancy_limit_shared_mem", 1),
+    "blocks_per_sm_by_warps": ("launch__occupancy_limit_warps", 1),
+    "blocks_per_sm_by_blocks": ("launch__occupancy_limit_blocks", 1),
+}
+
+
+def _ncu_csv(text: str) -> dict[str, dict[str, str]]:
+    """{probe: {metric: value as printed}} from ncu --csv --page raw outputs, each after '=== probe'."""
+    import csv
+    import io
+
+    out = {}
+    for block in text.split("=== ")[1:]:
+        probe, rest = block.split("\n", 1)
+        rows = list(csv.reader(io.StringIO("\n".join(ln for ln in rest.splitlines() if ln.startswith('"')))))
+        if len(rows) >= 3:
+            out[probe.strip()] = dict(zip(rows[0], rows[2]))
+    return out
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def stage_profiles_summary() -> dict:
+    raw = _ncu_csv((RUNS / STAGE_PROFILES).read_text())
+    profiles = {}
+    for probe, m in raw.items():
+        row = {"kernel": re.split(r"[\[(]", m["Kernel Name"])[0]}
+        row |= {k: round(_number(m[metric]) * scale, 6) for k, (metric, scale) in PROFILE_METRICS.items() if metric in m}
+        prefix, suffix = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+        stalls = {k[len(prefix):-len(suffix)]: _number(v) for k, v in m.items() if k.startswith(prefix) and k.endswith(suffix)}
+        row["stalls_per_issued_instruction"] = {k: v for k, v in sorted(stalls.items(), key=lambda kv: -kv[1]) if v >= 0.05}
+        profiles[probe] = row
+    first = next(iter(raw.values()))
+    return {
+        "provenance": {
+            "what": "Nsight Compute on the course's stages at 4096^3 on the H200 (the GPU's own clocks; the second "
+                    "launch of each kernel profiled; M = N = K = 4096)",
+            "made_by": "experiments/summarize.py",
+            "runs": [f"experiments/runs/{STAGE_PROFILES}"],
+            "gpu": first.get("device__attribute_display_name", "NVIDIA H200"),
+            "command": "experiments/ncu_course_stages.sh",
+        },
+        "profiles": profiles,
+    }
+
+
 SUMMARIES = {
     "nvidia_h200_triton_summary.json": triton_summary,
     "nvidia_h200_tensor_core_summary.json": tensor_core_summary,
+    "nvidia_h200_stage_profiles_summary.json": stage_profiles_summary,
 }
 
 
