@@ -9,7 +9,7 @@ LAYERS = [
     {"backend", "features"},
     {"gemm", "timing", "compiler"},
     {"registry", "kernels"},
-    {"check", "results", "bench", "plots", "report", "notebooks", "viz"},
+    {"check", "results", "bench", "plots", "report", "notebooks", "viz", "learn"},
 ]
 
 

@@ -1,0 +1,68 @@
+"""What the notebooks use to teach: source shown with syntax highlighting, a prediction compared with
+a measurement, an exercise's answer checked.
+
+A prediction or an answer is a variable the learner sets in a cell (``None`` until they do); the next
+cell calls :func:`compare_prediction` or :func:`check_answer`, which say how close it was. Both print
+and return, never raise, so a notebook runs top to bottom whatever was entered.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any
+
+
+def show_source(obj: Any, language: str = "python"):
+    """The source of a function, a Triton or numba kernel, or a string of code, highlighted.
+
+    Returns an ``IPython.display.Code`` (the notebook shows it coloured; its plain text is the code)."""
+    from IPython.display import Code
+
+    if isinstance(obj, str):
+        text = obj
+    else:
+        fn = getattr(obj, "fn", None) or getattr(obj, "py_func", None) or obj  # Triton JIT / numba kernels
+        text = inspect.getsource(fn)
+    return Code(text.rstrip("\n"), language=language)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if isinstance(x, (int, float)) else repr(x)
+
+
+def compare_prediction(guess: float | None, measured: float, *, unit: str, explain: str = "") -> float | None:
+    """Say how a learner's prediction compares with what was measured (or recorded); returns the
+    ratio measured / predicted, or None when nothing was predicted."""
+    if guess is None:
+        print(f"No prediction entered: set it in the cell above and run both cells again. "
+              f"Measured: {_fmt(measured)} {unit}.")
+        if explain:
+            print(explain)
+        return None
+    if not isinstance(guess, (int, float)) or not math.isfinite(guess) or guess <= 0:
+        print(f"A prediction is a positive number of {unit}, not {guess!r}.")
+        return None
+    ratio = measured / guess
+    verdict = ("close: within 25 %" if 0.8 <= ratio <= 1.25
+               else f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
+               else f"the measurement is {1 / ratio:.2g}x below your prediction")
+    print(f"You predicted {_fmt(guess)} {unit}; measured {_fmt(measured)} {unit} — {verdict}.")
+    if explain:
+        print(explain)
+    return ratio
+
+
+def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0, hint: str = "") -> bool:
+    """Check an exercise's answer: numbers within ``rel_tol``, anything else by equality. Prints
+    whether it is right (and ``hint`` when it is not); returns True only for a right answer."""
+    if answer is None:
+        print(f"{what}: no answer yet — set it in the cell above and run this cell again.")
+        return False
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (answer, expected))
+    ok = math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=0.0 if rel_tol else 1e-12) if numeric else answer == expected
+    if ok:
+        print(f"{what}: {_fmt(answer)} is right.")
+    else:
+        print(f"{what}: {_fmt(answer)} is not it yet." + (f" Hint: {hint}" if hint else ""))
+    return ok

@@ -1,0 +1,36 @@
+"""The notebooks' teaching helpers: predictions compared, answers checked, source highlighted."""
+
+from course_lib import learn
+from course_lib.kernels import naive
+
+
+def test_a_prediction_is_compared_with_the_measurement(capsys):
+    assert learn.compare_prediction(None, 1.3, unit="TFLOP/s") is None
+    assert "No prediction entered" in capsys.readouterr().out
+    assert learn.compare_prediction(1.0, 1.1, unit="TFLOP/s") == 1.1
+    assert "close: within 25 %" in capsys.readouterr().out
+    assert learn.compare_prediction(1.0, 3.0, unit="TFLOP/s", explain="because") == 3.0
+    out = capsys.readouterr().out
+    assert "3x your prediction" in out and "because" in out
+    assert learn.compare_prediction(4.0, 1.0, unit="ms") == 0.25
+    assert "4x below your prediction" in capsys.readouterr().out
+    assert learn.compare_prediction("fast", 1.0, unit="ms") is None
+    assert "positive number" in capsys.readouterr().out
+
+
+def test_an_answer_is_checked(capsys):
+    assert not learn.check_answer(None, 4, what="sectors")
+    assert "no answer yet" in capsys.readouterr().out
+    assert learn.check_answer(4, 4, what="sectors")
+    assert not learn.check_answer(5, 4, what="sectors", hint="count 32-byte pieces")
+    assert "Hint: count 32-byte pieces" in capsys.readouterr().out.splitlines()[-1]
+    assert learn.check_answer(0.101, 0.1, what="ratio", rel_tol=0.02)
+    assert not learn.check_answer(0.11, 0.1, what="ratio", rel_tol=0.02)
+    assert learn.check_answer((1, 2), (1, 2), what="tile")
+    assert not learn.check_answer((2, 1), (1, 2), what="tile")
+
+
+def test_source_is_shown_highlighted():
+    code = learn.show_source(naive.naive_kernel)
+    assert "def naive_kernel" in code.data and "<span" in code._repr_html_()
+    assert learn.show_source("x = 1").data == "x = 1"
