@@ -3,7 +3,8 @@ a measurement, an exercise's answer checked.
 
 A prediction or an answer is a variable the learner sets in a cell (``None`` until they do); the next
 cell calls :func:`compare_prediction` or :func:`check_answer`, which say how close it was. Both print
-and return, never raise, so a notebook runs top to bottom whatever was entered.
+and return a :class:`Verdict` (which a notebook does not display again), never raise, so a notebook
+runs top to bottom whatever was entered.
 """
 
 from __future__ import annotations
@@ -27,22 +28,40 @@ def show_source(obj: Any, language: str = "python"):
     return Code(text.rstrip("\n"), language=language)
 
 
+class Verdict:
+    """What a check found: true when the answer is right (or a prediction was entered); ``value`` is
+    the ratio measured / predicted for a prediction. Already printed, so a notebook shows nothing more."""
+
+    def __init__(self, ok: bool, value: float | None = None):
+        self.ok, self.value = ok, value
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return f"Verdict(ok={self.ok}, value={self.value})"
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
 def _fmt(x: float) -> str:
     return f"{x:.3g}" if isinstance(x, (int, float)) else repr(x)
 
 
-def compare_prediction(guess: float | None, measured: float, *, unit: str, explain: str = "") -> float | None:
-    """Say how a learner's prediction compares with what was measured (or recorded); returns the
-    ratio measured / predicted, or None when nothing was predicted."""
+def compare_prediction(guess: float | None, measured: float, *, unit: str, explain: str = "") -> Verdict:
+    """Say how a learner's prediction compares with what was measured (or recorded); the verdict's
+    ``value`` is the ratio measured / predicted (None, and the verdict false, when nothing usable
+    was predicted)."""
     if guess is None:
         print(f"No prediction entered: set it in the cell above and run both cells again. "
               f"Measured: {_fmt(measured)} {unit}.")
         if explain:
             print(explain)
-        return None
+        return Verdict(False)
     if not isinstance(guess, (int, float)) or not math.isfinite(guess) or guess <= 0:
         print(f"A prediction is a positive number of {unit}, not {guess!r}.")
-        return None
+        return Verdict(False)
     ratio = measured / guess
     verdict = ("close: within 25 %" if 0.8 <= ratio <= 1.25
                else f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
@@ -50,19 +69,19 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     print(f"You predicted {_fmt(guess)} {unit}; measured {_fmt(measured)} {unit} — {verdict}.")
     if explain:
         print(explain)
-    return ratio
+    return Verdict(True, ratio)
 
 
-def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0, hint: str = "") -> bool:
+def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0, hint: str = "") -> Verdict:
     """Check an exercise's answer: numbers within ``rel_tol``, anything else by equality. Prints
-    whether it is right (and ``hint`` when it is not); returns True only for a right answer."""
+    whether it is right (and ``hint`` when it is not); the verdict is true only for a right answer."""
     if answer is None:
         print(f"{what}: no answer yet — set it in the cell above and run this cell again.")
-        return False
+        return Verdict(False)
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (answer, expected))
     ok = math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=0.0 if rel_tol else 1e-12) if numeric else answer == expected
     if ok:
         print(f"{what}: {_fmt(answer)} is right.")
     else:
         print(f"{what}: {_fmt(answer)} is not it yet." + (f" Hint: {hint}" if hint else ""))
-    return ok
+    return Verdict(bool(ok))

@@ -26,6 +26,8 @@ PROBES = {
     "shared_memory_tiling": ("shared_memory_tiling", "fp32", "tiled_kernel"),
     "coarsened_2x2": ("coarsened_2x2", "fp32", "coarsened_2x2_kernel"),
     "register_tiling": ("register_tiling", "fp32", "register_tiling_kernel"),
+    "register_tiling_4x4_64": ("register_tiling_4x4_64", "fp32", "register_tiling_kernel"),
+    "register_tiling_row_warps": ("register_tiling_row_warps", "fp32", "register_tiling_kernel"),
     # The article's two Triton kernels at BLOCK_SIZE 64, at 4096^3 (the notebook's analysis uses 64).
     "article_plain_ieee": (lambda a, b: c04.article_experiment_gemm(a, b, block_size=64), "fp32", "tiled_matmul_kernel"),
     "article_transposed_ieee": (lambda a, b: c04.article_experiment_gemm(a, b, block_size=64, transposed_y=True),

@@ -5,16 +5,16 @@ from course_lib.kernels import naive
 
 
 def test_a_prediction_is_compared_with_the_measurement(capsys):
-    assert learn.compare_prediction(None, 1.3, unit="TFLOP/s") is None
+    assert not learn.compare_prediction(None, 1.3, unit="TFLOP/s")
     assert "No prediction entered" in capsys.readouterr().out
-    assert learn.compare_prediction(1.0, 1.1, unit="TFLOP/s") == 1.1
+    assert learn.compare_prediction(1.0, 1.1, unit="TFLOP/s").value == 1.1
     assert "close: within 25 %" in capsys.readouterr().out
-    assert learn.compare_prediction(1.0, 3.0, unit="TFLOP/s", explain="because") == 3.0
+    assert learn.compare_prediction(1.0, 3.0, unit="TFLOP/s", explain="because").value == 3.0
     out = capsys.readouterr().out
     assert "3x your prediction" in out and "because" in out
-    assert learn.compare_prediction(4.0, 1.0, unit="ms") == 0.25
+    assert learn.compare_prediction(4.0, 1.0, unit="ms").value == 0.25
     assert "4x below your prediction" in capsys.readouterr().out
-    assert learn.compare_prediction("fast", 1.0, unit="ms") is None
+    assert not learn.compare_prediction("fast", 1.0, unit="ms")
     assert "positive number" in capsys.readouterr().out
 
 
@@ -34,3 +34,9 @@ def test_source_is_shown_highlighted():
     code = learn.show_source(naive.naive_kernel)
     assert "def naive_kernel" in code.data and "<span" in code._repr_html_()
     assert learn.show_source("x = 1").data == "x = 1"
+
+
+def test_a_verdict_is_not_displayed_twice():
+    verdict = learn.check_answer(4, 4, what="sectors")
+    assert verdict and verdict.value is None and "ok=True" in repr(verdict)
+    assert verdict._ipython_display_() is None   # the notebook shows only what was printed

@@ -7,20 +7,19 @@ of k and does TM * TN multiply-adds with them.
 
 Two kernels:
 
-* ``coarsened_2x2``: the German article's idea written correctly. A block of
-  (TILE/2) x (TILE/2) threads computes a TILE x TILE tile of C, each thread the 2 x 2 outputs
-  (ty + i*TILE/2, tx + j*TILE/2). The article's version mixes ``T`` and ``TILE``, reads undefined
-  ``row``/``col`` when loading (each thread must now load *four* elements of each tile, not one),
-  and writes back with loops up to ``T`` instead of ``K`` (the coarsening factor), far past its 2 x 2
-  accumulators.
+* ``coarsened_2x2``: the German article's idea written correctly (its printed version's bugs are
+  listed in the notebook). A block of (TILE/2) x (TILE/2) threads computes a TILE x TILE tile of C,
+  each thread the 2 x 2 outputs (ty + i*TILE/2, tx + j*TILE/2), copying four elements of each tile.
 * ``register_tiling``: the general form. A block of (BM/TM) * (BN/TN) threads computes a BM x BN
   tile of C, walking K in BK-deep slabs staged in shared memory; each thread keeps TM x TN
   accumulators in registers.
 
-Python has no templates and no ``#pragma unroll``, and numba keeps a ``cuda.local.array`` indexed
-inside loops in local memory (off-chip, cached) rather than registers. So the register-tiled kernel
+Python has no templates and no ``#pragma unroll``, and a ``cuda.local.array`` indexed inside loops
+may be kept in local memory (off-chip, cached) rather than registers (with numba-cuda 0.30 and NVVM
+13.0 it is not: the ``register_tiling_local_arrays`` variant compiles to the same SASS counts). So the register-tiled kernel
 is *generated*: :func:`register_tiling_source` writes its source with TM * TN scalar accumulators
-and fully unrolled inner loops, and numba compiles that. The notebook shows the generated text.
+and the TM * TN multiply-adds of one step of k written out (the loop over the BK steps stays a
+loop), and numba compiles that. The notebook shows the generated text.
 """
 
 from __future__ import annotations
@@ -177,7 +176,7 @@ class RegisterTileConfig:
 
 
 def register_tiling_source(cfg: RegisterTileConfig) -> str:
-    """Source of the register-tiled kernel for ``cfg``: scalar accumulators, unrolled loops."""
+    """Source of the register-tiled kernel for ``cfg``: scalar accumulators, one step of k written out."""
     BM, BN, BK, TM, TN = cfg.BM, cfg.BN, cfg.BK, cfg.TM, cfg.TN
     threads = cfg.threads
     wm, wn = cfg.warp_tile

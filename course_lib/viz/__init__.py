@@ -7,6 +7,7 @@ One module per topic; each module's docstring shows the exact calls a notebook m
 * :mod:`course_lib.viz.tiles`      what a T x T tiled block loads at each step; global vs shared reads (02)
 * :mod:`course_lib.viz.coalescing` one warp's load in 32-byte sectors and 128-byte lines (01, 04)
 * :mod:`course_lib.viz.banks`      shared-memory banks, conflict degree, padding and XOR swizzle (02, 04)
+* :mod:`course_lib.viz.hierarchy`  block tile, warp tiles and thread tiles of register tiling (03)
 * :mod:`course_lib.viz.fragments`  which lane holds which element for mma.m16n8k16 and wgmma m64nNk16 (05)
 * :mod:`course_lib.viz.trace`      the accesses of your own numba kernel, traced on the simulator (01, 02, 04)
 """
