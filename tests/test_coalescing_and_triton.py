@@ -262,10 +262,24 @@ def test_seed_b_tile_model():
         assert plain.wavefronts == 2 and transposed.wavefronts == 16
     addrs, width = c04.article_b_tile_addresses("transposed", 64, k=4, j=1)
     assert width == 16 and addrs[0] == (1 * 64 + 4) * 4 and addrs[16] == addrs[0]
-    # Exercise 3's answer: one padding word per stored row spreads the columns over the banks.
-    assert bank_access(*c04.article_b_tile_addresses("transposed", pitch=65)).wavefronts == 2
+    # Exercise 3: no pitch that keeps the 16-byte loads aligned gets below 8 passes (lane t's column
+    # starts 16 t p words apart for a pitch of 4 p words: banks 0 or 16 only); a pitch of 65 would
+    # break the alignment and is refused; an XOR swizzle of the 16-byte chunks reaches the 2 passes
+    # 256 bytes need, for every k and every column of the thread, and permutes each stored row.
+    assert min(bank_access(*c04.article_b_tile_addresses("transposed", pitch=p)).wavefronts for p in range(64, 132, 4)) == 8
+    with pytest.raises(ValueError, match="aligned"):
+        c04.article_b_tile_addresses("transposed", pitch=65)
+    for k in range(0, 64, 4):
+        for j in range(4):
+            addrs, width = c04.article_b_tile_addresses("transposed", k=k, j=j, swizzle=True)
+            assert bank_access(addrs, width).wavefronts == 2
+    row = sorted(c04.article_b_tile_addresses("transposed", k=k, j=1, swizzle=True)[0][5] for k in range(0, 64, 4))
+    plain_row = sorted(c04.article_b_tile_addresses("transposed", k=k, j=1)[0][5] for k in range(0, 64, 4))
+    assert row == plain_row
     with pytest.raises(ValueError, match="variant"):
         c04.article_b_tile_addresses("column")
+    with pytest.raises(ValueError, match="transposed"):
+        c04.article_b_tile_addresses("plain", swizzle=True)
 
 
 def test_print_table(capsys):

@@ -82,3 +82,12 @@ def test_widget_changes_state_when_controls_change():
     box.controls["layout"].value = "plain"
     assert box.access.conflict_degree == 32 and box.controls["index"].max == 63
     assert "32-way" in box.children[3].value
+
+
+def test_a_wide_load_that_needs_its_minimum_passes_is_not_called_a_conflict():
+    sixteen_lanes = [16 * lane % 256 for lane in range(32)]   # 16-byte loads, 256 distinct bytes
+    access = bank_access(sixteen_lanes, 16)
+    assert access.wavefronts == 2 and access.describe() == "32 lanes: conflict-free: 2 passes, the fewest for 256 bytes"
+    conflicted = bank_access([256 * (lane % 16) for lane in range(32)], 16)
+    assert conflicted.wavefronts == 16 and "16 passes where 2 would do" in conflicted.describe()
+    assert bank_access([4 * 32 * lane for lane in range(32)]).describe().endswith("32 passes")

@@ -68,10 +68,16 @@ class BankAccess:
         return max(self.conflict_degree, -(-distinct_words // N_BANKS))
 
     def describe(self) -> str:
-        d = self.conflict_degree
-        kind = "conflict-free" if d <= 1 else f"{d}-way bank conflict"
+        d, passes = self.conflict_degree, self.wavefronts
+        least = max(1, -(-int(self.words_per_bank.sum()) // N_BANKS))  # one pass per 128 bytes requested
         busiest = int(np.argmax(self.words_per_bank))
-        return f"{len(self.lanes)} lanes: {kind} (bank {busiest} serves {d} distinct words); {self.wavefronts} pass(es)"
+        if passes <= least:
+            kind = "conflict-free" + (f": {least} passes, the fewest for {4 * int(self.words_per_bank.sum())} bytes"
+                                      if least > 1 else ", 1 pass")
+            return f"{len(self.lanes)} lanes: {kind}"
+        words = "word" if d == 1 else "words"
+        return (f"{len(self.lanes)} lanes: {d}-way bank conflict (bank {busiest} serves {d} distinct {words}); "
+                f"{passes} passes" + (f" where {least} would do" if least > 1 else ""))
 
 
 def bank_access(byte_addresses, itemsize: int = 4, lanes=None) -> BankAccess:

@@ -101,7 +101,7 @@ def article_experiment_gemm(
 
 
 def article_b_tile_addresses(variant: str, pitch: int = 64, per_thread: int = 4, threads_along_n: int = 16,
-                             k: int = 0, j: int = 0) -> tuple[list[int], int]:
+                             k: int = 0, j: int = 0, swizzle: bool = False) -> tuple[list[int], int]:
     """Byte address of each lane, and bytes per lane, of one shared-memory load of B's tile by the
     FMA code (``input_precision="ieee"``) of the article's two kernels.
 
@@ -115,13 +115,31 @@ def article_b_tile_addresses(variant: str, pitch: int = 64, per_thread: int = 4,
       neighbouring words: lane t reads words k * pitch + 4 t .. + 3;
     * "transposed": B^T's tile is stored column of B by column (k fastest), so the 4 neighbouring words
       are 4 values of k in one column n = 4 t + j: lane t reads words (4 t + j) * pitch + k .. + 3.
+
+    A load of ``per_thread`` words needs an address that is a multiple of its width, in every stored
+    row: a ``pitch`` that is not a multiple of ``per_thread`` words is refused. ``swizzle`` (transposed
+    only): the ``per_thread``-word chunks of stored row n are permuted, chunk c stored at c XOR
+    ((n // per_thread) mod 8), so the columns of neighbouring lanes start in different banks.
     """
     if variant not in ("plain", "transposed"):
         raise ValueError("variant is 'plain' or 'transposed'")
+    if pitch % per_thread:
+        raise ValueError(f"{per_thread}-word loads need every stored row to start {4 * per_thread}-byte aligned: "
+                         f"a pitch of {pitch} words is not a multiple of {per_thread} (the compiler would fall back "
+                         "to 4-byte loads, one per word)")
+    if swizzle and variant != "transposed":
+        raise ValueError("the swizzle here is for the transposed tile")
     word = 4  # fp32
     addrs = []
     for lane in range(32):
         t = lane % threads_along_n
-        w = k * pitch + per_thread * t if variant == "plain" else (per_thread * t + j) * pitch + k
+        if variant == "plain":
+            w = k * pitch + per_thread * t
+        else:
+            n = per_thread * t + j
+            chunk = k // per_thread
+            if swizzle:
+                chunk ^= (n // per_thread) % 8
+            w = n * pitch + chunk * per_thread + k % per_thread
         addrs.append(w * word)
     return addrs, per_thread * word
