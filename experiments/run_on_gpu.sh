@@ -20,6 +20,8 @@
 #              some, e.g. "tc6 tc6_sk") -> $OUT/ncu_<what>.txt
 #   sanitize   compute-sanitizer memcheck/racecheck/synccheck over stream-K (every tile split along K,
 #              experiments/tc_6_stream_k.py) -> $OUT/sanitize_stream_k.log
+#   power      nvidia-smi sampled every 100 ms through 5 s of back-to-back cuBLAS bf16 GEMMs
+#              (experiments/gpu_power_sampling.py) -> $OUT/power_sampling.csv (+ log)
 #
 # Python packages the GPU image lacks are installed from wheels in .whl/ when that folder is present
 # (as tools/gpu_run_all.sh does; see README).
@@ -90,8 +92,12 @@ for section in "$@"; do
             grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
         done
         ;;
+    power)
+        timeout 60 python3 experiments/gpu_power_sampling.py --out "$OUT" >"$OUT/power_sampling.log" 2>&1 || status=1
+        head -n 2 "$OUT/power_sampling.log"
+        ;;
     *)
-        echo "unknown section $section (triton, stages_ncu, test, tc, timeline, ncu, sanitize)"
+        echo "unknown section $section (triton, stages_ncu, test, tc, timeline, ncu, sanitize, power)"
         exit 2
         ;;
     esac

@@ -541,13 +541,13 @@ def source_excerpt(stage_or_file: str | Path, name: str) -> str:
 
 def resource_table(results: dict[str, compiler.CompileResult]) -> str:
     """ptxas's report for every kernel, one line each, as text."""
-    rows = [f"{'stage':<17}{'kernel':<24}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
+    rows = [f"{'stage':<23}{'kernel':<24}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
     for stage, r in results.items():
         d = DESIGN[stage]
         for k in r.kernels:
             smem = k.static_smem_bytes or d.smem_bytes
             rows.append(
-                f"{stage:<17}{k.name:<24}{d.threads:>8}{k.registers:>6}{k.spill_store_bytes + k.spill_load_bytes:>8}"
+                f"{stage:<23}{k.name:<24}{d.threads:>8}{k.registers:>6}{k.spill_store_bytes + k.spill_load_bytes:>8}"
                 f"{k.stack_bytes:>7}{smem / 1024:>8.1f}KB  {d.block[0]}x{d.block[1]}x{d.block[2]}, {d.stages}"
             )
     return "\n".join(rows)
@@ -557,8 +557,8 @@ def instruction_table(results: dict[str, compiler.CompileResult],
                       opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
     """How many of each highlighted SASS opcode every stage's cubin holds, as text."""
     opcodes = list(opcodes)
-    rows = [f"{'stage':<17}" + "".join(f"{op:>11}" for op in opcodes)]
+    rows = [f"{'stage':<23}" + "".join(f"{op:>11}" for op in opcodes)]
     for stage, r in results.items():
         mix = compiler.sass_instruction_mix(r.cubin)
-        rows.append(f"{stage:<17}" + "".join(f"{mix[op]:>11}" for op in opcodes))
+        rows.append(f"{stage:<23}" + "".join(f"{mix[op]:>11}" for op in opcodes))
     return "\n".join(rows)
