@@ -194,12 +194,12 @@ def summary(topic: str) -> dict[str, Any]:
 
 # The rows of :func:`profile_table`: (title, how to compute it from one stage's profile).
 _PROFILE_ROWS: dict[str, tuple[str, Any]] = {
-    "time": ("time (ms)", lambda p: f"{p['time_ms']:.1f}"),
+    "time": ("time (ms)", lambda p: f"{p['time_ms']:.3g}"),
     "dram": ("read from DRAM (GB)", lambda p: f"{p['dram_read_gb']:.2f}"),
     "l1": ("L1 hit rate (%)", lambda p: f"{p['l1_hit_pct']:.0f}"),
     "l2": ("L2 hit rate (%)", lambda p: f"{p['l2_hit_pct']:.0f}"),
-    "sectors": ("sectors per global load request",
-                lambda p: f"{p['global_load_sectors'] / p['global_load_requests']:.1f}"),
+    "sectors": ("sectors per global load request",  # "-": no loads through L1 (TMA copies bypass it)
+                lambda p: f"{p['global_load_sectors'] / p['global_load_requests']:.1f}" if p["global_load_requests"] else "-"),
     "instructions": ("instructions (billions)", lambda p: f"{p['instructions'] / 1e9:.2f}"),
     "per_fma": ("instructions per multiply-add", lambda p: f"{p['instructions'] / (4096**3 / 32):.1f}"),
     "fma_share": ("of them on the FMA pipe (%)", lambda p: f"{100 * p['fma_instructions'] / p['instructions']:.0f}"),

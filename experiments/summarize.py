@@ -37,7 +37,9 @@ REPEAT = "2026-12-01_0033_triton_fast_repeat"
 STREAM_K = "2026-11-29_1437_tc_stream_k"
 OVERLAP = "2026-11-30_2134_tc_epilogue_overlap"
 TIMELINE = "2026-11-30_2159_tc6_timeline"
-STAGE_PROFILES = "2026-12-01_0628_ncu_course_stages.csv"
+POWER = "2026-12-01_0707_power_sampling"  # a CSV of nvidia-smi samples (+ .log)
+# Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
+STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
 # The Triton configurations the Nsight Compute runs profiled (from each log's "what").
 NCU_PROFILED = {"fp32": "64x64x64 g8 w4 s2", "bf16": "128x256x64 g8 w8 s4 persistent split2",
@@ -145,6 +147,28 @@ def triton_summary() -> dict:
     }
 
 
+def power_sampling() -> dict:
+    """nvidia-smi every 100 ms from idle through 5 s of back-to-back cuBLAS bf16 GEMMs and back: seconds
+    since the load began, the averaged and instantaneous power, the SM clock, the software power cap."""
+    import csv
+
+    rows = list(csv.DictReader((RUNS / f"{POWER}.csv").open()))
+    log = (RUNS / f"{POWER}.log").read_text()
+    begins = float(re.search(r"load from \+([0-9.]+) s to \+([0-9.]+) s", log).group(1))
+    first = _clock_seconds(rows[0]["timestamp"])
+    samples = [{"t_s": round(_clock_seconds(r["timestamp"]) - first - begins, 2),
+                "power_average_w": float(r["power.draw.average"]), "power_instant_w": float(r["power.draw.instant"]),
+                "sm_clock_mhz": float(r["clocks.sm"]), "power_cap": r["clocks_event_reasons.sw_power_cap"].strip() == "Active"}
+               for r in rows]
+    return {"what": log.splitlines()[1], "limit_w": float(rows[0]["enforced.power.limit"]), "samples": samples}
+
+
+def _clock_seconds(stamp: str) -> float:
+    hms = stamp.strip().split(" ")[1]
+    h, m, sec = hms.split(":")
+    return int(h) * 3600 + int(m) * 60 + float(sec)
+
+
 def tensor_core_summary() -> dict:
     sk = _run(STREAM_K)
     ncu = _run(NCU_4096)["probes"]
@@ -173,7 +197,8 @@ def tensor_core_summary() -> dict:
         "provenance": {
             "what": "What notebook 05 shows of the tensor-core experiments on the H200",
             "made_by": "experiments/summarize.py",
-            "runs": [f"experiments/runs/{n}.json" for n in (STREAM_K, NCU_4096, OVERLAP, TIMELINE)],
+            "runs": [f"experiments/runs/{n}.json" for n in (STREAM_K, NCU_4096, OVERLAP, TIMELINE)]
+                    + [f"experiments/runs/{POWER}.csv"],
             **_gpu(timeline["provenance"]),
         },
         "stream_k": [{k: r[k] for k in ("stream_k", "cluster", "group_m", "M", "ratio_to_cublas")} for r in sk["explore"]],
@@ -181,6 +206,7 @@ def tensor_core_summary() -> dict:
                      for k in ("tc6", "tc6_sk", "cublas16")},
         "timeline": {"sizes": sizes, "consumers_4096": four_k["raw"][:8]},
         "epilogue_overlap": epilogue,
+        "power_sampling": power_sampling(),
         "epilogue_direct_stores_4096": {
             "serial_mainloop_cycles": min(_median(s["mainloop_cycles"]) for s in direct if s["epilogue"] == "serial"),
             "direct_mainloop_cycles": min(_median(s["mainloop_cycles"]) for s in direct if s["epilogue"] == "direct"),
@@ -240,7 +266,9 @@ def _number(text: str) -> float:
 
 
 def stage_profiles_summary() -> dict:
-    raw = _ncu_csv((RUNS / STAGE_PROFILES).read_text())
+    raw = {}
+    for run in STAGE_PROFILES:
+        raw |= _ncu_csv((RUNS / run).read_text())
     profiles = {}
     for probe, m in raw.items():
         row = {"kernel": re.split(r"[\[(]", m["Kernel Name"])[0]}
@@ -255,7 +283,7 @@ def stage_profiles_summary() -> dict:
             "what": "Nsight Compute on the course's stages at 4096^3 on the H200 (the GPU's own clocks; the second "
                     "launch of each kernel profiled; M = N = K = 4096)",
             "made_by": "experiments/summarize.py",
-            "runs": [f"experiments/runs/{STAGE_PROFILES}"],
+            "runs": [f"experiments/runs/{run}" for run in STAGE_PROFILES],
             "gpu": first.get("device__attribute_display_name", "NVIDIA H200"),
             "command": "experiments/ncu_course_stages.sh",
         },
