@@ -29,7 +29,12 @@ def notebook_paths(names: list[str] | None = None) -> list[Path]:
 
 
 def _tidy(nb) -> None:
-    """Drop metadata that changes on every run (timings), so re-running gives a small diff."""
+    """Drop metadata that changes on every run (timings), so re-running gives a small diff.
+
+    No widget state is kept: it would hold every widget model and every picture a second time,
+    and JupyterLab does not use it for a notebook it does not trust (a notebook someone else ran,
+    like these). What a reader sees before running a cell is the widget's picture, stored in the
+    cell's output next to the widget (``course_lib.viz._figure.figure_box``)."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
@@ -41,7 +46,10 @@ def execute(path: Path, backend: str, out: Path | None, timeout: int) -> float:
 
     nb = nbformat.read(path, as_version=4)
     os.environ["COURSE_BACKEND"] = backend
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+        store_widget_state=False,  # see _tidy
+    )
     t0 = time.time()
     client.execute()
     _tidy(nb)

@@ -6,16 +6,23 @@ Chromium through Playwright (``executable_path``; no browser is ever downloaded)
 (stopping at the first error output, which then fails the test with the cell and the error), and
 checks that:
 
+* before anything runs, every stored widget output of a course notebook shows its picture (the
+  notebook is not trusted, as a learner's copy is not, so JupyterLab does not use the widget
+  renderer: it shows the ``image/png`` the widget stores next to itself), not the raw text;
 * every cell ran and no output is an error or a traceback on stderr;
 * every widget the notebook makes rendered (none stuck at "Loading widget...", no error view) and
   drew its picture;
-* moving the first slider of every widget changes its picture (the PNG's bytes, not just its URL);
-  in the notebook of all widgets, every other enabled dropdown and toggle too changes the picture or
+* every widget fits a 1400 x 900 window: its picture is shown at its own size, no wider than the
+  output area; the whole widget is no taller than the notebook panel; every slider's track is at
+  least 250 px long and has a pixel per value (up to 600 px); toggle buttons sit on their label's line;
+* every slider, toggle group and dropdown of every widget, in the course notebooks and in the
+  notebook of all widgets, moved once, changes the picture (the PNG's bytes, not just its URL) or
   the summary above it;
 * nothing went wrong in the kernel meanwhile: no error or stderr traceback on the kernel's message
   channel (where a widget callback's print or error goes) and no traceback in the server's log.
 
-Screenshots (after running, after moving the controls, and on failure) go to
+Screenshots (before running, after running, of each widget before and after moving its controls,
+and on failure) go to
 tests/artifacts/browser/<notebook>/ (git-ignored; the path is printed), with the JupyterLab log, so a
 failing CI run can be inspected. Everything it starts is stopped at the end.
 
@@ -350,11 +357,24 @@ def _settle(page, box) -> None:
     picture belong together - and the browser has decoded the picture (or it is hidden)."""
     page.wait_for_function(_KERNEL_IDLE, polling=100)
     page.wait_for_function(_PICTURE_SHOWN, arg=box.element_handle(), polling=100)
+    box.evaluate("async (el) => { const img = el.querySelector('img.widget-image'); if (img && img.offsetParent) await img.decode(); }")
 
 
-def _move_first_slider(page, box, where: str) -> str:
-    """Move the widget's first slider one step with the keyboard; the picture must change."""
-    slider = box.locator(".widget-slider").first
+def _wait_changed(page, box, before, before_digest, what: str) -> None:
+    """After a control moved: the picture (its bytes) or the summary above it must change."""
+    try:
+        page.wait_for_function(_CHANGED, arg=[box.element_handle(), before, False], polling=200)
+    except Exception as e:
+        raise AssertionError(f"{what}: neither the picture nor the summary changed") from e
+    _settle(page, box)
+    after = box.evaluate(_BOX_STATE)
+    assert after["summary"] != before["summary"] or _image_digest(box) != before_digest, (
+        f"{what}: the picture's address changed but not its bytes, nor the summary"
+    )
+
+
+def _move_slider(page, box, slider, where: str) -> str:
+    """Move a slider one step with the keyboard (back one step if it is at its maximum)."""
     name = slider.locator(".widget-label").first.inner_text()
     readout = slider.locator(".widget-readout").first
     old_value = readout.inner_text()
@@ -366,46 +386,116 @@ def _move_first_slider(page, box, where: str) -> str:
     except Exception:  # already at its maximum
         page.keyboard.press("ArrowLeft")
         page.wait_for_function("([el, old]) => el.innerText !== old", arg=[readout.element_handle(), old_value], polling=200)
-    moved = f"{where}: slider {name!r} {old_value} -> {readout.inner_text()}"
-    page.wait_for_function(_CHANGED, arg=[box.element_handle(), before, True], polling=200)  # a new PNG arrives
-    _settle(page, box)
-    assert _image_digest(box) != before_digest, f"{moved}: the picture did not change"
+    what = f"{where}: slider {name!r} {old_value} -> {readout.inner_text()}"
+    _wait_changed(page, box, before, before_digest, what)
+    return what
+
+
+def _move_toggle(page, box, control, where: str) -> str:
+    """Click the button after the active one (the first, after the last)."""
+    label = control.locator(".widget-label").first.inner_text()
+    buttons = control.locator("button")
+    labels = [buttons.nth(b).inner_text() for b in range(buttons.count())]
+    active = [b for b in range(buttons.count()) if "mod-active" in (buttons.nth(b).get_attribute("class") or "")]
+    current = active[0] if active else 0
+    before, before_digest = box.evaluate(_BOX_STATE), _image_digest(box)
+    buttons.nth((current + 1) % len(labels)).click()
+    what = f"{where}: toggle {label!r} {labels[current]} -> {labels[(current + 1) % len(labels)]}"
+    _wait_changed(page, box, before, before_digest, what)
+    return what
+
+
+def _move_dropdown(page, box, control, where: str) -> str:
+    """Pick the option after the selected one (the first, after the last)."""
+    label = control.locator(".widget-label").first.inner_text()
+    select = control.locator("select")
+    assert not select.is_disabled(), f"{where}: dropdown {label!r} is disabled when its turn comes"
+    options = select.evaluate("el => Array.from(el.options).map(o => o.text)")
+    old = select.evaluate("el => el.options[el.selectedIndex].text")
+    new = options[(options.index(old) + 1) % len(options)]
+    before, before_digest = box.evaluate(_BOX_STATE), _image_digest(box)
+    select.select_option(label=new)
+    what = f"{where}: dropdown {label!r} {old} -> {new}"
+    _wait_changed(page, box, before, before_digest, what)
+    return what
+
+
+def _move_every_control(page, box, where: str) -> list[str]:
+    """Every slider, then every toggle group, then every dropdown of the widget, once each; each
+    must change the picture or the summary. Toggles come before dropdowns because a toggle can
+    enable a dropdown (the fragments widget's wgmma N)."""
+    moved = [_move_slider(page, box, s, where) for s in box.locator(".widget-slider").all()]
+    moved += [_move_toggle(page, box, t, where) for t in box.locator(".widget-toggle-buttons").all()]
+    moved += [_move_dropdown(page, box, d, where) for d in box.locator(".widget-dropdown").all()]
     return moved
 
 
-def _move_other_controls(page, box, where: str) -> list[str]:
-    """Pick the next option of every enabled dropdown and toggle group; each must change the
-    picture or the summary above it."""
-    moved = []
-    for kind, group in (("dropdown", ".widget-dropdown"), ("toggle", ".widget-toggle-buttons")):
-        controls = box.locator(group)
-        for i in range(controls.count()):
-            control = controls.nth(i)
-            label = control.locator(".widget-label").first.inner_text()
-            before = box.evaluate(_BOX_STATE)
-            if kind == "dropdown":
-                select = control.locator("select")
-                if select.is_disabled():
-                    continue
-                options = select.evaluate("el => Array.from(el.options).map(o => o.text)")
-                old = select.evaluate("el => el.options[el.selectedIndex].text")
-                new = options[(options.index(old) + 1) % len(options)]
-                select.select_option(label=new)
-            else:
-                buttons = control.locator("button")
-                labels = [buttons.nth(b).inner_text() for b in range(buttons.count())]
-                active = [b for b in range(buttons.count()) if "mod-active" in (buttons.nth(b).get_attribute("class") or "")]
-                current = active[0] if active else 0
-                old, new = labels[current], labels[(current + 1) % len(labels)]
-                buttons.nth((current + 1) % len(labels)).click()
-            what = f"{where}: {kind} {label!r} {old} -> {new}"
-            try:
-                page.wait_for_function(_CHANGED, arg=[box.element_handle(), before, False], polling=200)
-            except Exception as e:
-                raise AssertionError(f"{what}: neither the picture nor the summary changed") from e
-            _settle(page, box)
-            moved.append(what)
-    return moved
+# A slider's track must be long enough to pick a value with the mouse: at least 250 px, and one
+# pixel per value up to 600 px (a track of 54 px for 228 values, as the waves widget had, is not).
+MIN_TRACK_PX = 250
+MAX_TRACK_NEEDED_PX = 600
+
+_LAYOUT = """(el) => {
+    const panel = window.jupyterapp.shell.currentWidget.content.node;
+    const outer = el.closest('.jp-WindowedPanel-outer') || panel;
+    const img = el.querySelector('img.widget-image');
+    const box = el.querySelector('.jupyter-widgets.widget-vbox');
+    return {
+        output: Math.round(el.getBoundingClientRect().width),
+        screen: Math.round(outer.getBoundingClientRect().height),
+        box: Math.round(box.getBoundingClientRect().height),
+        picture: img ? [img.naturalWidth, img.naturalHeight, Math.round(img.getBoundingClientRect().width)] : null,
+        sliders: Array.from(el.querySelectorAll('.widget-slider')).map(s => {
+            const target = s.querySelector('.noUi-target');
+            const o = target.noUiSlider.options;
+            return {name: s.querySelector('.widget-label').innerText, track: Math.round(target.getBoundingClientRect().width),
+                    values: Math.round((o.range.max - o.range.min) / o.step) + 1};
+        }),
+        toggles: Array.from(el.querySelectorAll('.widget-toggle-buttons')).map(t => {
+            const label = t.querySelector('.widget-label').getBoundingClientRect();
+            const first = t.querySelector('button').getBoundingClientRect();
+            return {name: t.querySelector('.widget-label').innerText, labelTop: label.top, buttonTop: first.top,
+                    gap: Math.round(first.left - label.right)};
+        }),
+    };
+}"""
+
+
+def _check_layout(box, where: str) -> dict:
+    """The widget fits the screen: its picture is drawn at its own size within the output area, the
+    whole widget (controls, summary, picture) is no taller than the notebook panel, every slider
+    has a usable track, and every toggle group's buttons sit on its label's line, next to it."""
+    layout = box.evaluate(_LAYOUT)
+    natural_w, natural_h, shown_w = layout["picture"]
+    assert natural_w <= layout["output"], f"{where}: a picture {natural_w} px wide in an output area of {layout['output']} px"
+    assert shown_w == natural_w, f"{where}: the picture is shrunk from {natural_w} to {shown_w} px"
+    assert layout["box"] <= layout["screen"], f"{where}: the widget is {layout['box']} px tall, the notebook panel {layout['screen']} px"
+    for s in layout["sliders"]:
+        needed = max(MIN_TRACK_PX, min(s["values"], MAX_TRACK_NEEDED_PX))
+        assert s["track"] >= needed, f"{where}: slider {s['name']!r} has a track of {s['track']} px for {s['values']} values (needs {needed})"
+    for t in layout["toggles"]:
+        assert abs(t["labelTop"] - t["buttonTop"]) <= 4, f"{where}: toggle {t['name']!r}: the buttons are not on the label's line"
+        assert 0 <= t["gap"] <= 24, f"{where}: toggle {t['name']!r}: the buttons start {t['gap']} px from the label"
+    return layout
+
+
+# Before anything runs: every stored widget output of the (untrusted) notebook shows a picture.
+_UNRUN_WIDGETS = """() => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const out = [];
+    panel.content.widgets.forEach((cell, index) => {
+        if (cell.model.type !== 'code') return;
+        const shown = cell.outputArea.node.querySelectorAll('.jp-OutputArea-output');
+        for (let k = 0; k < cell.model.outputs.length; k++) {
+            const o = cell.model.outputs.get(k).toJSON();
+            if (!(o.data && o.data['""" + WIDGET_MIME + """'])) continue;
+            const el = shown[k];
+            out.push({cell: index, mime: el ? el.getAttribute('data-mime-type') : null,
+                      image: !!(el && el.querySelector('img')), text: el ? (el.textContent || '').slice(0, 80) : ''});
+        }
+    });
+    return out;
+}"""
 
 
 @pytest.mark.parametrize("notebook", _notebooks())
@@ -421,7 +511,7 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = browser.new_page(viewport={"width": 1400, "height": 900})  # the smallest screen checked
             page.set_default_timeout(TIMEOUT_S * 1000)
             console_errors: list[str] = []
             page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
@@ -429,6 +519,15 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
                 # A workspace of its own, reset: only this notebook is open, and it is the current tab.
                 page.goto(f"{base}/lab/workspaces/{Path(notebook).stem}/tree/{notebook}?reset&token={token}")
                 page.wait_for_function(f"(path) => {{ const s = ({_OUTPUT_STATE})(path); return s && s.status === 'idle'; }}", arg=notebook)
+                if notebook != "viz_widgets.ipynb":
+                    # Not run yet, and not trusted (someone else ran it): every widget shows its picture.
+                    unrun = page.evaluate(_UNRUN_WIDGETS)
+                    assert len(unrun) == expected_widgets, f"{notebook}: {len(unrun)} stored widget outputs, expected {expected_widgets}"
+                    for w in unrun:
+                        assert w["mime"] == "image/png" and w["image"], f"{notebook} cell {w['cell']}, not run: shows {w['mime']} {w['text']!r}"
+                    if unrun:
+                        page.locator(".jp-OutputArea-output[data-mime-type='image/png']").nth(0).scroll_into_view_if_needed()
+                        page.screenshot(path=str(shots / "0_before_running.png"))
                 page.evaluate(_LISTEN_TO_KERNEL)
                 started = time.monotonic()
                 page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
@@ -459,10 +558,13 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
                     box = boxes.nth(i)
                     box.scroll_into_view_if_needed()
                     page.wait_for_function("(el) => { const img = el.querySelector('img.widget-image'); return img && img.src; }", arg=box.element_handle())
-                    moved.append(_move_first_slider(page, box, f"{notebook} widget {i}"))
-                    if notebook == "viz_widgets.ipynb":  # every other control of every widget too
-                        moved += _move_other_controls(page, box, f"{notebook} widget {i}")
-                    box.screenshot(path=str(shots / f"2_widget_{i}_after_moving.png"))
+                    layout = _check_layout(box, f"{notebook} widget {i}")
+                    print(f"{notebook} widget {i}: picture {layout['picture'][0]} x {layout['picture'][1]} px in an output area of "
+                          f"{layout['output']} px; widget {layout['box']} px tall of {layout['screen']}; slider tracks "
+                          + ", ".join(f"{s['name']} {s['track']} px / {s['values']} values" for s in layout["sliders"]))
+                    box.screenshot(path=str(shots / f"2_widget_{i}.png"))
+                    moved += _move_every_control(page, box, f"{notebook} widget {i}")
+                    box.screenshot(path=str(shots / f"3_widget_{i}_after_moving.png"))
                     assert page.evaluate(_PROBLEMS) == [], moved[-1]
                 print("\n".join(moved))
 

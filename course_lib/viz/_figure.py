@@ -1,17 +1,42 @@
-"""Widgets show their figure as a PNG in an ``ipywidgets.Image``.
+"""What every widget of the course shares: its picture, its controls' layout, the box it lives in.
 
-An ``Output`` widget that re-displays a matplotlib figure sends display messages that notebook
-runners treat differently (nbclient captures them into the widget, nbval sees them as cell output);
-an ``Image`` widget holds the picture as its value, so the cell's output is the same everywhere, a
-test can read the bytes, and a browser test can see them change.
+Widgets show their figure as a PNG in an ``ipywidgets.Image``. An ``Output`` widget that
+re-displays a matplotlib figure sends display messages that notebook runners treat differently
+(nbclient captures them into the widget, nbval sees them as cell output); an ``Image`` widget holds
+the picture as its value, so the cell's output is the same everywhere, a test can read the bytes,
+and a browser test can see them change.
+
+Sizes are chosen for JupyterLab in a 1400 x 900 window with the file browser open, the smallest
+screen the course is checked on: there a notebook's output area is 968 px wide and the notebook
+panel 779 px tall. A figure that is wider than the output area is shrunk by the browser, its text
+with it; one that is taller than the screen cannot be seen whole next to its controls.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import io
 
+DPI = 100  # the notebooks' inline figures use 100 dpi: a widget's text is as large as a cell's figure's
+MAX_WIDTH_PX = 960  # the output area (968 px) less a margin: never shrunk by the browser
+# The notebook panel is 779 px tall; the tallest block of controls and summary above a picture
+# (the waves widget: three rows of controls, two lines of summary) takes about 170 px.
+MAX_HEIGHT_PX = 600
+MIN_FONT_PT = 7  # 9.7 px at 100 dpi: the smallest text a figure uses
+MIN_FONT_PX = 9  # what the tests hold every text of every figure to
 
-def figure_png(fig, dpi: int = 100) -> bytes:
+LABEL_WIDTH = "120px"  # one width for every control's description, so the controls line up
+CONTROL_WIDTH = "476px"  # two controls side by side fill the output area (968 px); a slider's track 260 px
+WIDE_WIDTH = "940px"  # a slider over many values gets the whole row
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """'1 pass', '2 passes', '1 wave', '4 waves': the count with the noun in the right number."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
+
+
+def figure_png(fig, dpi: int = DPI) -> bytes:
     """The figure as PNG bytes; the figure is closed (it lives on only as the picture).
 
     100 dpi is what the notebooks' inline figures use, so a widget's picture has the same size and
@@ -24,6 +49,18 @@ def figure_png(fig, dpi: int = 100) -> bytes:
     return buf.getvalue()
 
 
+def static_png(png: bytes) -> bytes:
+    """A smaller copy of a widget's picture for the notebook file: the same pixels in a palette of
+    256 colours (a figure has few colours besides the edges of its text), about a third of the
+    bytes. Committed notebooks carry one per widget."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
 def image_widget():
     """An Image widget shown at the PNG's own size (at most the output's width).
 
@@ -33,6 +70,69 @@ def image_widget():
     import ipywidgets as w
 
     return w.Image(format="png", layout=w.Layout(max_width="100%", align_self="flex-start"))
+
+
+def style_controls(*controls, width: str = CONTROL_WIDTH) -> None:
+    """Give controls one label width and a wide body, so labels line up in a column and a
+    slider's track is long enough to pick a value with the mouse (ipywidgets' default 300 px
+    minus a long label left a track of 54 px).
+
+    Toggle buttons get the layout of the other controls (label left of the buttons, not above
+    them, which is where ipywidgets 8 puts it) and buttons as wide as their longest option."""
+    import ipywidgets as w
+
+    for c in controls:
+        c.style.description_width = LABEL_WIDTH
+        if isinstance(c, w.ToggleButtons):
+            c.add_class("widget-inline-hbox")  # flex row, label right-aligned in its column
+            longest = max(len(str(o[0] if isinstance(o, tuple) else o)) for o in c.options)
+            c.style.button_width = f"{max(64, 9 * longest + 36)}px"
+        else:
+            c.layout.width = width
+
+
+def _plain_text(box) -> str:
+    """What a viewer that shows only text shows: the widget's kind and its controls' values."""
+    parts = []
+    for name, control in getattr(box, "controls", {}).items():
+        label = getattr(control, "label", None)
+        parts.append(f"{control.description or name} = {label if label is not None else control.value}")
+    return f"{type(box).__name__}: {getattr(box, 'figure_name', 'interactive figure')} ({'; '.join(parts)})"
+
+
+@functools.cache
+def _box_class():
+    import ipywidgets as w
+
+    class InteractiveFigure(w.VBox):
+        """A VBox whose output also holds its picture (see :func:`figure_box`)."""
+
+        def _repr_mimebundle_(self, **kwargs):
+            data = super()._repr_mimebundle_(**kwargs)
+            if data is None:  # closed
+                return None
+            data["text/plain"] = _plain_text(self)
+            image = getattr(self, "image", None)
+            if image is not None and image.value and image.layout.display != "none":
+                data["image/png"] = base64.b64encode(static_png(image.value)).decode("ascii")
+            return data
+
+    return InteractiveFigure
+
+
+def figure_box(children, title: str):
+    """The VBox a widget lives in, which also carries its current picture as a static PNG.
+
+    A notebook stores a widget as a reference to a live model (``application/vnd.jupyter.widget-
+    view+json``) and a text fallback. Opened without running it - in JupyterLab, where a notebook
+    that is not trusted never uses the widget renderer, or on a static notebook viewer - only the
+    fallback showed: ``VBox(children=(HBox(...``. This box adds its picture to the same output as
+    ``image/png`` (and a readable text): a front end that can run the widget shows the widget, one
+    that cannot shows the picture. nbval does not compare images, so the check stays strict on
+    the text."""
+    box = _box_class()(children)
+    box.figure_name = title
+    return box
 
 
 def connect(box, image, controls: dict, draw, adjust=None):

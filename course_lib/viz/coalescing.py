@@ -19,9 +19,12 @@ as cudaMalloc and PyTorch's allocator give them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from course_lib.viz._figure import plural
 
 SECTOR_BYTES = 32
 LINE_BYTES = 128
@@ -80,8 +83,8 @@ class WarpAccess:
 
     def describe(self) -> str:
         return (
-            f"{len(self.lanes)} lanes x {self.itemsize} B: {self.n_sectors} sectors "
-            f"(ideal {self.ideal_sectors}), {self.n_lines} lines of 128 B, {self.bytes_moved} B moved "
+            f"{plural(len(self.lanes), 'lane')} x {self.itemsize} B: {plural(self.n_sectors, 'sector')} "
+            f"(ideal {self.ideal_sectors}), {plural(self.n_lines, 'line')} of 128 B, {self.bytes_moved} B moved "
             f"for {self.bytes_requested} B used = {self.efficiency:.1%}"
         )
 
@@ -127,13 +130,20 @@ def draw_access(acc: WarpAccess, ax=None, title: str = ""):
     lines = acc.lines
     sectors = set(acc.sectors.tolist())
     per_line = LINE_BYTES // SECTOR_BYTES
+    width = max(1, len(lines)) * (LINE_BYTES + 24)
+    # Lane labels at least 12 px apart (7-point text, rotated): every k-th address when they crowd.
+    axes_px = ax.get_position().width * fig.get_figwidth() * fig.dpi
+    spacing_px = acc.itemsize * axes_px / (width + 8)
+    every = max(1, math.ceil(12 / spacing_px))
     for k, line in enumerate(lines):
         x0 = k * (LINE_BYTES + 24)  # a gap between lines that are not adjacent in memory
         for s in range(per_line):
             sec = line * per_line + s
             ax.add_patch(Rectangle((x0 + s * SECTOR_BYTES, 0), SECTOR_BYTES, 1, fc="tab:orange" if sec in sectors else "#f2f2f2", ec="black", lw=0.6))
-        if len(lines) <= 8:
+        if len(lines) <= 4:
             ax.text(x0 + LINE_BYTES / 2, -0.35, f"128-byte line at byte {line * LINE_BYTES:,}", ha="center", fontsize=7)
+        elif len(lines) <= 8:
+            ax.text(x0 + LINE_BYTES / 2, -0.35, f"byte {line * LINE_BYTES:,}", ha="center", fontsize=7)
         readers: dict[int, list[int]] = {}  # byte address -> the lanes reading it (a broadcast has several)
         for lane, a in zip(acc.lanes, acc.byte_addresses):
             if a // LINE_BYTES == line:
@@ -141,14 +151,13 @@ def draw_access(acc: WarpAccess, ax=None, title: str = ""):
         for a, lanes in readers.items():
             x = x0 + a % LINE_BYTES
             ax.add_patch(Rectangle((x, 0.25), acc.itemsize, 0.5, fc="tab:blue", ec="none"))
-            if len(lines) <= 2:
+            if len(lines) <= 2 and min(lanes) % every == 0:
                 label = "/".join(map(str, lanes)) if len(lanes) <= 2 else f"{len(lanes)} lanes"
-                ax.text(x + acc.itemsize / 2, 1.15, label, ha="center", va="bottom", fontsize=6, rotation=90)
-    width = max(1, len(lines)) * (LINE_BYTES + 24)
+                ax.text(x + acc.itemsize / 2, 1.15, label, ha="center", va="bottom", fontsize=7, rotation=90)
     ax.set_xlim(-8, width)
     ax.set_ylim(-0.6, 1.6)
     ax.axis("off")
-    ax.set_title(title + ("\n" if title else "") + f"{acc.n_sectors} sectors, {acc.n_lines} lines, {acc.efficiency:.0%} of moved bytes used", fontsize=9)
+    ax.set_title(title + ("\n" if title else "") + f"{plural(acc.n_sectors, 'sector')}, {plural(acc.n_lines, 'line')}, {acc.efficiency:.0%} of moved bytes used", fontsize=9)
     return fig
 
 
@@ -169,7 +178,7 @@ def draw_coalescing(accesses: dict[str, WarpAccess]):
     """Several accesses stacked (e.g. {'row-wise': ..., 'column-wise': ...}); returns the figure."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(accesses), 1, figsize=(10, 2.0 * len(accesses)), squeeze=False)
+    fig, axes = plt.subplots(len(accesses), 1, figsize=(9.2, 2.0 * len(accesses)), squeeze=False)
     for ax, (name, acc) in zip(axes[:, 0], accesses.items()):
         draw_access(acc, ax=ax, title=name)
     fig.tight_layout(rect=(0, 0.06, 1, 1))  # room for the legend below
@@ -183,15 +192,17 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
     {'row': WarpAccess, 'column': WarpAccess}; ``.controls`` the controls ('n', 'dtype', 'offset')."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import connect, figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_box, figure_png, image_widget, style_controls
 
-    style = {"description_width": "initial"}  # the whole label, not cut to "N (row str..."
-    n_s = widgets.IntSlider(value=n, min=64, max=8192, step=32, description="N (row stride)", continuous_update=False, style=style)
-    dt = widgets.Dropdown(options=list(ITEMSIZE), value=dtype, description="element", style=style)
-    off = widgets.IntSlider(value=0, min=0, max=31, description="start column", continuous_update=False, style=style)
+    n_s = widgets.IntSlider(value=n, min=64, max=8192, step=32, description="N (row stride)", continuous_update=False)
+    dt = widgets.Dropdown(options=list(ITEMSIZE), value=dtype, description="element")
+    off = widgets.IntSlider(value=0, min=0, max=31, description="start column", continuous_update=False)
+    style_controls(n_s, dt, off)
     summary = widgets.HTML()
     image = image_widget()
-    box = widgets.VBox([widgets.HBox([n_s, dt, off]), summary, image])
+    controls = widgets.VBox([widgets.HBox([n_s, dt]), off])
+    box = figure_box([controls, summary, image], "one warp's load in sectors and lines")
+    box.summary = summary
 
     def update(_=None) -> None:
         size = ITEMSIZE[dt.value]

@@ -160,36 +160,131 @@ def fragment_map(instruction: str = "mma.m16n8k16", operand: str = "A", n: int =
     return FragmentMap(instruction, op, owner, reg)
 
 
+# Lane colours: one hue per groupID (lane >> 2), four shades of it for threadID_in_group (lane % 4),
+# from matplotlib's tab20c / tab20b families: 32 colours, no two alike, so "colour = lane" holds.
+_HUES = (("tab20c", 0), ("tab20c", 1), ("tab20c", 2), ("tab20b", 3), ("tab20c", 3), ("tab20b", 1), ("tab20b", 4), ("tab20b", 2))
+# Warp colours (wgmma's overview): four light tints, one per warp of the warpgroup.
+WARP_COLOURS = ("#c6dbef", "#fdd0a2", "#c7e9c0", "#dadaeb")
+ZOOM_COLS = 16  # columns of one warp's slice drawn with labels (the accumulator repeats every 8)
+
+
+def lane_colour(lane: int) -> tuple[float, float, float]:
+    """RGB of ``lane`` (0..31): hue from its groupID, shade from its threadID_in_group."""
+    import matplotlib.pyplot as plt
+
+    group, tig = _lane_parts(lane)
+    cmap, family = _HUES[group]
+    return tuple(plt.get_cmap(cmap).colors[4 * family + tig])
+
+
+def _ink(rgb) -> str:
+    """Black or white text, whichever reads on ``rgb``."""
+    r, g, b = rgb[:3]
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+
+
+def _reg_name(fm: FragmentMap) -> str:
+    wg = fm.instruction.startswith("wgmma")
+    return "a" if fm.operand == "A" else ("b" if fm.operand == "B" else ("d" if wg else "c"))
+
+
+def _labelled_map(ax, fm: FragmentMap, rows: range, cols: range, highlight: int | None) -> None:
+    """Rows x cols of the map, each cell coloured by lane and labelled 'T<owner>' over '<reg><i>';
+    the elements of ``highlight`` outlined in red."""
+    from matplotlib.patches import Rectangle
+
+    owner = fm.owner[rows.start : rows.stop, cols.start : cols.stop]
+    rgb = np.array([[lane_colour(t % WARP_SIZE) for t in line] for line in owner])
+    ax.imshow(rgb, aspect="auto", interpolation="nearest", extent=(cols.start - 0.5, cols.stop - 0.5, rows.stop - 0.5, rows.start - 0.5))
+    ax.set_gid("fragment-lanes")  # a test finds the lane-coloured picture by this id
+    name = _reg_name(fm)
+    for r in rows:
+        for c in cols:
+            t = fm.owner[r, c]
+            ax.text(c, r, f"T{t}\n{name}{fm.reg[r, c]}", ha="center", va="center", fontsize=7, linespacing=1.0, color=_ink(lane_colour(t % WARP_SIZE)))
+    if highlight is not None:
+        for i, r, c in fm.elements_of(highlight):
+            if r in rows and c in cols:
+                ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
+    ax.set_xticks(list(cols)[:: 2 if len(cols) > 8 else 1])
+    ax.set_yticks(list(rows)[:: 2 if len(rows) > 8 else 1])
+    ax.tick_params(labelsize=8)
+    ax.set_xlabel("column", fontsize=9)
+    ax.set_ylabel("row", fontsize=9)
+
+
+def _warp_overview(ax, fm: FragmentMap, highlight: int | None) -> None:
+    """The whole wgmma operand, coloured by warp of the warpgroup; ``highlight``'s elements red."""
+    from matplotlib.colors import to_rgb
+
+    rows, cols = fm.owner.shape
+    rgb = np.array([[to_rgb(WARP_COLOURS[t // WARP_SIZE]) for t in line] for line in fm.owner])
+    if highlight is not None:
+        for i, r, c in fm.elements_of(highlight):
+            rgb[r, c] = to_rgb("red")
+    ax.imshow(rgb, aspect="auto", interpolation="nearest")
+    ax.set_gid("fragment-warps")
+    ax.set_yticks([8 + 16 * w for w in range(rows // 16)])
+    ax.set_yticklabels([f"warp {w}\nrows {16 * w}-{16 * w + 15}" for w in range(rows // 16)], fontsize=8)
+    ax.set_xticks(sorted({0, cols - 1, *range(0, cols, 16 if cols > 16 else 8)}))
+    ax.tick_params(axis="x", labelsize=8)
+    for w in range(1, rows // 16):
+        ax.axhline(16 * w - 0.5, color="black", lw=0.8)
+    ax.set_xlabel("column", fontsize=9)
+    ax.set_title(f"all {rows} x {cols}: colour = warp\nred: T{highlight}'s elements" if highlight is not None else f"all {rows} x {cols}: colour = warp", fontsize=9)
+
+
 def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
-    """The operand as a grid, coloured by owner (lane, or warp for wgmma) and labelled 'T<lane>:<i>';
-    the elements of thread ``highlight`` are outlined. Returns the figure."""
+    """Who holds which element. Returns the figure.
+
+    mma.m16n8k16 (one warp): every element coloured by its lane - one colour per lane, the hue its
+    groupID (lane >> 2), the shade its threadID_in_group (lane % 4) - and labelled 'T<lane>' over
+    its register element; the elements of lane ``highlight`` outlined in red.
+
+    wgmma.m64nNk16 (a warpgroup of 128 threads): too many elements to label at a readable size,
+    so two panels: the whole operand coloured by warp, ``highlight``'s elements in red; and the
+    16 rows of ``highlight``'s warp (at most 16 columns: the accumulator repeats its pattern every
+    8 columns, outlined in the first panel), labelled like the mma map. With ``ax`` given, only the
+    first panel is drawn there.
+    """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
     rows, cols = fm.owner.shape
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(min(12, 1.2 + cols * 0.55), min(12, 1.0 + rows * (0.45 if rows <= 16 else 0.1))))
-    else:
-        fig = ax.figure
     wg = fm.instruction.startswith("wgmma")
-    colour = fm.owner // WARP_SIZE if wg else fm.owner % 8 * 4 + fm.owner // 8  # neighbours differ
-    ax.imshow(colour, cmap="tab20" if not wg else "Pastel1", aspect="auto", interpolation="nearest")
-    reg_name = "a" if fm.operand == "A" else ("b" if fm.operand == "B" else ("d" if wg else "c"))
-    if rows * cols <= 16 * 16:  # small enough to label every element
-        for r in range(rows):
-            for c in range(cols):
-                ax.text(c, r, f"T{fm.owner[r, c]}\n{reg_name}{fm.reg[r, c]}", ha="center", va="center", fontsize=6)
-    elif highlight is not None:  # label only the chosen thread's elements
-        for i, r, c in fm.elements_of(highlight):
-            ax.text(c, r, f"{reg_name}{i}", ha="center", va="center", fontsize=5)
-    if highlight is not None:
-        for i, r, c in fm.elements_of(highlight):
-            ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="red", lw=2))
-    ax.set_xlabel("column")
-    ax.set_ylabel("row")
-    what = "warp of the warpgroup (colour), thread T0..T127" if wg else "lane T0..T31 (colour), register element"
-    outlined = f"\nred outline: the elements thread T{highlight} holds" if highlight is not None else ""
-    ax.set_title(f"{fm.instruction} operand {fm.operand} ({rows} x {cols}): owner = {what}{outlined}", fontsize=9)
+    if ax is not None:
+        if wg:
+            _warp_overview(ax, fm, highlight)
+        else:
+            _labelled_map(ax, fm, range(rows), range(cols), highlight)
+        return ax.figure
+    if not wg:
+        outlined = f"\nred outline: what lane T{highlight} holds" if highlight is not None else ""
+        fig, ax = plt.subplots(figsize=(1.0 + 0.36 * cols, 1.1 + 0.28 * rows))
+        _labelled_map(ax, fm, range(rows), range(cols), highlight)
+        ax.set_title(
+            f"{fm.instruction} operand {fm.operand} ({rows} x {cols}), held by one warp\n"
+            f"colour = lane (hue: groupID = lane >> 2, shade: lane % 4){outlined}",
+            fontsize=9,
+        )
+        fig.tight_layout()
+        return fig
+    warp = (highlight or 0) // WARP_SIZE
+    slice_rows = range(16 * warp, 16 * warp + 16)
+    slice_cols = range(min(cols, ZOOM_COLS))
+    overview_w = min(2.0, 0.5 + 0.03 * cols)
+    zoom_w = 0.34 * len(slice_cols)
+    fig, (ax_all, ax_warp) = plt.subplots(
+        1, 2, figsize=(overview_w + zoom_w + 1.9, 1.4 + 0.28 * 16), gridspec_kw={"width_ratios": [overview_w, zoom_w]},
+    )
+    _warp_overview(ax_all, fm, highlight)
+    ax_all.add_patch(Rectangle((-0.5, slice_rows.start - 0.5), len(slice_cols), 16, fill=False, ec="black", lw=2))
+    _labelled_map(ax_warp, fm, slice_rows, slice_cols, highlight)
+    more = f", columns 0-{len(slice_cols) - 1} of {cols}" if cols > len(slice_cols) else ""
+    ax_warp.set_title(f"black box, enlarged: warp {warp} (T{32 * warp}-T{32 * warp + 31}), rows {slice_rows.start}-{slice_rows.stop - 1}{more}\n"
+                      "colour = lane in the warp (hue: groupID, shade: lane % 4)", fontsize=9)
+    outlined = f"; red outline: what thread T{highlight} holds" if highlight is not None else ""
+    fig.suptitle(f"{fm.instruction} operand {fm.operand} ({rows} x {cols}), held by a warpgroup of 128 threads{outlined}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -201,16 +296,17 @@ def fragments_widget():
     'thread', 'n'."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import connect, figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_box, figure_png, image_widget, style_controls
 
-    style = {"description_width": "initial"}  # the whole label, not cut to "lane / thre..."
-    instr = widgets.ToggleButtons(options=["mma.m16n8k16", "wgmma.m64nNk16"], value="mma.m16n8k16", description="instruction", style=style)
-    operand = widgets.ToggleButtons(options=["A", "B", "C"], value="A", description="operand", style=style)
-    thread = widgets.IntSlider(value=0, min=0, max=31, description="lane / thread", continuous_update=False, style=style)
-    n_d = widgets.Dropdown(options=[8, 16, 32, 64], value=16, description="wgmma N", style=style)
+    instr = widgets.ToggleButtons(options=["mma.m16n8k16", "wgmma.m64nNk16"], value="mma.m16n8k16", description="instruction")
+    operand = widgets.ToggleButtons(options=["A", "B", "C"], value="A", description="operand")
+    thread = widgets.IntSlider(value=0, min=0, max=31, description="lane / thread", continuous_update=False)
+    n_d = widgets.Dropdown(options=[8, 16, 32, 64], value=16, description="wgmma N")
+    style_controls(instr, operand, thread, n_d)
     summary = widgets.HTML()
     image = image_widget()
-    box = widgets.VBox([instr, widgets.HBox([operand, n_d]), thread, summary, image])
+    box = figure_box([instr, widgets.HBox([operand, n_d]), thread, summary, image], "tensor-core fragments")
+    box.summary = summary
 
     def adjust() -> None:
         wg = instr.value.startswith("wgmma")

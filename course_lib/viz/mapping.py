@@ -79,8 +79,36 @@ def thread_mapping(n_rows: int, n_cols: int, block: tuple[int, int] = (16, 16), 
     )
 
 
+CATEGORICAL_MAX = 20  # matplotlib's tab20: up to 20 owners each get a colour of their own
+
+
+def _owner_colours(ax, values: np.ndarray, n_owners: int, what: str) -> str:
+    """Draw ``values`` (owner indices 0..n_owners-1; NaN where no one) on ``ax``.
+
+    Up to :data:`CATEGORICAL_MAX` owners each get a colour of their own (no colour repeats in the
+    picture); more owners get a continuous scale with a colour bar, so that two cells of one colour
+    are never read as one owner. Returns the caption's phrase for the encoding."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    shown = np.ma.masked_invalid(values)
+    if n_owners <= CATEGORICAL_MAX:
+        cmap = ListedColormap(plt.get_cmap("tab20").colors[:n_owners])
+        ax.imshow(shown, cmap=cmap, norm=BoundaryNorm(np.arange(-0.5, n_owners), n_owners), interpolation="nearest")
+        return f"one colour per {what}"
+    im = ax.imshow(shown, cmap="viridis", vmin=0, vmax=n_owners - 1, interpolation="nearest")
+    bar = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+    bar.set_label(f"index of the {what}", fontsize=8)
+    bar.ax.tick_params(labelsize=8)
+    return f"colour = index of the {what} (scale on the right)"
+
+
 def draw_mapping(m: Mapping, color_by: str = "block", ax=None):
-    """Colour the output matrix by owner ('block', 'warp' or 'thread'); returns the figure."""
+    """Colour the output matrix by owner ('block', 'warp' or 'thread'); returns the figure.
+
+    'block': the block's linear index; 'warp': the warp's index inside its block (the white lines
+    separate blocks); 'thread': the thread's linear index inside its block. Up to 20 owners get a
+    colour each, more a continuous scale (see :func:`_owner_colours`)."""
     import matplotlib.pyplot as plt
 
     if color_by not in ("block", "warp", "thread"):
@@ -92,28 +120,33 @@ def draw_mapping(m: Mapping, color_by: str = "block", ax=None):
     bx, by = m.block
     gx, gy = m.grid
     if color_by == "block":
-        values, cmap = m.block_id, "tab20"
+        values, n_owners, what = m.block_id, gx * gy, "block"
     elif color_by == "warp":
-        values, cmap = m.block_id * m.warps_per_block + m.warp_id, "tab20"
+        values, n_owners, what = m.warp_id, m.warps_per_block, "warp in its block"
     else:
-        values, cmap = m.thread_id, "viridis"
+        values, n_owners, what = m.thread_id, bx * by, "thread in its block"
     # Draw the whole launched area; the part past the matrix is grey (idle threads).
     full = np.full((gy * by, gx * bx), np.nan)
     full[: m.n_rows, : m.n_cols] = values
-    ax.imshow(np.where(np.isnan(full), -1, full) % 20 if cmap == "tab20" else full, cmap=cmap, interpolation="nearest")
+    encoding = _owner_colours(ax, full, n_owners, what)
     if m.idle_threads:
         idle = np.zeros_like(full)
         idle[m.n_rows :, :] = 1
         idle[:, m.n_cols :] = 1
         ax.imshow(np.ma.masked_where(idle == 0, idle), cmap="Greys", vmin=0, vmax=1.5, alpha=0.9, interpolation="nearest")
-    for x in range(0, gx * bx + 1, bx):
+    # Block borders in each direction where blocks are wide enough on screen (the grid is about
+    # 420 px across) that the lines do not hide them.
+    columns, rows = 420 / gx >= 8, 420 / gy >= 8
+    for x in range(0, gx * bx + 1, bx) if columns else ():
         ax.axvline(x - 0.5, color="white", lw=1.2)
-    for y in range(0, gy * by + 1, by):
+    for y in range(0, gy * by + 1, by) if rows else ():
         ax.axhline(y - 0.5, color="white", lw=1.2)
+    borders = columns or rows
     ax.plot([-0.5, m.n_cols - 0.5, m.n_cols - 0.5, -0.5, -0.5], [-0.5, -0.5, m.n_rows - 0.5, m.n_rows - 0.5, -0.5], color="red", lw=1.5)
     ax.set_xlabel("column of C (threadIdx.x direction)")
     ax.set_ylabel("row of C (threadIdx.y direction)")
-    ax.set_title(f"coloured by {color_by}; grey = idle threads past the edge (red)", fontsize=9)
+    lines = "white lines: blocks; " if borders else ""
+    ax.set_title(f"{encoding}\n{lines}grey: idle threads past the edge (red)", fontsize=9)
     return fig
 
 
@@ -127,16 +160,19 @@ def mapping_widget(n: int = 64, block: int = 16):
     """
     import ipywidgets as w
 
-    from course_lib.viz._figure import connect, figure_png, image_widget
+    from course_lib.viz._figure import WIDE_WIDTH, connect, figure_box, figure_png, image_widget, plural, style_controls
     from course_lib.viz.waves import resident_blocks, waves
 
     n_slider = w.IntSlider(value=n, min=1, max=1024, description="N (square)", continuous_update=False)
     bx = w.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128], value=block, description="block x")
     by = w.Dropdown(options=[1, 2, 4, 8, 16, 32], value=block, description="block y")
     color = w.ToggleButtons(options=["block", "warp", "thread"], value="block", description="colour by")
+    style_controls(n_slider, width=WIDE_WIDTH)  # 1024 values: the whole row
+    style_controls(bx, by, color)
     summary = w.HTML()
     image = image_widget()  # a PNG in an Image widget: no display messages, same output everywhere
-    box = w.VBox([w.HBox([n_slider, color]), w.HBox([bx, by]), summary, image])
+    box = figure_box([n_slider, w.VBox([w.HBox([bx, by]), color]), summary, image], "threads, warps and blocks over C")
+    box.summary = summary
 
     def update(_=None) -> None:
         try:
@@ -152,7 +188,7 @@ def mapping_widget(n: int = 64, block: int = 16):
             f"{m.describe()}<br>grid = (({m.n_cols} + {bx.value - 1}) // {bx.value}, "
             f"({m.n_rows} + {by.value - 1}) // {by.value}) = {m.grid}<br>"
             f"on an H200 (132 SMs), a kernel with 32 registers/thread and no shared memory fits "
-            f"{occ.resident} such blocks per SM: {box.waves.waves} wave(s), the last "
+            f"{occ.resident} such blocks per SM: {plural(box.waves.waves, 'wave')}, the last "
             f"{box.waves.tail_utilisation:.0%} full"
         )
         if m.n_rows * m.n_cols > 512 * 512:  # too many elements to draw one by one: hide the picture

@@ -158,7 +158,7 @@ def draw_tiles(s: TileStep, ax=None):
     from matplotlib.patches import Rectangle
 
     if ax is None:
-        fig, axes = plt.subplots(1, 3, figsize=(11, 4))
+        fig, axes = plt.subplots(1, 3, figsize=(9.2, 3.9))
     else:
         axes = ax
         fig = axes[0].figure
@@ -206,16 +206,19 @@ def tiles_widget(n: int = 64, tile: int = 16):
     ``.controls`` the controls by name ('n', 'tile', 'bi', 'bj', 'step')."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import connect, figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_box, figure_png, image_widget, style_controls
 
     n_s = widgets.IntSlider(value=n, min=8, max=256, step=8, description="N", continuous_update=False)
     t_d = widgets.Dropdown(options=[4, 8, 16, 32], value=tile, description="tile T")
     bi_s = widgets.IntSlider(value=0, min=0, max=0, description="block row bi", continuous_update=False)
     bj_s = widgets.IntSlider(value=0, min=0, max=0, description="block col bj", continuous_update=False)
     step_s = widgets.IntSlider(value=0, min=0, max=0, description="step t", continuous_update=False)
+    style_controls(n_s, t_d, bi_s, bj_s, step_s)
     summary = widgets.HTML()
     image = image_widget()
-    box = widgets.VBox([widgets.HBox([n_s, t_d]), widgets.HBox([bi_s, bj_s, step_s]), summary, image])
+    rows = widgets.VBox([widgets.HBox([bi_s, bj_s]), step_s])
+    box = figure_box([widgets.HBox([n_s, t_d]), rows, summary, image], "what a tiled block loads at each step")
+    box.summary = summary
 
     def adjust() -> None:
         steps = _steps(n_s.value, t_d.value)

@@ -415,14 +415,10 @@ def trace_kernel(kernel, grid, block, *args, names: tuple[str, ...] | None = Non
 
 def draw_request(req: WarpRequest, ax=None):
     """The coalescing picture (global memory) or the bank picture (shared memory) of one request."""
-    import matplotlib.pyplot as plt
-
     title = f"block {req.block[:2]} warp {req.warp}: {req.label}"
     if req.space == "global":
         return draw_access(req.coalescing(), ax=ax, title=title)
-    if ax is None:
-        fig, ax = plt.subplots(2, 1, figsize=(7, 4.5), gridspec_kw={"height_ratios": [1, 3]}, sharex=True)
-    return draw_banks(req.banks(), ax=ax, title=title)
+    return draw_banks(req.banks(), ax=ax, title=title)  # sized to the rows it draws when ax is None
 
 
 def trace_widget(trace: Trace):
@@ -431,7 +427,7 @@ def trace_widget(trace: Trace):
     :class:`WarpRequest` on display; ``.controls``: 'site', 'request'."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import connect, figure_png, image_widget
+    from course_lib.viz._figure import WIDE_WIDTH, connect, figure_box, figure_png, image_widget, style_controls
 
     summary = {(r["line"], r["array"], r["kind"], r["space"]): r for r in trace.summary()}
     options = [
@@ -441,12 +437,13 @@ def trace_widget(trace: Trace):
     ]
     if not options:
         raise ValueError("the trace recorded no accesses")
-    style = {"description_width": "initial"}  # the whole label, not cut to "warp requ..."
-    site = widgets.Dropdown(options=options, value=options[0][1], description="access", layout=widgets.Layout(width="560px"), style=style)
-    req_s = widgets.IntSlider(value=0, min=0, max=0, description="warp request", continuous_update=False, style=style)
+    site = widgets.Dropdown(options=options, value=options[0][1], description="access")
+    req_s = widgets.IntSlider(value=0, min=0, max=0, description="warp request", continuous_update=False)
+    style_controls(site, req_s, width=WIDE_WIDTH)  # long labels; a kernel can make hundreds of requests
     text = widgets.HTML()
     image = image_widget()
-    box = widgets.VBox([widgets.HTML(f"<pre>{trace.describe()}</pre>"), site, req_s, text, image])
+    box = figure_box([widgets.HTML(f"<pre>{trace.describe()}</pre>"), site, req_s, text, image], f"trace of {trace.kernel}")
+    box.summary = text
     box.trace = trace
     busy = [False]
 

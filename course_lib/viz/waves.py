@@ -51,6 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from course_lib.viz._figure import plural
+
 WARP_SIZE = 32
 
 
@@ -224,10 +226,10 @@ class Waves:
 
     def describe(self) -> str:
         return (
-            f"{self.blocks} blocks on {self.sms} SMs x {self.resident} resident = {self.slots} per wave: "
+            f"{plural(self.blocks, 'block')} on {self.sms} SMs x {self.resident} resident = {self.slots} per wave: "
             f"{self.blocks / self.slots:.2f} waves -> {self.waves} "
-            f"(last wave {self.tail_blocks} blocks = {self.tail_utilisation:.0%} full, "
-            f"{self.idle_sms_in_tail} SMs idle in it; overall {self.efficiency:.0%} of slots used)"
+            f"(last wave {plural(self.tail_blocks, 'block')} = {self.tail_utilisation:.0%} full, "
+            f"{plural(self.idle_sms_in_tail, 'SM')} idle in it; overall {self.efficiency:.0%} of slots used)"
         )
 
 
@@ -258,22 +260,25 @@ def draw_waves(w: Waves, ax=None, max_waves: int = 12):
     first = max(0, w.waves - max_waves)
     shown = grid[first:]
     if ax is None:
-        fig, ax = plt.subplots(figsize=(9, 0.45 * len(shown) + 1.6))
+        fig, ax = plt.subplots(figsize=(9, 0.3 * len(shown) + 1.6))
     else:
         fig = ax.figure
+    # One colour per count of resident blocks (grey = none): the colour bar is the legend.
     colors = ["#eeeeee"] + list(plt.get_cmap("Blues")(np.linspace(0.35, 0.95, max(1, w.resident))))
     cmap = ListedColormap(colors)
     norm = BoundaryNorm(np.arange(-0.5, w.resident + 1), cmap.N)
     im = ax.imshow(shown, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
-    bar = fig.colorbar(im, ax=ax, ticks=range(w.resident + 1), pad=0.01, fraction=0.04)
+    ticks = range(w.resident + 1) if w.resident <= 16 else sorted({0, *range(0, w.resident + 1, 4), w.resident})
+    bar = fig.colorbar(im, ax=ax, ticks=list(ticks), pad=0.01, fraction=0.04)
     bar.set_label("blocks on the SM", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
+    bar.ax.tick_params(labelsize=8)
     ax.set_yticks(range(len(shown)))
     ax.set_yticklabels([f"wave {first + i + 1}" for i in range(len(shown))], fontsize=8)
     ax.set_xlabel(f"SM (0..{w.sms - 1}); colour = blocks resident on it (scale on the right), grey = idle")
+    hidden = f" (waves 1-{first}, all full, not drawn)" if first else ""
     ax.set_title(
-        f"{w.blocks} blocks, {w.resident} per SM -> {w.waves} waves; "
-        f"last wave {w.tail_utilisation:.0%} full, {w.idle_sms_in_tail} SMs idle",
+        f"{w.blocks} blocks, {w.resident} per SM -> {plural(w.waves, 'wave')}{hidden}; "
+        f"last wave {w.tail_utilisation:.0%} full, {plural(w.idle_sms_in_tail, 'SM')} idle",
         fontsize=9,
     )
     fig.tight_layout()
@@ -286,17 +291,19 @@ def waves_widget(size: int = 4096, tile: int = 128, threads: int = 256, regs: in
     ``.controls`` the controls by name ('size', 'tile', 'threads', 'regs', 'smem_kb')."""
     import ipywidgets as widgets
 
-    from course_lib.viz._figure import connect, figure_png, image_widget
+    from course_lib.viz._figure import connect, figure_box, figure_png, image_widget, style_controls
 
-    style = {"description_width": "150px"}
-    size_s = widgets.IntSlider(value=size, min=128, max=16384, step=128, description="matrix size N", continuous_update=False, style=style)
-    tile_d = widgets.Dropdown(options=[16, 32, 64, 128, 256], value=tile, description="tile (block) T x T", style=style)
-    threads_d = widgets.Dropdown(options=[32, 64, 128, 256, 512, 1024], value=threads, description="threads / block", style=style)
-    regs_s = widgets.IntSlider(value=regs, min=16, max=255, step=8, description="registers / thread", continuous_update=False, style=style)
-    smem_s = widgets.IntSlider(value=smem_kb, min=0, max=227, description="shared KB / block", continuous_update=False, style=style)
+    size_s = widgets.IntSlider(value=size, min=128, max=16384, step=128, description="matrix size N", continuous_update=False)
+    tile_d = widgets.Dropdown(options=[16, 32, 64, 128, 256], value=tile, description="tile T x T")
+    threads_d = widgets.Dropdown(options=[32, 64, 128, 256, 512, 1024], value=threads, description="threads / block")
+    regs_s = widgets.IntSlider(value=regs, min=16, max=255, step=8, description="registers / thread", continuous_update=False)
+    smem_s = widgets.IntSlider(value=smem_kb, min=0, max=227, description="shared KB / block", continuous_update=False)
+    style_controls(size_s, tile_d, threads_d, regs_s, smem_s)
     summary = widgets.HTML()
     image = image_widget()
-    box = widgets.VBox([widgets.HBox([size_s, tile_d]), widgets.HBox([threads_d, regs_s, smem_s]), summary, image])
+    rows = widgets.VBox([widgets.HBox([threads_d, regs_s]), smem_s])
+    box = figure_box([widgets.HBox([size_s, tile_d]), rows, summary, image], "occupancy and waves on the H200")
+    box.summary = summary
 
     def update(_=None) -> None:
         try:
