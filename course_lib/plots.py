@@ -47,7 +47,7 @@ def plot_stages(results: Results, dtype: str, shape: Shape, stages: Sequence[str
     hatch = ["//" if r.get("recorded_on") else "" for r in rows]
     own = [r for r in rows if not r.get("recorded_on")] or rows  # the cuBLAS line is this GPU's
     cublas = sorted(r["cublas_tflops"] for r in own)[len(own) // 2]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.55 * len(rows) + 1.8), sharey=True)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 0.55 * len(rows) + 1.8), sharey=True)
     y = range(len(rows))
     ax1.barh(y, [r["tflops"] for r in rows], color="tab:blue", hatch=hatch, edgecolor="white")
     ax1.axvline(cublas, color="black", ls="--", lw=1, label=f"cuBLAS ≈ {cublas:.0f} TFLOP/s")
@@ -75,7 +75,7 @@ def plot_sweep(results: Results, dtype: str, stages: Sequence[str] | None = None
         raise LookupError(f"no {dtype} results for {stages or 'any stage'} ({results.label})")
     shapes = sorted({(r["M"], r["N"], r["K"]) for g in groups.values() for r in g}, key=lambda s: (s[0] * s[1] * s[2], s))
     x = {s: i for i, s in enumerate(shapes)}
-    fig, ax = plt.subplots(figsize=(11, 4))
+    fig, ax = plt.subplots(figsize=(9.5, 4))
     for name, g in groups.items():
         if ratio and name == "cublas":
             continue
@@ -139,7 +139,7 @@ def plot_timeline(consumers: Sequence[dict[str, Any]], label: str, rows: int = 8
     if not consumers:
         raise ValueError("no consumers to draw: pass the 'raw' list of a timeline recording")
     shown = list(consumers)[:rows]
-    fig, ax = plt.subplots(figsize=(11, 0.35 * len(shown) + 1.6))
+    fig, ax = plt.subplots(figsize=(9.5, 0.35 * len(shown) + 1.6))
     colours = {"waiting for the first slice / next tile": "0.8", "mainloop (wgmma)": "tab:blue",
                "epilogue (convert to bf16, stage)": "tab:orange"}
     for y, c in enumerate(shown):

@@ -227,3 +227,34 @@ def test_counts_are_spelled_in_the_right_number():
     for make in WIDGETS.values():
         box = make()
         assert "(s)" not in box.summary.value and "(es)" not in box.summary.value, box.summary.value
+
+
+# The notebooks' charts (course_lib.plots and the other figure functions): as wide as the output
+# area at most, with readable text. Bar charts grow with their number of rows, so their height is
+# not bounded here; a learner scrolls past them, no controls sit beside them.
+def _charts():
+    from course_lib import plots, results
+    from course_lib.kernels import coalescing_and_triton as c04
+    from course_lib.kernels import thread_coarsening as coarsening
+    from course_lib.viz import hierarchy
+
+    recorded = results.load()
+    stages = ["naive", "shared_memory_tiling", "coarsened_2x2", "register_tiling", "triton_fast"]
+    tc = results.summary("tensor_core")
+    return {
+        "plot_stages": lambda: plots.plot_stages(recorded, "fp32", (4096, 4096, 4096), stages=stages),
+        "plot_sweep": lambda: plots.plot_sweep(recorded, "bf16", stages=["triton_fast", "tc_6_tma_store"], ratio=True),
+        "plot_roofline": lambda: plots.plot_roofline(recorded, "fp32", [("register_tiling", 32.0, 31.0)]),
+        "plot_timeline": lambda: plots.plot_timeline(tc["timeline"]["consumers_4096"], "recorded"),
+        "draw_launch_order": lambda: c04.draw_launch_order(6, 8, 3, programs=12),
+        "draw_tile_hierarchy": lambda: hierarchy.draw_tile_hierarchy(coarsening.DEFAULT_CONFIG),
+    }
+
+
+@pytest.mark.parametrize("name", ["plot_stages", "plot_sweep", "plot_roofline", "plot_timeline", "draw_launch_order",
+                                  "draw_tile_hierarchy"])
+def test_the_charts_are_no_wider_than_the_output_area(name):
+    fig = _charts()[name]()
+    width, _ = _png_size(figure.figure_png(fig))
+    assert width <= MAX_WIDTH_PX, f"{name}: {width} px wide, the output area takes {MAX_WIDTH_PX}"
+    assert _smallest_text_px(fig) >= MIN_FONT_PX, f"{name}: text of {_smallest_text_px(fig):.1f} px"

@@ -47,7 +47,7 @@ def draw_launch_order(num_pid_m: int, num_pid_n: int, group_m: int, programs: in
     and block-columns of B they read marked on the edges. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.55 * num_pid_m + 1.6))
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 0.55 * num_pid_m + 1.6))
     for ax, (name, order, g) in zip(axes, (("row-major order", row_major_order, 1),
                                            (f"grouped order, GROUP_M = {group_m}", grouped_order, group_m))):
         grid = launch_order_grid(order, num_pid_m, num_pid_n, g)
