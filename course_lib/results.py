@@ -200,6 +200,7 @@ _PROFILE_ROWS: dict[str, tuple[str, Any]] = {
     "l2": ("L2 hit rate (%)", lambda p: f"{p['l2_hit_pct']:.0f}"),
     "sectors": ("sectors per global load request",  # "-": no loads through L1 (TMA copies bypass it)
                 lambda p: f"{p['global_load_sectors'] / p['global_load_requests']:.1f}" if p["global_load_requests"] else "-"),
+    "load_sectors": ("global load sectors (millions)", lambda p: f"{p['global_load_sectors'] / 1e6:.0f}"),
     "instructions": ("instructions (billions)", lambda p: f"{p['instructions'] / 1e9:.2f}"),
     "per_fma": ("instructions per multiply-add", lambda p: f"{p['instructions'] / (4096**3 / 32):.1f}"),
     "fma_share": ("of them on the FMA pipe (%)", lambda p: f"{100 * p['fma_instructions'] / p['instructions']:.0f}"),
