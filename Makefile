@@ -54,11 +54,13 @@ $(call stamp,$(TEST_EXTRAS)): pyproject.toml requirements-lock.txt | $(VENV)/bin
 
 # JupyterLab's file browser starts at the repository root, so the CUDA sources notebook 05 discusses
 # (course_lib/csrc/) are a click away; the first notebook opens. REMOTE=1 keeps the token (the URL
-# with ?token=... is printed) and listens on the loopback interface only.
+# with ?token=... is printed) and listens on the loopback interface only. Run as root (a container),
+# Jupyter refuses to start without --allow-root, which is then added.
 lab: $(call stamp,$(LAB_EXTRAS))
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
 	  --LabApp.default_url=/lab/tree/notebooks/00_gpu_execution_model.ipynb \
-	  $(if $(REMOTE),--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --ServerApp.port_retries=0)
+	  $(if $(REMOTE),--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --ServerApp.port_retries=0) \
+	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # tests/test_browser.py drives Debian's chromium through Playwright (never a downloaded browser).
 # Install it when it is missing and we may (root with apt-get, as in CI); otherwise say so and go

@@ -136,6 +136,7 @@ def test_make_lab_opens_the_course_at_the_repository_root():
                                      capture_output=True, text=True).stdout.split())
     assert "--no-browser" in remote and "--ServerApp.ip=127.0.0.1" in remote
     assert not re.search(r"token=''|IdentityProvider.token", remote)  # the token is kept
+    assert ("--allow-root" in line) == (os.getuid() == 0)  # Jupyter refuses root without it
 
 
 def test_gpu_extras_bring_the_extension_toolchain():
