@@ -23,20 +23,11 @@
 #   power      nvidia-smi sampled every 100 ms through 5 s of back-to-back cuBLAS bf16 GEMMs
 #              (experiments/gpu_power_sampling.py) -> $OUT/power_sampling.csv (+ log)
 #
-# Python packages the GPU image lacks are installed from wheels in .whl/ when that folder is present
-# (as tools/gpu_run_all.sh does; see README).
+# tools/gpu_env.sh sets up the GPU backend and installs the Python packages the GPU image lacks from
+# wheels in .whl/ (see README).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu_out}
-mkdir -p "$OUT"
-export COURSE_BACKEND=gpu PYTHONUNBUFFERED=1
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site:$PWD
-else
-    export PYTHONPATH=$PWD
-fi
-python3 -c "import course_lib; course_lib.describe()" || exit 1
+source tools/gpu_env.sh
 build_variant() {  # the course's extension and the variant's, built before anything is timed or sanitized
     (cd experiments && python3 -c "from course_lib.kernels import tensor_cores as tc; import tc_6_stream_k as v; tc.extension(); v.extension()")
 }

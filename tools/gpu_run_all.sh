@@ -17,20 +17,11 @@
 # The experiments (the Triton sweep, stage 6's scheduling knobs and timeline, Nsight Compute) are
 # experiments/run_on_gpu.sh's.
 #
-# Python packages the GPU image lacks (numpy < 2.5 for numba-cuda; nbclient/ipykernel/ipywidgets for
-# the notebooks) are installed from wheels in .whl/ when that folder is present (see README).
+# tools/gpu_env.sh sets up the GPU backend and installs the Python packages the GPU image lacks from
+# wheels in .whl/ (see README).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu_out}
-mkdir -p "$OUT"
-export COURSE_BACKEND=gpu PYTHONUNBUFFERED=1
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site:$PWD
-else
-    export PYTHONPATH=$PWD
-fi
-python3 -c "import course_lib; course_lib.describe()" || exit 1
+source tools/gpu_env.sh
 
 status=0
 for section in "$@"; do
