@@ -72,6 +72,51 @@ def test_fast_config(dtype, cfg):
     check(lambda a, b: c04.fast_matmul(a, b, dtype, cfg), dtype, shapes=[(264, 520, 72), (33, 17, 40)], seed=2)
 
 
+# ---- the per-shape candidates: small M, few tiles, split-K ----------------------------------------
+# (shape, SM count the heuristic is told): small M on 16 SMs (split-K is offered), small M with
+# more columns than SMs, and few tiles on 8 SMs (half tiles and split-K are offered). The shapes
+# are off every tile and K is not a multiple of any BLOCK_K, so edges and the last K range are hit.
+SHAPE_CASES = [((5, 200, 1000), 16), ((37, 136, 520), 16), ((130, 264, 1544), 8)]
+SHAPE_CANDIDATES = list(dict.fromkeys(
+    (d, cfg, shape)
+    for (shape, sms) in SHAPE_CASES
+    for d in DTYPES
+    for cfg in c04.shape_candidates(d, *shape, sm_count=sms)
+    if cfg not in c04.FAST_CONFIGS[d]
+))
+
+
+@pytest.mark.parametrize("dtype, cfg, shape", SHAPE_CANDIDATES,
+                         ids=[f"{d}-{c.label}-{s}" for d, c, s in SHAPE_CANDIDATES])
+def test_shape_candidate(dtype, cfg, shape):
+    check(lambda a, b: c04.fast_matmul(a, b, dtype, cfg), dtype, shapes=[shape], seed=sum(shape))
+
+
+def test_shape_candidates_cover_each_kind():
+    kinds = {shape: {("split" if c.split_k > 1 else "small" if c.block_m <= 64 and shape[0] <= c04.SMALL_M else "tile")
+                     for c in c04.shape_candidates("bf16", *shape, sm_count=sms)} for shape, sms in SHAPE_CASES}
+    assert kinds[(5, 200, 1000)] == {"small", "split"}
+    assert "split" in kinds[(130, 264, 1544)]
+    # Large C: only the big tiles; a decode step: only one tile row.
+    assert c04.shape_candidates("bf16", 4096, 4096, 4096, 132) == c04.FAST_CONFIGS["bf16"]
+    assert {c.block_m for c in c04.shape_candidates("bf16", 16, 4096, 4096, 132)} == {16}
+    assert {c.block_m for c in c04.shape_candidates("fp32", 64, 4096, 4096, 132)} == {64}
+
+
+@pytest.mark.parametrize("K, block_k, split, want", [(1000, 128, 4, 256), (1000, 128, 20, 128), (64, 64, 3, 64), (4096, 64, 3, 1408)])
+def test_split_k_ranges(K, block_k, split, want):
+    per = c04.split_k_ranges(K, block_k, split)
+    assert per == want and per % block_k == 0
+    assert -(-K // per) <= split and (-(-K // per) - 1) * per < K  # no empty range
+
+
+def test_split_k_config_is_validated():
+    with pytest.raises(ValueError, match="split_k"):
+        c04.FastConfig(64, 64, 32, split_k=0)
+    with pytest.raises(ValueError, match="persistent"):
+        c04.FastConfig(64, 64, 32, split_k=2, persistent=True)
+
+
 def test_fast_uses_descriptors_only_when_aligned():
     cfg = c04.FastConfig(64, 64, 32)
     for (M, N, K), want in (((64, 64, 64), True), ((64, 64, 7), False), ((64, 7, 64), False), ((3, 64, 64), True)):

@@ -19,8 +19,10 @@ Stages registered here (backend ``"triton"``; dtypes fp32 = exact IEEE fp32, tf3
 ``triton_fast`` (:mod:`.fast`, :mod:`.autotune`)
     What Triton adds beyond the tile: grouped launch order (L2 reuse), per-dtype tile shapes,
     ``num_warps`` / ``num_stages``, tensor-descriptor (TMA) loads where the alignment allows (pointer
-    loads otherwise), a persistent launch, and for TF32 a pre-transposed B. On the GPU it autotunes
-    among the candidates of :data:`FAST_CONFIGS`; on the CPU it uses the first one.
+    loads otherwise), a persistent launch, and for TF32 a pre-transposed B; for shapes with few tiles,
+    split-K, and for small M (decode) narrow tiles of 16-64 rows. On the GPU it autotunes, once per
+    shape, among the candidates :func:`.autotune.shape_candidates` names for it; on the CPU it uses
+    the first of :data:`FAST_CONFIGS`.
 
 Also here: plain data for the notebook's pictures (:mod:`.launch_order`; the addresses a warp reads
 from the article kernels' B tile in :mod:`.article`), the exercises (:mod:`.exercises`), and
@@ -42,7 +44,15 @@ from course_lib.kernels.coalescing_and_triton.article import (
     tiled_matmul_transposed_b,
     tiled_matmul_transposed_b_kernel,
 )
-from course_lib.kernels.coalescing_and_triton.autotune import autotuned_config, fast_matmul_autotuned, tuned_configs
+from course_lib.kernels.coalescing_and_triton.autotune import (
+    SMALL_M,
+    autotuned_config,
+    fast_matmul_autotuned,
+    few_tile_configs,
+    shape_candidates,
+    small_m_configs,
+    tuned_configs,
+)
 from course_lib.kernels.coalescing_and_triton.common import (
     COURSE_DTYPES,
     INPUT_PRECISION,
@@ -66,6 +76,9 @@ from course_lib.kernels.coalescing_and_triton.fast import (
     launch_fast,
     matmul_tile_descriptors,
     persistent_matmul_kernel,
+    split_k_matmul_kernel,
+    split_k_ranges,
+    sum_splits_kernel,
     transpose,
     transpose_kernel,
 )

@@ -1,12 +1,24 @@
-"""Autotuning ``triton_fast``: try every candidate on the real inputs, time it, keep the fastest.
+"""Choosing ``triton_fast``'s configuration per shape: a heuristic names the candidates worth
+timing, then autotuning times each on the real inputs and keeps the fastest, once per shape.
 
-This is what ``triton.autotune`` does for a kernel's meta-parameters. It is written out because two
-of the choices (B's layout, descriptors or not) are made by the wrapper, outside the kernels.
+This is what ``triton.autotune`` does for a kernel's meta-parameters. It is written out because
+three of the choices (B's layout, descriptors or not, split-K) are made by the wrapper, outside the
+kernels, and because which candidates are worth timing depends on the shape:
+
+* **large C** (many tiles per SM): the big tiles of :data:`FAST_CONFIGS`;
+* **few tiles** (fewer than two per SM with the big tiles): also smaller tiles, and split-K, which
+  gives each tile several programs (one per range of K);
+* **small M** (M <= :data:`SMALL_M`, e.g. a decode step: a few tokens times a weight matrix): every
+  element of B is used by only M rows, so the GEMM is bound by reading B from memory. Tiles of 16-64
+  rows (the least ``tl.dot`` takes) and narrow columns give enough programs to keep many loads of B
+  in flight on every SM; split-K where even narrow columns are too few.
 """
 
 from __future__ import annotations
 
 import triton
+
+from dataclasses import replace
 
 from course_lib import backend
 from course_lib.gemm import TORCH_DTYPES, Operands, new_output, prepare
@@ -14,14 +26,66 @@ from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, 
 from course_lib.kernels.coalescing_and_triton.fast import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, launch_fast
 from course_lib.timing import time_fn
 
+SMALL_M = 64  # at most this many rows of A: the small-M candidates
+_SIXTEEN = ("fp16", "bf16")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def small_m_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:
+    """Candidates for M <= SMALL_M: one tile row of 16, 32 or 64 rows; columns 32-128 wide; long
+    K-slices (128 16-bit or 64 32-bit elements) and 4 in flight. Where even 32-column tiles leave SMs
+    idle, split-K candidates share K out until there are about two programs per SM."""
+    block_m = max(16, 1 << (M - 1).bit_length()) if M > 1 else 16
+    block_k = 128 if dtype in _SIXTEEN else 64
+    out = []
+    for block_n in (32, 64, 128):
+        cfg = FastConfig(block_m, block_n, block_k, group_m=1, num_warps=4, num_stages=4)
+        out.append(cfg)
+        tiles = _cdiv(N, block_n)
+        slices = _cdiv(K, block_k)
+        if tiles < sm_count:
+            split = min(_cdiv(2 * sm_count, tiles), slices // 4)
+            if split >= 2:
+                out.append(replace(cfg, split_k=split))
+    return tuple(out)
+
+
+def few_tile_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:
+    """Extra candidates when the big tiles of FAST_CONFIGS give fewer than two tiles per SM:
+    tiles of half the size, one program each, and the big tile split along K into 2-4 ranges
+    (only where each range keeps at least 8 K-slices)."""
+    big = FAST_CONFIGS[dtype][0]
+    tiles = _cdiv(M, big.block_m) * _cdiv(N, big.block_n)
+    out = [replace(big, block_n=big.block_n // 2, persistent=False, epilogue_split=1, num_stages=4)]
+    for split in (2, 3, 4):
+        if tiles * split <= 3 * sm_count and _cdiv(K, big.block_k) >= 8 * split:
+            out.append(replace(big, persistent=False, split_k=split, epilogue_split=1))
+    return tuple(out)
+
+
+def shape_candidates(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:
+    """The candidates worth timing for an M x N x K product on a GPU with ``sm_count`` SMs (the
+    heuristic of this module's docstring)."""
+    if M <= SMALL_M:
+        return small_m_configs(dtype, M, N, K, sm_count)
+    big = FAST_CONFIGS[dtype][0]
+    tiles = _cdiv(M, big.block_m) * _cdiv(N, big.block_n)
+    if tiles < 2 * sm_count:
+        return FAST_CONFIGS[dtype] + few_tile_configs(dtype, M, N, K, sm_count)
+    return FAST_CONFIGS[dtype]
+
+
 _TUNED: dict[tuple, FastConfig] = {}
 
 
 def autotuned_config(ops: Operands, dtype: str, c) -> FastConfig:
     """The fastest candidate for these operands (timed once per shape, strides and alignment)."""
-    candidates = FAST_CONFIGS[dtype]
-    if not backend.get().is_gpu or len(candidates) == 1:
-        return candidates[0]
+    if not backend.get().is_gpu:
+        return FAST_CONFIGS[dtype][0]
+    candidates = shape_candidates(dtype, ops.M, ops.N, ops.K, backend.sm_count())
     aligned = all(descriptor_problem(t, "x") is None for t in (ops.a, ops.b, c))
     key = (dtype, ops.M, ops.N, ops.K, ops.a.stride(), ops.b.stride(), aligned)
     if key not in _TUNED:
@@ -45,8 +109,8 @@ def tuned_configs() -> dict[tuple, FastConfig]:
 
 
 def fast_matmul_autotuned(a: object, b: object, dtype: str = "fp32") -> object:
-    """Stage ``triton_fast``: on a GPU the fastest of :data:`FAST_CONFIGS` for this shape; on the
-    CPU the first candidate."""
+    """Stage ``triton_fast``: on a GPU the fastest of :func:`shape_candidates` for this shape; on the
+    CPU the first candidate of :data:`FAST_CONFIGS`."""
     stage = "triton_fast"
     ops = prepare(a, b, stage=stage, dtypes=(dtype,))
     c = new_output(ops.M, ops.N, TORCH_DTYPES[dtype], ops.a.device)

@@ -45,20 +45,46 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def make_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr):
-    """Descriptors of A, B and C, made once per program (on a GPU each one is written to global
-    memory obtained through triton.set_allocator). With ``B_K_MAJOR`` b_ptr holds B^T (N x K,
-    row-major); C is stored in ``C_STORE_SPLIT`` boxes of BLOCK_N / C_STORE_SPLIT columns."""
+def operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, stride_bn,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_K_MAJOR: tl.constexpr):
+    """Descriptors of A and B (on a GPU each one is written to global memory obtained through
+    triton.set_allocator). With ``B_K_MAJOR`` b_ptr holds B^T (N x K, row-major)."""
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
     if B_K_MAJOR:
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K])
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
+    return a_desc, b_desc
+
+
+@triton.jit
+def make_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr):
+    """Descriptors of A, B and C, made once per program; C is stored in ``C_STORE_SPLIT`` boxes of
+    BLOCK_N / C_STORE_SPLIT columns."""
+    a_desc, b_desc = operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, stride_bn,
+                                         BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
                                        block_shape=[BLOCK_M, BLOCK_N // C_STORE_SPLIT])
     return a_desc, b_desc, c_desc
+
+
+@triton.jit
+def accumulate_tile(a_desc, b_desc, row0, col0, k_begin, k_end,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                    B_K_MAJOR: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """The sum over k in [k_begin, k_end) of A[row0:, k] B[k, col0:] for one BLOCK_M x BLOCK_N tile,
+    in fp32. Slices past K are read as zeros (the descriptor fills them)."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(k_begin, k_end, BLOCK_K):
+        a = a_desc.load([row0, k0])
+        if B_K_MAJOR:
+            b = b_desc.load([col0, k0]).T  # a K-major tile of B^T, seen as BLOCK_K x BLOCK_N
+        else:
+            b = b_desc.load([k0, col0])
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    return acc
 
 
 @triton.jit
@@ -71,14 +97,7 @@ def matmul_tile_descriptors(
     pid_m, pid_n = grouped_tile(tile_id, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     row0 = pid_m * BLOCK_M
     col0 = pid_n * BLOCK_N
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        a = a_desc.load([row0, k0])
-        if B_K_MAJOR:
-            b = b_desc.load([col0, k0]).T  # a K-major tile of B^T, seen as BLOCK_K x BLOCK_N
-        else:
-            b = b_desc.load([k0, col0])
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    acc = accumulate_tile(a_desc, b_desc, row0, col0, 0, K, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, INPUT_PRECISION)
 
     c = acc.to(c_ptr.dtype.element_ty)
     if C_STORE_SPLIT == 2:
@@ -144,6 +163,52 @@ def grouped_matmul_kernel(
                        stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, INPUT_PRECISION)
 
 
+# ---- split-K: when C has too few tiles to give every SM one -----------------------------------------
+# A 768 x 2304 C (the weight gradient of a GPT-2 projection, K = 16384 tokens) is 54 tiles of
+# 128 x 256: one program per tile leaves 78 of the H200's 132 SMs idle for the whole run. Split-K
+# cuts K into SPLIT_K ranges and gives each (tile, range) its own program: SPLIT_K times as many
+# programs, each with a SPLIT_K-th of the work. Each writes its fp32 partial sums to a workspace;
+# a second kernel adds the SPLIT_K partials of every element and rounds once, to C's type.
+@triton.jit
+def split_k_matmul_kernel(
+    a_ptr, b_ptr, partial_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn,
+    K_PER_SPLIT,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    B_K_MAJOR: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    # Program (tile, split) on a 2-D grid: axis 0 the tile in grouped order, axis 1 its K range.
+    a_desc, b_desc = operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, stride_bn,
+                                         BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    split = tl.program_id(1)
+    k_begin = split * K_PER_SPLIT  # K_PER_SPLIT is a multiple of BLOCK_K
+    k_end = tl.minimum(k_begin + K_PER_SPLIT, K)
+    acc = accumulate_tile(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, k_begin, k_end,
+                          BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, INPUT_PRECISION)
+    # The partial sums of split s go to plane s of the workspace, an (SPLIT_K, M, N) fp32 array.
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    plane = partial_ptr + split.to(tl.int64) * M * N
+    tl.store(plane + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def sum_splits_kernel(partial_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    """C (contiguous, MN elements) = the sum of the SPLIT_K planes of the workspace, in fp32,
+    rounded once to C's type. Each program adds BLOCK consecutive elements of every plane."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < MN
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        total += tl.load(partial_ptr + s * MN + offs, mask=mask, other=0.0)
+    tl.store(c_ptr + offs, total.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+SUM_SPLITS_BLOCK = 1024
+
+
 @dataclass(frozen=True)
 class FastConfig:
     """One candidate configuration of the fast kernels and of their wrapper.
@@ -155,6 +220,8 @@ class FastConfig:
     to pointers otherwise; "pointers" always uses pointers with masks.
     ``persistent``: one program per SM (on the CPU: :data:`CPU_PERSISTENT_PROGRAMS`).
     ``epilogue_split``: C stored in this many column halves (1 or 2; descriptors only).
+    ``split_k``: K cut into this many ranges, one program per (tile, range), partial sums added by a
+    second kernel (descriptors only: with pointer loads the config runs unsplit).
     """
 
     block_m: int
@@ -167,6 +234,7 @@ class FastConfig:
     loads: str = "descriptors"
     persistent: bool = False
     epilogue_split: int = 1
+    split_k: int = 1
 
     def __post_init__(self) -> None:
         if self.b_layout not in ("kn", "nk"):
@@ -175,6 +243,10 @@ class FastConfig:
             raise ValueError(f"loads is 'descriptors' or 'pointers', not {self.loads!r}")
         if self.epilogue_split not in (1, 2):
             raise ValueError(f"epilogue_split is 1 or 2, not {self.epilogue_split}")
+        if self.split_k < 1:
+            raise ValueError(f"split_k is a number of K ranges >= 1, not {self.split_k}")
+        if self.split_k > 1 and self.persistent:
+            raise ValueError("split_k > 1 launches one program per (tile, K range): it cannot also be persistent")
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
@@ -187,6 +259,7 @@ class FastConfig:
             " ptr" if self.loads == "pointers" else "",
             " persistent" if self.persistent else "",
             " split2" if self.epilogue_split == 2 else "",
+            f" splitK{self.split_k}" if self.split_k > 1 else "",
         ])
         return (f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
                 f"w{self.num_warps} s{self.num_stages}{extra}")
@@ -306,11 +379,38 @@ def launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
     if not use_desc:
         return grouped_matmul_kernel[(tiles,)](*args, **meta), False
     common.ensure_allocator()
+    if cfg.split_k > 1:
+        return launch_split_k(args, meta, cfg, c, tiles), True
     meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
     if cfg.persistent:
         programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
         return persistent_matmul_kernel[(min(tiles, programs),)](*args, **meta), True
     return fast_matmul_kernel[(tiles,)](*args, **meta), True
+
+
+def split_k_ranges(K: int, block_k: int, split_k: int) -> int:
+    """Elements of K per split: whole BLOCK_K slices, shared out as evenly as they go (the last
+    range may be shorter; none is empty)."""
+    slices = triton.cdiv(K, block_k)
+    per_split = triton.cdiv(slices, min(split_k, slices))
+    return per_split * block_k
+
+
+def launch_split_k(args: tuple, meta: dict, cfg: FastConfig, c: torch.Tensor, tiles: int):
+    """Launch :func:`split_k_matmul_kernel` into a fresh fp32 workspace, then :func:`sum_splits_kernel`
+    into ``c``; returns the compiled GEMM kernel."""
+    a, b_view, _, M, N, K = args[:6]
+    k_per_split = split_k_ranges(K, cfg.block_k, cfg.split_k)
+    splits = triton.cdiv(K, k_per_split)  # after rounding to whole slices, maybe fewer than asked
+    partial = torch.empty((splits, M, N), dtype=torch.float32, device=c.device)
+    common.require_32bit_offsets("triton_fast (split-K workspace)", partial.view(splits * M, N))
+    # B's row stride is used when B is read as B^T (N x K rows), its column stride otherwise.
+    compiled = split_k_matmul_kernel[(tiles, splits)](
+        a, b_view, partial, M, N, K, a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), k_per_split,
+        B_K_MAJOR=cfg.b_layout == "nk", **meta)
+    sum_splits_kernel[(triton.cdiv(M * N, SUM_SPLITS_BLOCK),)](partial, c, M * N, SPLIT_K=splits,
+                                                                 BLOCK=SUM_SPLITS_BLOCK, num_warps=4)
+    return compiled
 
 
 def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | None = None) -> object:
