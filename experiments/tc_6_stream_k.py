@@ -11,7 +11,8 @@ only its default path, and it still has the knobs the scheduling experiments tur
 
 It builds (GPU machines only) from its own sources plus the course's headers in course_lib/csrc,
 with the course's flags. :func:`stream_k_work` and :func:`stream_k_contributors` restate the
-stream-K schedule (``WorkCursor`` in kernels/tc_stream_k.cuh) in Python for the tests.
+stream-K schedule (``WorkCursor`` in course_lib/csrc/tc_stream_k.cuh) in Python for the tests;
+they are the course's (course_lib.kernels.tensor_cores), since stage 6 uses stream-K for few tiles.
 
     PYTHONPATH=. COURSE_BACKEND=gpu python3 experiments/tc_6_stream_k.py   # stream-K at two small
         shapes, for compute-sanitizer (experiments/run_on_gpu.sh sanitize)
@@ -73,41 +74,9 @@ def compile_variant(timeline: bool = False, use_cache: bool = True) -> compiler.
                                   name="tc_6_stream_k" + ("_timeline" if timeline else ""))
 
 
-# ---- the stream-K schedule in Python (WorkCursor, kernels/tc_stream_k.cuh) ------------------------
-def stream_k_work(cluster_tiles: int, clusters: int, slices: int,
-                  stream_k: bool = True) -> list[list[tuple[int, int, int]]]:
-    """Each cluster's work units (tile, first K slice, end K slice), in order: whole waves of whole
-    tiles round robin, then the rest shared out by slices."""
-    dp_tiles = cluster_tiles - cluster_tiles % clusters if stream_k else cluster_tiles
-    split = (cluster_tiles - dp_tiles) * slices
-    out = []
-    for c in range(clusters):
-        units = [(t, 0, slices) for t in range(c, dp_tiles, clusters)]
-        pos, end = split * c // clusters, split * (c + 1) // clusters
-        while pos < end:
-            k = pos % slices
-            k_end = min(slices, k + end - pos)
-            units.append((dp_tiles + pos // slices, k, k_end))
-            pos += k_end - k
-        out.append(units)
-    return out
-
-
-def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner: int, tile: int) -> list[int]:
-    """The clusters whose partial sums the owner of split tile ``tile`` adds (the kernel's loop)."""
-    dp_tiles = cluster_tiles - cluster_tiles % clusters
-    split = (cluster_tiles - dp_tiles) * slices
-
-    def start(c: int) -> int:
-        return split * c // clusters
-
-    tile_end = (tile - dp_tiles + 1) * slices
-    out, c = [], owner + 1
-    while c < clusters and start(c) < tile_end:
-        if start(c + 1) > start(c):
-            out.append(c)
-        c += 1
-    return out
+# ---- the stream-K schedule in Python: the course's model (tc_stream_k.cuh is the course's now) ------
+stream_k_work = tc.stream_k_work
+stream_k_contributors = tc.stream_k_contributors
 
 
 # ---- a run for compute-sanitizer ----------------------------------------------------------------------

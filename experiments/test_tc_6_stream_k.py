@@ -6,7 +6,6 @@ The schedule model and the compiled code are checked on any machine (nvcc and cu
 the latter); correctness needs a GPU (COURSE_BACKEND=gpu on a Hopper machine).
 """
 
-import collections
 import os
 
 os.environ.setdefault("COURSE_BACKEND", "cpu")
@@ -21,27 +20,7 @@ import tc_6_stream_k as variant  # noqa: E402
 on_gpu = pytest.mark.skipif(not course_lib.backend.get().is_gpu, reason="needs the GPU backend")
 
 
-# ---- the stream-K schedule ------------------------------------------------------------------------
-@pytest.mark.parametrize("tiles,clusters,slices", [(256, 66, 64), (1024, 66, 128), (58, 66, 64), (3, 66, 1),
-                                                    (3, 66, 4), (70, 66, 5), (132, 66, 8), (1, 1, 1), (7, 3, 9)])
-def test_stream_k_covers_every_slice_once_and_owners_find_their_contributors(tiles, clusters, slices):
-    work = variant.stream_k_work(tiles, clusters, slices)
-    done = collections.Counter((t, k) for units in work for t, b, e in units for k in range(b, e))
-    assert set(done) == {(t, k) for t in range(tiles) for k in range(slices)} and set(done.values()) == {1}
-    # Every cluster does the same number of slices, +-1 on the split part.
-    per_cluster = [sum(e - b for _, b, e in units) for units in work]
-    assert max(per_cluster) - min(per_cluster) <= 1
-    for c, units in enumerate(work):
-        for i, (t, b, e) in enumerate(units):
-            if b > 0:  # a contributor: the first unit of its split share, after whole tiles only
-                assert all(b2 == 0 and e2 == slices for _, b2, e2 in units[:i])
-                assert all(b2 == 0 for _, b2, _ in units[i + 1:])
-            if b == 0 and e < slices:  # an owner: its last unit; it adds exactly the other holders of t
-                assert i == len(units) - 1
-                holders = sorted(c2 for c2, u2 in enumerate(work) for t2, b2, _ in u2 if t2 == t and b2 > 0)
-                assert variant.stream_k_contributors(tiles, clusters, slices, c, t) == holders
-
-
+# ---- the stream-K schedule (the model itself is tested in tests/test_tensor_cores.py) -------------
 def test_without_stream_k_every_tile_is_whole():
     work = variant.stream_k_work(256, 66, 64, stream_k=False)
     assert all(b == 0 and e == 64 for units in work for _, b, e in units)

@@ -164,6 +164,35 @@ def test_grouped_tile_order_visits_every_tile_once(rows, cols, group):
         assert order[:group] == [(r, 0) for r in range(group)]
 
 
+@pytest.mark.parametrize("tiles,clusters,slices", [(256, 66, 64), (1024, 66, 128), (58, 66, 64), (3, 66, 1),
+                                                    (3, 66, 4), (70, 66, 5), (132, 66, 8), (1, 1, 1), (7, 3, 9)])
+def test_stream_k_covers_every_slice_once_and_owners_find_their_contributors(tiles, clusters, slices):
+    work = tc.stream_k_work(tiles, clusters, slices)
+    done = collections.Counter((t, k) for units in work for t, b, e in units for k in range(b, e))
+    assert set(done) == {(t, k) for t in range(tiles) for k in range(slices)} and set(done.values()) == {1}
+    per_cluster = [sum(e - b for _, b, e in units) for units in work]
+    assert max(per_cluster) - min(per_cluster) <= 1  # same number of slices, +-1 on the split part
+    for c, units in enumerate(work):
+        for i, (t, b, e) in enumerate(units):
+            if b > 0:  # a contributor: the first unit of its split share, after whole tiles only
+                assert all(b2 == 0 and e2 == slices for _, b2, e2 in units[:i])
+                assert all(b2 == 0 for _, b2, _ in units[i + 1:])
+            if b == 0 and e < slices:  # an owner: its last unit; it adds exactly the other holders of t
+                assert i == len(units) - 1
+                holders = sorted(c2 for c2, u2 in enumerate(work) for t2, b2, _ in u2 if t2 == t and b2 > 0)
+                assert tc.stream_k_contributors(tiles, clusters, slices, c, t) == holders
+
+
+def test_stage6_uses_stream_k_only_when_whole_tiles_leave_clusters_idle():
+    assert tc.stage6_schedule(4096, 4096) == "whole tiles"  # 256 cluster tiles: 97 % in 4 rounds
+    assert tc.stage6_schedule(8192, 8192) == "whole tiles"
+    assert tc.stage6_schedule(16, 4096) == "stream-K"  # 16 tiles for 66 clusters
+    assert tc.stage6_schedule(2048, 2304) == "stream-K"  # 72 cluster tiles: 55 %
+    assert tc.whole_tile_efficiency(66, 66) == 1.0 and tc.whole_tile_efficiency(67, 66) == 67 / 132
+    text = (tc.CSRC / "tc_6_tma_store.cu").read_text()
+    assert f"whole_tile_efficiency(tiles.count(), clusters) < {tc.STREAM_K_BELOW}" in text
+
+
 def test_persistent_grid_has_no_ragged_last_wave():
     assert tc.persistent_ctas(1024, 66, 2) == 128  # 8192^2 with 128x256 tiles: 16 waves of 64 pairs
     assert tc.persistent_ctas(256, 66, 2) == 128  # 4096^2: 4 waves
@@ -306,8 +335,9 @@ def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
     if name in ("tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"):
         assert mix["USETMAXREG"] > 0
     if name == "tc_6_tma_store":
-        # C leaves through stmatrix + TMA store only: no ordinary global store at all.
-        assert mix["STSM"] > 0 and mix["UTMASTG"] > 0 and mix["STG"] == 0
+        # C leaves through stmatrix + TMA store only. The only ordinary global stores are stream-K's:
+        # a contributor's 32 float4 of partial sums per thread (unrolled) and the flag it raises.
+        assert mix["STSM"] > 0 and mix["UTMASTG"] > 0 and mix["STG"] == 256 // 8 + 1
     # One kernel per file: the stage launches nothing else (the persistent stages' clusters of 2
     # are a constant, not a template argument with several instantiations).
     assert len(results[name].kernels) == 1
@@ -400,6 +430,20 @@ def test_persistent_grid_settings_are_correct_on_the_gpu(group_m, max_ctas):
     for stage in ("tc_5_persistent", "tc_6_tma_store"):
         fn = tc.make_gemm(stage, group_m=group_m, max_ctas=max_ctas)
         course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520)])
+
+
+# Shapes where stage 6 shares tiles out by K slices: a decode step (M < 64 rows, most warps' rows
+# outside C), one tile, one wave and a few tiles more, a partial last K slice.
+STREAM_K_SHAPES = [(16, 4096, 4096), (8, 264, 200), (1000, 1008, 520), (2048, 2304, 768), (64, 14336, 1000)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stream_k", [-1, 0, 1])
+def test_stage6_schedules_are_correct_on_the_gpu(stream_k):
+    fn = tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=course_lib.backend.sm_count, stream_k=stream_k)
+    course_lib.check(fn, "bf16", STREAM_K_SHAPES)
+    for _ in range(3):  # the fix-up flags carry a launch number: back-to-back launches stay right
+        course_lib.check(fn, "bf16", STREAM_K_SHAPES[:1], seed=len(STREAM_K_SHAPES))
 
 
 @pytest.mark.gpu

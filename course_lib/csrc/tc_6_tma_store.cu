@@ -24,12 +24,20 @@
 //   halves it is ~100-250 cycles longer and a consumer needs ~1 % fewer cycles in all. Storing
 //   straight from the staged registers to global memory made the mainloop ~12 % longer.
 // Producer, tile order and clusters are stage 5's.
+// * Few tiles: when whole tiles would leave many clusters idle (a decode step: 16 tiles for 66
+//   clusters; 144 tiles = 1.09 waves), the tiles of the ragged last wave are shared out by K slices
+//   instead (stream-K, tc_stream_k.cuh): every cluster gets the same number of slices, and a tile
+//   whose slices went to several clusters is finished by the one holding its first slice.
 //
 // Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
 #include "tc_schedule.cuh"
+#include "tc_stream_k.cuh"
+
+#include <climits>
+#include <unordered_map>
 
 namespace tc {
 namespace stage6 {
@@ -91,15 +99,68 @@ __device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtenso
   }
 }
 
+// ---- stream-K's fix-up: partial sums between clusters ---------------------------------------------
+// One slot of BLOCK_M x BLOCK_N fp32 per CTA (a CTA contributes to at most one tile that another
+// finishes) and one flag per consumer. A flag holds the number of the launch that last wrote the
+// slot, so nothing needs clearing between launches.
+struct Partials {
+  float4* data;  // [CTA][consumer][BLOCK_N / 8][WARPGROUP]: each thread's accumulators as it holds them
+  int* flags;    // [CTA][consumer]
+  int epoch;     // this launch's number (>= 1)
+};
+
+__device__ __forceinline__ float4* partial_slot(const Partials& p, int cta, int cw) {
+  return p.data + size_t(cta * CONSUMERS + cw) * (BLOCK_N / 8) * WARPGROUP;
+}
+
+// A consumer's 64 rows are 4 warps of 16: a warp whose rows all lie below C's last row (a decode
+// step has M = 1-64) neither writes nor reads partial sums; its accumulators only hold zeros.
+__device__ __forceinline__ bool warp_rows_in_c(int row0, int M) {
+  return row0 + (threadIdx.x % WARPGROUP) / 32 * 16 < M;
+}
+
+// Contributor: write this consumer's fp32 partial sums (each thread its own 128 values, so a warp
+// writes 512 contiguous bytes per store), then release the flag. The writes bypass L1 (st.cg) and
+// the owner reads with ld.cg, so no stale L1 line can be read.
+__device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw,
+                                                bool live) {
+  const int tid = threadIdx.x % WARPGROUP;
+  float4* dst = partial_slot(p, cta, cw) + tid;
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < BLOCK_N / 8; ++i)
+      __stcg(dst + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  }
+  named_barrier_sync(1 + cw, WARPGROUP);  // all 128 threads' stores come before the flag
+  if (tid == 0) {
+    __threadfence();
+    store_release_gpu(p.flags + cta * CONSUMERS + cw, p.epoch);
+  }
+}
+
+// Owner: wait for one contributor's flag, then add its partial sums to the accumulators.
+__device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw, bool live) {
+  const int tid = threadIdx.x % WARPGROUP;
+  if (tid == 0)
+    while (load_acquire_gpu(p.flags + cta * CONSUMERS + cw) != p.epoch) __nanosleep(32);
+  named_barrier_sync(1 + cw, WARPGROUP);
+  if (!live) return;
+  const float4* src = partial_slot(p, cta, cw) + tid;
+#pragma unroll
+  for (int i = 0; i < BLOCK_N / 8; ++i) {
+    const float4 v = __ldcg(src + i * WARPGROUP);
+    acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
+  }
+}
+
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-       const __grid_constant__ CUtensorMap map_c, int K, GroupedTiles tiles) {
+       const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials, int M) {
   extern __shared__ uint8_t smem_raw[];
   Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
   const uint32_t rank = cluster_cta_rank();
-  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
-  const int k_slices = ceil_div(K, BLOCK_K);
+  const int cluster_id = blockIdx.x / CLUSTER;
 
   // Released by each consumer warpgroup of every CTA in the cluster.
   if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);
@@ -112,10 +173,11 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       prefetch_tensor_map(&map_a);
       prefetch_tensor_map(&map_b);
       int it = 0;
-      for (int t = first_tile; t < tiles.count(); t += tile_step) {
+      WorkCursor work(sched, cluster_id);
+      for (WorkUnit w; work.next(w);) {
         int m0, n0;
-        tiles.origin<CLUSTER, BLOCK_M, BLOCK_N>(t, rank, m0, n0);
-        for (int ks = 0; ks < k_slices; ++ks, ++it) {
+        sched.order.origin<CLUSTER, BLOCK_M, BLOCK_N>(w.tile, rank, m0, n0);
+        for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
           const int slot = it % STAGES;
           mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
           tma_load_slice<BLOCK_M, BLOCK_N, CLUSTER>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0,
@@ -134,21 +196,22 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     uint32_t staged[BLOCK_N / 4];
     bool staged_waiting = false;
     int staged_row0 = 0, staged_col0 = 0;
-    // The staged tile's first half goes out once a tile's 2nd slice is issued, the second half
-    // once its 4th is (or both earlier, if K has fewer slices).
-    const int store_at = k_slices > 1 ? 1 : 0;
-    const int store_at2 = k_slices > 3 ? 3 : k_slices - 1;
-    int it = 0;  // slices this consumer has finished, over all tiles
-    for (int t = first_tile; t < tiles.count(); t += tile_step) {
+    int it = 0;  // slices this consumer has finished, over all work units
+    WorkCursor work(sched, cluster_id);
+    for (WorkUnit w; work.next(w);) {
       int m0, n0;
-      tiles.origin<CLUSTER, BLOCK_M, BLOCK_N>(t, rank, m0, n0);
+      sched.order.origin<CLUSTER, BLOCK_M, BLOCK_N>(w.tile, rank, m0, n0);
       int previous_slot = -1;
-      for (int ks = 0; ks < k_slices; ++ks, ++it) {
+      // The staged tile's first half goes out once this unit's 2nd slice is issued, the second half
+      // once its 4th is (or both earlier, if the unit has fewer slices).
+      const int store_at = w.k_end - w.k_begin > 1 ? w.k_begin + 1 : w.k_begin;
+      const int store_at2 = w.k_end - w.k_begin > 3 ? w.k_begin + 3 : w.k_end - 1;
+      for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.full[slot], (it / STAGES) % 2);
         // [excerpt one-batch-in-flight]
-        // The tile's first wgmma overwrites the accumulators (scale-d = 0).
-        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > 0);
+        // The unit's first wgmma overwrites the accumulators (scale-d = 0).
+        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > w.k_begin);
         if (staged_waiting && ks == store_at)
           store_tile_tma<0, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
         if (staged_waiting && ks == store_at2) {
@@ -163,6 +226,18 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       wgmma_wait<0>();
       fence_accumulators(acc);
       if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
+      // [excerpt stream-k-fixup]
+      const bool live = warp_rows_in_c(m0 + cw * 64, M);
+      if (w.k_begin > 0) {  // stream-K contributor: the owner finishes this tile
+        publish_partial(acc, partials, blockIdx.x, cw, live);
+        continue;
+      }
+      if (w.k_end < sched.slices) {  // stream-K owner: add the partial sums of the clusters after this one
+        const int tile_end = sched.split_tile_end(w.tile);
+        for (int c = cluster_id + 1; c < sched.clusters && sched.share_start(c) < tile_end; ++c)
+          if (sched.share_start(c + 1) > sched.share_start(c)) add_partial(acc, partials, c * CLUSTER + int(rank), cw, live);
+      }
+      // [/excerpt stream-k-fixup]
       // Stored during the next tile (or below, after the last one). TMA clips the rows and columns
       // that lie outside C (partial tiles, the idle half of a cluster with an odd number of tile rows).
 #pragma unroll
@@ -176,13 +251,55 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   cluster_sync();
 }
 
+// The fix-up buffers of the current device, allocated on first use and grown when a larger grid
+// needs them (the first call at a shape allocates, never a timed one). Launches on one stream run
+// one after another, so one set per device is enough; each launch gets a new epoch.
+inline Partials fixup_buffers(int ctas) {
+  struct Buffers {
+    float4* data = nullptr;
+    int* flags = nullptr;
+    int ctas = 0;
+    int epoch = 0;
+  };
+  static std::unordered_map<int, Buffers> per_device;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  Buffers& b = per_device[device];
+  if (b.ctas < ctas) {
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the old buffers may be in use
+    if (b.data) check_cuda(cudaFree(b.data), "cudaFree"), check_cuda(cudaFree(b.flags), "cudaFree");
+    check_cuda(cudaMalloc(&b.data, size_t(ctas) * BLOCK_M * BLOCK_N * sizeof(float)), "cudaMalloc(stream-K partials)");
+    check_cuda(cudaMalloc(&b.flags, size_t(ctas) * CONSUMERS * sizeof(int)), "cudaMalloc(stream-K flags)");
+    check_cuda(cudaMemset(b.flags, 0, size_t(ctas) * CONSUMERS * sizeof(int)), "cudaMemset(stream-K flags)");
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    b.ctas = ctas;
+    b.epoch = 0;
+  }
+  if (++b.epoch == INT_MAX) b.epoch = 1;  // flags from 2^31 launches ago cannot still be pending
+  return Partials{b.data, b.flags, b.epoch};
+}
+
 }  // namespace stage6
 
-void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas) {
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas, int stream_k) {
   using namespace stage6;
+  if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
+  allow_dynamic_smem(kernel, SMEM_BYTES);
+  const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
+  const int clusters = resident_clusters(kernel, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
+  // [excerpt when-stream-k]
+  // Whole tiles while they keep the clusters at least 90 % busy (4096^3: 256 cluster tiles in 4
+  // rounds of 66 = 97 %); below that, stream-K over every resident cluster.
+  const bool split = stream_k > 0 || (stream_k < 0 && whole_tile_efficiency(tiles.count(), clusters) < 0.9);
+  // [/excerpt when-stream-k]
+  const int ctas = split ? clusters * CLUSTER
+                         : persistent_ctas(kernel, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
+  const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(g.K, BLOCK_K), split);
+  const Partials partials = sched.dp_tiles < tiles.count() ? fixup_buffers(ctas) : Partials{nullptr, nullptr, 0};
   const CUtensorMap map_c = make_tensor_map(g.c, g.M, g.N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
-  launch_persistent<CLUSTER, BLOCK_M, BLOCK_N>(kernel, THREADS, SMEM_BYTES, g, group_m, max_ctas, stream,
-                                               "tc_6_tma_store", tensor_map_a<BLOCK_M>(g), tensor_map_b(g), map_c, g.K);
+  kernel<<<ctas, THREADS, SMEM_BYTES, stream>>>(tensor_map_a<BLOCK_M>(g), tensor_map_b(g), map_c, sched, partials,
+                                                 g.M);
+  check_launch("tc_6_tma_store");
 }
 
 }  // namespace tc

@@ -33,6 +33,8 @@ void launch_tc_4_warp_specialized(const Gemm& g, cudaStream_t stream);
 // Persistent stages (clusters of 2 CTAs): `group_m` is the number of cluster rows of tiles walked
 // together (L2 reuse), `max_ctas` caps the grid (0: as many clusters as fit on the GPU at once).
 void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
-void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
+// Stage 6 also shares tiles out by K slices (stream-K) when whole tiles leave clusters idle:
+// `stream_k` -1 decides by the shape, 0 never, 1 always (for the tests).
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0, int stream_k = -1);
 
 }  // namespace tc

@@ -476,6 +476,60 @@ def persistent_ctas(cluster_tiles: int, max_clusters: int, cluster: int) -> int:
     return -(-cluster_tiles // waves) * cluster
 
 
+def whole_tile_efficiency(cluster_tiles: int, clusters: int) -> float:
+    """The share of the clusters' time whole tiles keep busy: tiles handed out in rounds of
+    ``clusters``, the last round maybe partly empty (tc_stream_k.cuh)."""
+    rounds = -(-cluster_tiles // clusters)
+    return cluster_tiles / (rounds * clusters) if rounds else 1.0
+
+
+STREAM_K_BELOW = 0.9  # stage 6 switches to stream-K below this whole-tile efficiency (tc_6_tma_store.cu)
+
+
+def stage6_schedule(M: int, N: int, clusters: int = 66) -> str:
+    """How stage 6 covers an M x N output with ``clusters`` resident 2-CTA clusters (66 on the
+    H200): "whole tiles" or "stream-K" (the launcher's rule in tc_6_tma_store.cu)."""
+    cluster_tiles = -(-(-(-M // 128)) // 2) * -(-N // 256)
+    return "stream-K" if whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW else "whole tiles"
+
+
+def stream_k_work(cluster_tiles: int, clusters: int, slices: int,
+                  stream_k: bool = True) -> list[list[tuple[int, int, int]]]:
+    """Each cluster's work units (tile, first K slice, end K slice), in order, as ``WorkCursor`` in
+    tc_stream_k.cuh hands them out: whole waves of whole tiles round robin, then the rest shared out
+    by slices."""
+    dp_tiles = cluster_tiles - cluster_tiles % clusters if stream_k else cluster_tiles
+    split = (cluster_tiles - dp_tiles) * slices
+    out = []
+    for c in range(clusters):
+        units = [(t, 0, slices) for t in range(c, dp_tiles, clusters)]
+        pos, end = split * c // clusters, split * (c + 1) // clusters
+        while pos < end:
+            k = pos % slices
+            k_end = min(slices, k + end - pos)
+            units.append((dp_tiles + pos // slices, k, k_end))
+            pos += k_end - k
+        out.append(units)
+    return out
+
+
+def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner: int, tile: int) -> list[int]:
+    """The clusters whose partial sums the owner of split tile ``tile`` adds (the kernel's loop)."""
+    dp_tiles = cluster_tiles - cluster_tiles % clusters
+    split = (cluster_tiles - dp_tiles) * slices
+
+    def start(c: int) -> int:
+        return split * c // clusters
+
+    tile_end = (tile - dp_tiles + 1) * slices
+    out, c = [], owner + 1
+    while c < clusters and start(c) < tile_end:
+        if start(c + 1) > start(c):
+            out.append(c)
+        c += 1
+    return out
+
+
 # ---- for the notebook ---------------------------------------------------------------------------
 # Notebook 05 prints parts of the sources, each between two marker lines that name it:
 #     // [excerpt ring-k-loop]

@@ -3,7 +3,8 @@
 // TC_TIMELINE is instruction for instruction that kernel's (experiments/runs/
 // 2026-12-01_sass_restructure_cuda/comparison.md). On top of the course's stage 6 it has:
 // * `cluster` 1 or 2 (the course compiles 2 only), `group_m` and `max_ctas` as in the course;
-// * stream_k: the ragged last wave is shared out by K slices (tc_stream_k.cuh explains stream-K);
+// * stream_k: the ragged last wave is shared out by K slices (course_lib/csrc/tc_stream_k.cuh
+//   explains stream-K; the course's stage 6 uses it since 2026-12-01 for shapes with few tiles);
 //   a consumer that did only part of a tile's K either publishes its fp32 partial sums
 //   (publish_partial) or, if it holds the tile's first slice, adds the others' (add_partial)
 //   before the usual epilogue. Measured slower than whole tiles (JOURNAL-cuda-notes.md);

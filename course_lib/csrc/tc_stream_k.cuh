@@ -1,10 +1,10 @@
-// Stream-K scheduling, for the experiment variant of stage 6 (tc_6_stream_k.cu). It builds on the
-// course's tile order and persistent grid (course_lib/csrc/tc_schedule.cuh); the course's stage 6
-// hands out whole tiles only.
+// Stream-K scheduling for stage 6 (tc_6_tma_store.cu), on top of the tile order and persistent grid
+// of tc_schedule.cuh. Stage 6 uses it only when whole tiles would leave many clusters idle.
 //
 // Trimming the grid (tc_schedule.cuh) hides a ragged last wave but does not remove it: 4096^3 in
 // 128 x 256 tiles is 512 tiles, 3.88 waves of 132 SMs, so 4 rounds of work leave 3 % of the SMs'
-// time idle whatever the grid. Stream-K (Osama et al., "Stream-K: Work-centric Parallel Decomposition for
+// time idle whatever the grid; a decode step (M = 16, N = 4096) is 16 tiles, and whole tiles would
+// leave 50 of 66 clusters idle. Stream-K (Osama et al., "Stream-K: Work-centric Parallel Decomposition for
 // Dense Matrix Multiplication on the GPU", PPoPP 2023) hands out *K slices* instead of tiles:
 // the tiles that fill whole waves are done as before ("data-parallel"), and the slices of the
 // remaining tiles are shared out evenly, so every cluster does the same number of slices. A
@@ -55,6 +55,13 @@ struct TileSchedule {
   // Where a split tile's slices end, on the same scale as share_start.
   __host__ __device__ int split_tile_end(int tile) const { return (tile - dp_tiles + 1) * slices; }
 };
+
+// The share of the clusters' time that whole tiles keep busy: `tiles` handed out in rounds of
+// `clusters` (the last round may be partly empty).
+__host__ __device__ inline double whole_tile_efficiency(int tiles, int clusters) {
+  const int rounds = ceil_div(tiles, clusters);
+  return rounds > 0 ? double(tiles) / (double(rounds) * clusters) : 1.0;
+}
 
 // No stream-K: every tile whole, round robin. Stream-K: the whole waves are done whole and the
 // ragged rest is split (when the tiles fill whole waves there is nothing to split).
