@@ -13,7 +13,7 @@ results are shown, labelled as recorded, with one line saying what this GPU lack
 
 Command line (on a GPU)::
 
-    python -m course_lib.bench --record            # every stage, every dtype, 1024..8192 + sweep
+    python -m course_lib.bench --record            # every stage, every dtype, 1024..8192 + sweep + model shapes
     python -m course_lib.bench naive --dtype fp32 --size 4096
 """
 
@@ -35,6 +35,7 @@ import torch
 from course_lib import backend
 from course_lib.backend import NoGPUError
 from course_lib.gemm import flops, random_inputs
+from course_lib.model_shapes import MODEL_SHAPES
 from course_lib.registry import Stage, get_stage, stage_or_callable, stages
 from course_lib.timing import Timing, time_fn
 from course_lib.results import RESULTS_DIR, Results, course_recording, format_table, load, save, slug, validate
@@ -56,6 +57,10 @@ SWEEP_SHAPES: tuple[Shape, ...] = (
     (2048, 8192, 1024),
     (8192, 6144, 4096),
 )
+
+# The GEMMs of real models (course_lib.model_shapes): recorded for the course's final kernels.
+MODEL_TABLE: tuple[Shape, ...] = tuple(s.shape for s in MODEL_SHAPES)
+FINAL_STAGES = ("triton_fast", "tc_6_tma_store")
 
 VARIANT_SIZE = 4096  # parameter variants of a stage are recorded at this size only
 
@@ -288,7 +293,8 @@ def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
                 capability: backend.Capability | None = None, device: backend.Capability | None = None,
                 ) -> list[tuple[str, str, Shape]]:
     """(stage, dtype, shape) triples a recording run measures: every GPU stage and dtype at the
-    square sizes, and the size sweep for the fastest stage of each backend. With ``capability``
+    square sizes, the size sweep for the fastest stage of each backend, and the model shape table
+    for the final kernels (minus the shapes a stage refuses: :func:`refused_shapes`). With ``capability``
     (and the GPU's real ``device`` capability, if it is treated as an older one), only what such a
     GPU can run: :func:`not_recordable` lists the rest."""
     plan = []
@@ -303,9 +309,24 @@ def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
                 shapes = [(VARIANT_SIZE,) * 3]
             elif sweep and st.sweep:
                 shapes += list(SWEEP_SHAPES)
+                if st.name in FINAL_STAGES:
+                    shapes += [s for s in MODEL_TABLE if s not in shapes]
             for shape in shapes:
-                plan.append((st.name, dtype, shape))
+                if all(d % st.shape_multiple == 0 for d in shape):
+                    plan.append((st.name, dtype, shape))
     return plan
+
+
+def refused_shapes(selected: Sequence[str] | None = None) -> list[str]:
+    """One line per sweep or table shape a sweep stage refuses (its shape_multiple)."""
+    out = []
+    for st in stages():
+        if st.sweep and (not selected or st.name in selected):
+            for shape in list(SWEEP_SHAPES) + list(MODEL_TABLE if st.name in FINAL_STAGES else ()):
+                if any(d % st.shape_multiple for d in shape):
+                    out.append(f"{st.name} at {shape[0]}x{shape[1]}x{shape[2]}: M, N and K must be multiples "
+                               f"of {st.shape_multiple}")
+    return out
 
 
 def not_recordable(capability: backend.Capability, device: backend.Capability | None = None,
@@ -339,7 +360,7 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
     cublas_shapes = sorted({(d, s) for _, d, s in plan} | {
         (d, (n, n, n)) for d in cublas.dtypes for n in SQUARE_SIZES
         if cublas.missing_feature(d, b.capability, b.device_capability) is None})
-    prov["not_recorded"] = not_recordable(b.capability, b.device_capability, selected)
+    prov["not_recorded"] = not_recordable(b.capability, b.device_capability, selected) + refused_shapes(selected)
     full = [("cublas", d, s) for d, s in cublas_shapes] + plan
     bar = _Progress(len(full), "record")
     failures = []
@@ -360,6 +381,9 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
             peaks[r["dtype"]] = max(peaks.get(r["dtype"], 0.0), r["tflops"])
     ceilings["cublas_peak_tflops"] = peaks
     prov["failures"] = failures
+    # How triton_fast chose its configuration at each shape (course_lib.kernels.coalescing_and_triton).
+    from course_lib.kernels.coalescing_and_triton import tuning_log
+    prov["triton_fast_tuning"] = tuning_log()
     path = save(Results(out, prov, ceilings, tuple(records)), out)
     out.with_suffix(".partial.json").unlink(missing_ok=True)
     for f in failures:

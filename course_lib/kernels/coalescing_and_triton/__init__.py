@@ -52,6 +52,7 @@ from course_lib.kernels.coalescing_and_triton.autotune import (
     shape_candidates,
     small_m_configs,
     tuned_configs,
+    tuning_log,
 )
 from course_lib.kernels.coalescing_and_triton.common import (
     COURSE_DTYPES,

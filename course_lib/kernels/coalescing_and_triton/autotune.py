@@ -79,6 +79,7 @@ def shape_candidates(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple
 
 
 _TUNED: dict[tuple, FastConfig] = {}
+_TIMES: dict[tuple, dict[str, float | None]] = {}  # per key: {candidate label: median ms, None = did not fit}
 
 
 def autotuned_config(ops: Operands, dtype: str, c) -> FastConfig:
@@ -90,15 +91,19 @@ def autotuned_config(ops: Operands, dtype: str, c) -> FastConfig:
     key = (dtype, ops.M, ops.N, ops.K, ops.a.stride(), ops.b.stride(), aligned)
     if key not in _TUNED:
         best, best_ms = candidates[0], float("inf")
+        times: dict[str, float | None] = {}
         for cfg in candidates:
             try:
                 # The course's own timer (CUDA events, L2 flushed, short runs queued behind flushes),
                 # so the host's launch time does not decide between candidates at small shapes.
                 ms = time_fn(lambda: launch_fast(ops, dtype, cfg, c), budget_ms=40).median_ms
             except triton.runtime.errors.OutOfResources:
+                times[cfg.label] = None
                 continue  # e.g. too much shared memory for this GPU: not a candidate here
+            times[cfg.label] = ms
             if ms < best_ms:
                 best, best_ms = cfg, ms
+        _TIMES[key] = times
         _TUNED[key] = best if best_ms < float("inf") else PORTABLE_CONFIGS[dtype]
     return _TUNED[key]
 
@@ -106,6 +111,13 @@ def autotuned_config(ops: Operands, dtype: str, c) -> FastConfig:
 def tuned_configs() -> dict[tuple, FastConfig]:
     """What autotuning chose so far in this process: {(dtype, M, N, K, strides..., aligned): config}."""
     return dict(_TUNED)
+
+
+def tuning_log() -> list[dict]:
+    """Every autotuning so far in this process: shape, dtype, the chosen config and each
+    candidate's median time (ms; None where it did not fit this GPU)."""
+    return [{"dtype": k[0], "M": k[1], "N": k[2], "K": k[3], "aligned": k[-1], "chosen": _TUNED[k].label,
+             "candidates_ms": dict(times)} for k, times in _TIMES.items()]
 
 
 def fast_matmul_autotuned(a: object, b: object, dtype: str = "fp32") -> object:
