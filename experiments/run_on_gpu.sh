@@ -20,6 +20,10 @@
 #              some, e.g. "tc6 tc6_sk") -> $OUT/ncu_<what>.txt
 #   sanitize   compute-sanitizer memcheck/racecheck/synccheck over stream-K (every tile split along K,
 #              experiments/tc_6_stream_k.py) -> $OUT/sanitize_stream_k.log
+#   shapes_test the final kernels' new paths on the GPU: stage 6's schedules (whole tiles, stream-K),
+#              every per-shape triton_fast candidate on odd shapes -> $OUT/shapes_test.log
+#   shapes     experiments/gpu_shapes.py: every candidate of triton_fast and stage 6's schedules on the
+#              model shape table, against cuBLAS -> $OUT/shapes/ ($SHAPE_DTYPES, $SHAPE_BUDGET)
 #   power      nvidia-smi sampled every 100 ms through 5 s of back-to-back cuBLAS bf16 GEMMs
 #              (experiments/gpu_power_sampling.py) -> $OUT/power_sampling.csv (+ log)
 #
@@ -48,6 +52,20 @@ for section in "$@"; do
         build_variant >"$OUT/test.log" 2>&1
         timeout 400 python3 -m pytest -q -p no:cacheprovider -o addopts= experiments/test_tc_6_stream_k.py >>"$OUT/test.log" 2>&1 || status=1
         tail -n 3 "$OUT/test.log"
+        ;;
+    shapes_test)
+        python3 -c "from course_lib.kernels import tensor_cores as tc; tc.extension()" >"$OUT/shapes_test.log" 2>&1
+        timeout 300 python3 -m pytest -q -p no:cacheprovider -o addopts= -x tests/test_tensor_cores.py \
+            -k "stage6_schedules or persistent_grid_settings or test_stage_is_correct_on_the_gpu" >>"$OUT/shapes_test.log" 2>&1 || status=1
+        timeout 300 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/test_coalescing_and_triton.py \
+            -k "shape_candidate" >>"$OUT/shapes_test.log" 2>&1 || status=1
+        grep -E "passed|failed|Error" "$OUT/shapes_test.log" | tail -n 8
+        ;;
+    shapes)
+        mkdir -p "$OUT/shapes"
+        timeout 560 python3 experiments/gpu_shapes.py --out "$OUT/shapes" --tc6 --dtypes "${SHAPE_DTYPES:-bf16,fp16,tf32,fp32}" \
+            --budget "${SHAPE_BUDGET:-300}" >"$OUT/shapes/stdout.txt" 2>&1 || status=1
+        tail -n 5 "$OUT/shapes/stdout.txt"
         ;;
     tc)
         mkdir -p "$OUT/tc"

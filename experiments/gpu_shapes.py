@@ -1,0 +1,130 @@
+"""The final kernels on the model shape table (course_lib.model_shapes), every candidate timed.
+
+For each shape of the table (and 4096^3), each course dtype of triton_fast: cuBLAS, then every
+candidate triton_fast's heuristic names for the shape (plus EXTRA candidates at the squares), each
+timed with the course's timer (CUDA events, L2 flushed) and checked against cuBLAS; cuBLAS again at
+the end, the ratio taken against the mean of its two timings. Stage 6: its automatic schedule,
+whole tiles and stream-K. Writes $OUT/shapes_explore.json; prints one line per measurement.
+
+    COURSE_BACKEND=gpu python3 experiments/gpu_shapes.py --out DIR [--dtypes bf16,fp32] [--budget S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from course_lib import backend, bench
+from course_lib.gemm import flops, random_inputs
+from course_lib.kernels import coalescing_and_triton as c04
+from course_lib.kernels import tensor_cores as tc
+from course_lib.model_shapes import MODEL_SHAPES
+from course_lib.registry import get_stage
+from course_lib.timing import time_fn
+
+F = c04.FastConfig
+# Candidates tried at the squares beside FAST_CONFIGS (closing the last points to cuBLAS).
+EXTRA = {
+    "fp16": (F(128, 256, 64, group_m=16, num_warps=8, num_stages=4, persistent=True, epilogue_split=2),
+             F(128, 256, 64, group_m=4, num_warps=8, num_stages=4, persistent=True, epilogue_split=2),
+             F(256, 128, 64, group_m=8, num_warps=8, num_stages=3, persistent=True, epilogue_split=2),
+             F(256, 128, 64, group_m=8, num_warps=8, num_stages=4, persistent=True, epilogue_split=2),
+             F(128, 256, 64, group_m=8, num_warps=8, num_stages=4, epilogue_split=2),
+             F(128, 128, 64, group_m=8, num_warps=4, num_stages=5, persistent=True, epilogue_split=2)),
+    "fp32": (F(64, 64, 64, group_m=8, num_warps=4, num_stages=2, epilogue_split=2),
+             F(64, 64, 64, group_m=16, num_warps=4, num_stages=3, epilogue_split=2),
+             F(64, 128, 32, group_m=16, num_warps=4, num_stages=3, epilogue_split=2),
+             F(128, 64, 32, group_m=16, num_warps=4, num_stages=3),
+             F(64, 64, 64, group_m=16, num_warps=4, num_stages=2, persistent=True, epilogue_split=2),
+             F(128, 128, 32, group_m=8, num_warps=8, num_stages=3)),
+}
+EXTRA["bf16"] = EXTRA["fp16"]
+EXTRA["tf32"] = (F(128, 256, 32, group_m=16, num_warps=8, num_stages=4, b_layout="nk", persistent=True, epilogue_split=2),
+                 F(256, 128, 32, group_m=8, num_warps=8, num_stages=3, b_layout="nk", persistent=True, epilogue_split=2))
+
+
+def rel_err(c: torch.Tensor, ref: torch.Tensor) -> float:
+    return float(torch.linalg.norm(c.double() - ref.double()) / torch.linalg.norm(ref.double()))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--dtypes", default="bf16,fp16,tf32,fp32")
+    p.add_argument("--budget", type=float, default=400, help="stop starting new shapes after this many seconds")
+    p.add_argument("--tc6", action="store_true", help="also stage 6's schedules (bf16)")
+    args = p.parse_args()
+    t0 = time.time()
+    out = {"provenance": bench.provenance("experiments/gpu_shapes.py"), "copy_bandwidth_gbs": bench.copy_bandwidth_gbs(),
+           "rows": []}
+    print(f"copy bandwidth {out['copy_bandwidth_gbs']:.0f} GB/s", flush=True)
+    shapes = [(4096, 4096, 4096)] + [s.shape for s in MODEL_SHAPES]
+    sms = backend.sm_count()
+    for shape in shapes:
+        if time.time() - t0 > args.budget:
+            print("budget reached", flush=True)
+            break
+        M, N, K = shape
+        for dtype in args.dtypes.split(","):
+            a, b = random_inputs(M, N, K, dtype)
+            cublas = get_stage("cublas").gemm(dtype)
+            ref = cublas(a, b)
+            c1 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
+            cands = list(c04.shape_candidates(dtype, M, N, K, sms))
+            if shape == (4096, 4096, 4096):
+                cands += [c for c in EXTRA[dtype] if c not in cands]
+            res = {}
+            for cfg in cands:
+                try:
+                    c = c04.fast_matmul(a, b, dtype, cfg)
+                    err = rel_err(c, ref)
+                    ms = time_fn(lambda: c04.fast_matmul(a, b, dtype, cfg), budget_ms=40).median_ms
+                    res[cfg.label] = {"ms": ms, "err": err}
+                except Exception as e:  # noqa: BLE001 - recorded, the sweep goes on
+                    res[cfg.label] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+            c2 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
+            cms = (c1 + c2) / 2
+            row = {"M": M, "N": N, "K": K, "dtype": dtype, "cublas_ms": [c1, c2], "candidates": res}
+            out["rows"].append(row)
+            ok = {k: v for k, v in res.items() if "ms" in v}
+            best = min(ok, key=lambda k: ok[k]["ms"]) if ok else None
+            print(f"{M}x{N}x{K} {dtype}: cuBLAS {cms * 1e3:.1f} us ({flops(M, N, K) / cms / 1e9:.0f} TF); best "
+                  f"{best} {100 * cms / ok[best]['ms']:.1f} %" if best else f"{M}x{N}x{K} {dtype}: no candidate ran", flush=True)
+            for k, v in res.items():
+                print(f"    {k:48s} " + (f"{100 * cms / v['ms']:6.1f} %  err {v['err']:.1e}" if "ms" in v else v["error"]),
+                      flush=True)
+            del a, b, ref
+        if args.tc6 and all(d % 8 == 0 for d in shape):
+            a, b = random_inputs(M, N, K, "bf16")
+            cublas = get_stage("cublas").gemm("bf16")
+            ref = cublas(a, b)
+            c1 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
+            res = {}
+            for sk in (-1, 0, 1):
+                fn = tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=sms, stream_k=sk)
+                try:
+                    err = rel_err(fn(a, b), ref)
+                    ms = time_fn(lambda: fn(a, b), budget_ms=40).median_ms
+                    res[str(sk)] = {"ms": ms, "err": err}
+                except Exception as e:  # noqa: BLE001
+                    res[str(sk)] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+            c2 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
+            cms = (c1 + c2) / 2
+            out["rows"].append({"M": M, "N": N, "K": K, "dtype": "bf16", "stage": "tc_6_tma_store",
+                                "cublas_ms": [c1, c2], "candidates": res,
+                                "auto_schedule": tc.stage6_schedule(M, N)})
+            print(f"{M}x{N}x{K} tc_6 ({tc.stage6_schedule(M, N)}): " + ", ".join(
+                f"sk={k}: {100 * cms / v['ms']:.1f} % err {v['err']:.1e}" if "ms" in v else f"sk={k}: {v['error']}"
+                for k, v in res.items()), flush=True)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "shapes_explore.json").write_text(json.dumps(out, indent=1))
+    print(f"done in {time.time() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
