@@ -47,6 +47,31 @@ EXTRA["tf32"] = (F(128, 256, 32, group_m=16, num_warps=8, num_stages=4, b_layout
                  F(256, 128, 32, group_m=8, num_warps=8, num_stages=3, b_layout="nk", persistent=True, epilogue_split=2))
 
 
+# Candidates tried beside the heuristic's: for M <= 64 (longer K-slices, other depths and widths),
+# and for C of one to two waves of big tiles (smaller tiles, persistent or two programs per SM).
+def extra_decode(dtype: str, M: int) -> list:
+    bm = max(16, 1 << (M - 1).bit_length()) if M > 1 else 16
+    bk = 256 if dtype in ("fp16", "bf16") else 128
+    out = []
+    for bn in (32, 64):
+        for split in (1, 2, 4, 8):
+            out.append(F(bm, bn, bk, group_m=1, num_warps=4, num_stages=3, split_k=split))
+        out.append(F(bm, bn, bk // 2, group_m=1, num_warps=4, num_stages=6, split_k=4))
+        out.append(F(bm, bn, bk // 2, group_m=1, num_warps=8, num_stages=4, split_k=4))
+    return out
+
+
+def extra_small(dtype: str) -> list:
+    bk = 64 if dtype in ("fp16", "bf16") else 32
+    nk = "nk" if dtype == "tf32" else "kn"
+    return [F(128, 128, bk, group_m=8, num_warps=8, num_stages=4, b_layout=nk, persistent=True, epilogue_split=2),
+            F(64, 256, bk, group_m=8, num_warps=4, num_stages=4, b_layout=nk, persistent=True, epilogue_split=2),
+            F(128, 64, bk, group_m=8, num_warps=4, num_stages=4, b_layout=nk, persistent=True),
+            F(64, 128, bk, group_m=8, num_warps=4, num_stages=4, b_layout=nk, persistent=True),
+            F(128, 128, bk, group_m=8, num_warps=8, num_stages=2, b_layout=nk),
+            F(128, 128, bk, group_m=8, num_warps=8, num_stages=4, b_layout=nk, split_k=2)]
+
+
 def rel_err(c: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.norm(c.double() - ref.double()) / torch.linalg.norm(ref.double()))
 
@@ -57,12 +82,17 @@ def main() -> int:
     p.add_argument("--dtypes", default="bf16,fp16,tf32,fp32")
     p.add_argument("--budget", type=float, default=400, help="stop starting new shapes after this many seconds")
     p.add_argument("--tc6", action="store_true", help="also stage 6's schedules (bf16)")
+    p.add_argument("--squares", action="store_true", help="EXTRA candidates at 4096^3")
+    p.add_argument("--extra", action="store_true", help="extra candidates for small M and few tiles")
+    p.add_argument("--only", default="", help="comma-separated labels of model shapes (default: all + 4096^3)")
     args = p.parse_args()
     t0 = time.time()
     out = {"provenance": bench.provenance("experiments/gpu_shapes.py"), "copy_bandwidth_gbs": bench.copy_bandwidth_gbs(),
            "rows": []}
     print(f"copy bandwidth {out['copy_bandwidth_gbs']:.0f} GB/s", flush=True)
     shapes = [(4096, 4096, 4096)] + [s.shape for s in MODEL_SHAPES]
+    if args.only:
+        shapes = [s.shape for s in MODEL_SHAPES if s.label in args.only.split(",")]
     sms = backend.sm_count()
     for shape in shapes:
         if time.time() - t0 > args.budget:
@@ -75,8 +105,13 @@ def main() -> int:
             ref = cublas(a, b)
             c1 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
             cands = list(c04.shape_candidates(dtype, M, N, K, sms))
-            if shape == (4096, 4096, 4096):
+            if shape == (4096, 4096, 4096) and args.squares:
                 cands += [c for c in EXTRA[dtype] if c not in cands]
+            if args.extra and M <= c04.SMALL_M:
+                cands += [c for c in extra_decode(dtype, M) if c not in cands]
+            big = c04.FAST_CONFIGS[dtype][0]
+            if args.extra and M > c04.SMALL_M and -(-M // big.block_m) * -(-N // big.block_n) < 2 * sms:
+                cands += [c for c in extra_small(dtype) if c not in cands and dtype != "fp32"]
             res = {}
             for cfg in cands:
                 try:

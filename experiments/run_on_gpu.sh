@@ -23,7 +23,7 @@
 #   shapes_test the final kernels' new paths on the GPU: stage 6's schedules (whole tiles, stream-K),
 #              every per-shape triton_fast candidate on odd shapes -> $OUT/shapes_test.log
 #   shapes     experiments/gpu_shapes.py: every candidate of triton_fast and stage 6's schedules on the
-#              model shape table, against cuBLAS -> $OUT/shapes/ ($SHAPE_DTYPES, $SHAPE_BUDGET)
+#              model shape table, against cuBLAS -> $OUT/shapes/ ($SHAPE_DTYPES, $SHAPE_BUDGET, $SHAPE_ARGS)
 #   power      nvidia-smi sampled every 100 ms through 5 s of back-to-back cuBLAS bf16 GEMMs
 #              (experiments/gpu_power_sampling.py) -> $OUT/power_sampling.csv (+ log)
 #
@@ -64,7 +64,7 @@ for section in "$@"; do
     shapes)
         mkdir -p "$OUT/shapes"
         timeout 560 python3 experiments/gpu_shapes.py --out "$OUT/shapes" --tc6 --dtypes "${SHAPE_DTYPES:-bf16,fp16,tf32,fp32}" \
-            --budget "${SHAPE_BUDGET:-300}" >"$OUT/shapes/stdout.txt" 2>&1 || status=1
+            --budget "${SHAPE_BUDGET:-300}" ${SHAPE_ARGS:-} >"$OUT/shapes/stdout.txt" 2>&1 || status=1
         tail -n 5 "$OUT/shapes/stdout.txt"
         ;;
     tc)

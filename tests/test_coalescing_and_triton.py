@@ -110,6 +110,14 @@ def test_split_k_ranges(K, block_k, split, want):
     assert -(-K // per) <= split and (-(-K // per) - 1) * per < K  # no empty range
 
 
+def test_split_k_leaves_its_counters_at_zero():
+    cfg = c04.FastConfig(16, 32, 32, group_m=1, split_k=3)
+    a, b = random_inputs(5, 70, 200, "fp32", seed=3)
+    c = c04.fast_matmul(a, b, "fp32", cfg)
+    torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
+    assert int(c04.split_k_counters(1, a.device).abs().sum()) == 0  # the next launch starts from zero
+
+
 def test_split_k_config_is_validated():
     with pytest.raises(ValueError, match="split_k"):
         c04.FastConfig(64, 64, 32, split_k=0)

@@ -79,7 +79,7 @@ from course_lib.kernels.coalescing_and_triton.fast import (
     persistent_matmul_kernel,
     split_k_matmul_kernel,
     split_k_ranges,
-    sum_splits_kernel,
+    split_k_counters,
     transpose,
     transpose_kernel,
 )

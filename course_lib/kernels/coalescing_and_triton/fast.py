@@ -167,46 +167,49 @@ def grouped_matmul_kernel(
 # A 768 x 2304 C (the weight gradient of a GPT-2 projection, K = 16384 tokens) is 54 tiles of
 # 128 x 256: one program per tile leaves 78 of the H200's 132 SMs idle for the whole run. Split-K
 # cuts K into SPLIT_K ranges and gives each (tile, range) its own program: SPLIT_K times as many
-# programs, each with a SPLIT_K-th of the work. Each writes its fp32 partial sums to a workspace;
-# a second kernel adds the SPLIT_K partials of every element and rounds once, to C's type.
+# programs, each with a SPLIT_K-th of the work. Each writes its fp32 partial sums to a workspace
+# and counts itself done on the tile's counter; the last of a tile's programs to arrive adds the
+# SPLIT_K partials, in the order of their ranges (the same sum whatever the arrival order), rounds
+# once to C's type and stores the tile. One launch, no second kernel to wait for.
 @triton.jit
 def split_k_matmul_kernel(
-    a_ptr, b_ptr, partial_ptr,
+    a_ptr, b_ptr, c_ptr, partial_ptr, counter_ptr,
     M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     K_PER_SPLIT,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    B_K_MAJOR: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    SPLIT_K: tl.constexpr, B_K_MAJOR: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
     # Program (tile, split) on a 2-D grid: axis 0 the tile in grouped order, axis 1 its K range.
     a_desc, b_desc = operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, stride_bn,
                                          BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
-    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    tile = tl.program_id(0)
+    pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     split = tl.program_id(1)
     k_begin = split * K_PER_SPLIT  # K_PER_SPLIT is a multiple of BLOCK_K
     k_end = tl.minimum(k_begin + K_PER_SPLIT, K)
     acc = accumulate_tile(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, k_begin, k_end,
                           BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, INPUT_PRECISION)
-    # The partial sums of split s go to plane s of the workspace, an (SPLIT_K, M, N) fp32 array.
+
+    # The partial sums of split s go to plane s of the workspace, a (SPLIT_K, M, N) fp32 array.
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    plane = partial_ptr + split.to(tl.int64) * M * N
-    tl.store(plane + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    in_plane = rows[:, None] * N + cols[None, :]
+    tl.store(partial_ptr + split.to(tl.int64) * M * N + in_plane, acc, mask=mask)
 
-
-@triton.jit
-def sum_splits_kernel(partial_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
-    """C (contiguous, MN elements) = the sum of the SPLIT_K planes of the workspace, in fp32,
-    rounded once to C's type. Each program adds BLOCK consecutive elements of every plane."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < MN
-    total = tl.zeros((BLOCK,), dtype=tl.float32)
-    for s in tl.static_range(SPLIT_K):
-        total += tl.load(partial_ptr + s * MN + offs, mask=mask, other=0.0)
-    tl.store(c_ptr + offs, total.to(c_ptr.dtype.element_ty), mask=mask)
-
-
-SUM_SPLITS_BLOCK = 1024
+    # Every thread's stores come before the count; the count is a release (our partials are visible
+    # to whoever reads the count after us) and an acquire (we see the partials of all before us).
+    tl.debug_barrier()
+    arrived = tl.atomic_add(counter_ptr + tile, 1, sem="acq_rel", scope="gpu")
+    if arrived == SPLIT_K - 1:  # the last of this tile's programs
+        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for s in tl.static_range(SPLIT_K):
+            # .cg reads from L2: another SM wrote these, this SM's L1 may hold nothing newer.
+            total += tl.load(partial_ptr + s * M * N + in_plane, mask=mask, other=0.0, cache_modifier=".cg")
+        tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn,
+                 total.to(c_ptr.dtype.element_ty), mask=mask)
+        tl.atomic_xchg(counter_ptr + tile, 0, sem="relaxed", scope="gpu")  # ready for the next launch
 
 
 @dataclass(frozen=True)
@@ -220,8 +223,8 @@ class FastConfig:
     to pointers otherwise; "pointers" always uses pointers with masks.
     ``persistent``: one program per SM (on the CPU: :data:`CPU_PERSISTENT_PROGRAMS`).
     ``epilogue_split``: C stored in this many column halves (1 or 2; descriptors only).
-    ``split_k``: K cut into this many ranges, one program per (tile, range), partial sums added by a
-    second kernel (descriptors only: with pointer loads the config runs unsplit).
+    ``split_k``: K cut into this many ranges, one program per (tile, range); the last program of a
+    tile adds the partial sums (descriptors only: with pointer loads the config runs unsplit).
     """
 
     block_m: int
@@ -396,21 +399,30 @@ def split_k_ranges(K: int, block_k: int, split_k: int) -> int:
     return per_split * block_k
 
 
+_COUNTERS: dict[torch.device, torch.Tensor] = {}
+
+
+def split_k_counters(tiles: int, device: torch.device) -> torch.Tensor:
+    """One int32 counter per tile, zero between launches (the last program of a tile resets its
+    counter). Allocated once per device and grown when a launch has more tiles."""
+    have = _COUNTERS.get(device)
+    if have is None or have.numel() < tiles:
+        _COUNTERS[device] = have = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
+    return have
+
+
 def launch_split_k(args: tuple, meta: dict, cfg: FastConfig, c: torch.Tensor, tiles: int):
-    """Launch :func:`split_k_matmul_kernel` into a fresh fp32 workspace, then :func:`sum_splits_kernel`
-    into ``c``; returns the compiled GEMM kernel."""
+    """Launch :func:`split_k_matmul_kernel` into ``c`` with a fresh fp32 workspace; returns the
+    compiled kernel."""
     a, b_view, _, M, N, K = args[:6]
     k_per_split = split_k_ranges(K, cfg.block_k, cfg.split_k)
     splits = triton.cdiv(K, k_per_split)  # after rounding to whole slices, maybe fewer than asked
     partial = torch.empty((splits, M, N), dtype=torch.float32, device=c.device)
     common.require_32bit_offsets("triton_fast (split-K workspace)", partial.view(splits * M, N))
-    # B's row stride is used when B is read as B^T (N x K rows), its column stride otherwise.
-    compiled = split_k_matmul_kernel[(tiles, splits)](
-        a, b_view, partial, M, N, K, a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), k_per_split,
-        B_K_MAJOR=cfg.b_layout == "nk", **meta)
-    sum_splits_kernel[(triton.cdiv(M * N, SUM_SPLITS_BLOCK),)](partial, c, M * N, SPLIT_K=splits,
-                                                                 BLOCK=SUM_SPLITS_BLOCK, num_warps=4)
-    return compiled
+    return split_k_matmul_kernel[(tiles, splits)](
+        a, b_view, c, partial, split_k_counters(tiles, c.device), M, N, K,
+        a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1), k_per_split,
+        SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk", **meta)
 
 
 def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | None = None) -> object:
