@@ -84,7 +84,7 @@ def main() -> int:
     p.add_argument("--tc6", action="store_true", help="also stage 6's schedules (bf16)")
     p.add_argument("--squares", action="store_true", help="EXTRA candidates at 4096^3")
     p.add_argument("--extra", action="store_true", help="extra candidates for small M and few tiles")
-    p.add_argument("--only", default="", help="comma-separated labels of model shapes (default: all + 4096^3)")
+    p.add_argument("--only", default="", help="comma-separated labels of model shapes, spaces as dashes (default: all + 4096^3)")
     args = p.parse_args()
     t0 = time.time()
     out = {"provenance": bench.provenance("experiments/gpu_shapes.py"), "copy_bandwidth_gbs": bench.copy_bandwidth_gbs(),
@@ -92,7 +92,7 @@ def main() -> int:
     print(f"copy bandwidth {out['copy_bandwidth_gbs']:.0f} GB/s", flush=True)
     shapes = [(4096, 4096, 4096)] + [s.shape for s in MODEL_SHAPES]
     if args.only:
-        shapes = [s.shape for s in MODEL_SHAPES if s.label in args.only.split(",")]
+        shapes = [s.shape for s in MODEL_SHAPES if s.label.replace(" ", "-") in args.only.split(",")]
     sms = backend.sm_count()
     for shape in shapes:
         if time.time() - t0 > args.budget:
