@@ -151,8 +151,8 @@ def main() -> int:
             cms = (c1 + c2) / 2
             out["rows"].append({"M": M, "N": N, "K": K, "dtype": "bf16", "stage": "tc_6_tma_store",
                                 "cublas_ms": [c1, c2], "candidates": res,
-                                "auto_schedule": tc.stage6_schedule(M, N)})
-            print(f"{M}x{N}x{K} tc_6 ({tc.stage6_schedule(M, N)}): " + ", ".join(
+                                "auto_schedule": tc.stage6_schedule(M, N, K)})
+            print(f"{M}x{N}x{K} tc_6 ({tc.stage6_schedule(M, N, K)}): " + ", ".join(
                 f"sk={k}: {100 * cms / v['ms']:.1f} % err {v['err']:.1e}" if "ms" in v else f"sk={k}: {v['error']}"
                 for k, v in res.items()), flush=True)
         args.out.mkdir(parents=True, exist_ok=True)

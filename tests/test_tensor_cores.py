@@ -184,12 +184,15 @@ def test_stream_k_covers_every_slice_once_and_owners_find_their_contributors(til
 
 
 def test_stage6_uses_stream_k_only_when_whole_tiles_leave_clusters_idle():
-    assert tc.stage6_schedule(4096, 4096) == "whole tiles"  # 256 cluster tiles: 97 % in 4 rounds
-    assert tc.stage6_schedule(8192, 8192) == "whole tiles"
-    assert tc.stage6_schedule(16, 4096) == "stream-K"  # 16 tiles for 66 clusters
-    assert tc.stage6_schedule(2048, 2304) == "stream-K"  # 72 cluster tiles: 55 %
+    assert tc.stage6_schedule(4096, 4096, 4096) == "whole tiles"  # 256 cluster tiles: 97 % in 4 rounds
+    assert tc.stage6_schedule(8192, 8192, 8192) == "whole tiles"
+    assert tc.stage6_schedule(16, 4096, 4096) == "stream-K"  # 16 tiles for 66 clusters
+    assert tc.stage6_schedule(768, 2304, 16384) == "stream-K"  # 27 cluster tiles: 41 %
+    assert tc.stage6_schedule(2048, 2304, 768) == "whole tiles"  # 55 %, but only 12 K-slices a tile
+    assert tc.stage6_schedule(64, 14336, 4096) == "whole tiles"  # 56 of 66: 85 %
     assert tc.whole_tile_efficiency(66, 66) == 1.0 and tc.whole_tile_efficiency(67, 66) == 67 / 132
     text = (tc.CSRC / "tc_6_tma_store.cu").read_text()
+    assert f"k_slices >= {tc.STREAM_K_MIN_SLICES} &&" in text
     assert f"whole_tile_efficiency(tiles.count(), clusters) < {tc.STREAM_K_BELOW}" in text
 
 

@@ -25,7 +25,7 @@
 //   straight from the staged registers to global memory made the mainloop ~12 % longer.
 // Producer, tile order and clusters are stage 5's.
 // * Few tiles: when whole tiles would leave many clusters idle (a decode step: 16 tiles for 66
-//   clusters; 144 tiles = 1.09 waves), the tiles of the ragged last wave are shared out by K slices
+//   clusters) and K is long, the tiles of the ragged last wave are shared out by K slices
 //   instead (stream-K, tc_stream_k.cuh): every cluster gets the same number of slices, and a tile
 //   whose slices went to several clusters is finished by the one holding its first slice.
 //
@@ -288,13 +288,17 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int 
   const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
   const int clusters = resident_clusters(kernel, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
   // [excerpt when-stream-k]
-  // Whole tiles while they keep the clusters at least 90 % busy (4096^3: 256 cluster tiles in 4
-  // rounds of 66 = 97 %); below that, stream-K over every resident cluster.
-  const bool split = stream_k > 0 || (stream_k < 0 && whole_tile_efficiency(tiles.count(), clusters) < 0.9);
+  // Whole tiles while they keep the clusters at least 80 % busy (4096^3: 256 cluster tiles in 4
+  // rounds of 66 = 97 %), or when a tile has fewer than 32 K-slices: its share of the fix-up (a
+  // 128 x 256 fp32 tile written by one cluster, read by another) is then too large. Otherwise
+  // stream-K over every resident cluster.
+  const int k_slices = ceil_div(g.K, BLOCK_K);
+  const bool split = stream_k > 0 || (stream_k < 0 && k_slices >= 32 &&
+                                      whole_tile_efficiency(tiles.count(), clusters) < 0.8);
   // [/excerpt when-stream-k]
   const int ctas = split ? clusters * CLUSTER
                          : persistent_ctas(kernel, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
-  const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(g.K, BLOCK_K), split);
+  const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, k_slices, split);
   const Partials partials = sched.dp_tiles < tiles.count() ? fixup_buffers(ctas) : Partials{nullptr, nullptr, 0};
   const CUtensorMap map_c = make_tensor_map(g.c, g.M, g.N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   kernel<<<ctas, THREADS, SMEM_BYTES, stream>>>(tensor_map_a<BLOCK_M>(g), tensor_map_b(g), map_c, sched, partials,

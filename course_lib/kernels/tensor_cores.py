@@ -483,14 +483,18 @@ def whole_tile_efficiency(cluster_tiles: int, clusters: int) -> float:
     return cluster_tiles / (rounds * clusters) if rounds else 1.0
 
 
-STREAM_K_BELOW = 0.9  # stage 6 switches to stream-K below this whole-tile efficiency (tc_6_tma_store.cu)
+# Stage 6 switches to stream-K below this whole-tile efficiency, for K of at least STREAM_K_MIN_SLICES
+# slices of 64 (tc_6_tma_store.cu).
+STREAM_K_BELOW = 0.8
+STREAM_K_MIN_SLICES = 32
 
 
-def stage6_schedule(M: int, N: int, clusters: int = 66) -> str:
-    """How stage 6 covers an M x N output with ``clusters`` resident 2-CTA clusters (66 on the
+def stage6_schedule(M: int, N: int, K: int, clusters: int = 66) -> str:
+    """How stage 6 covers an M x N x K product with ``clusters`` resident 2-CTA clusters (66 on the
     H200): "whole tiles" or "stream-K" (the launcher's rule in tc_6_tma_store.cu)."""
     cluster_tiles = -(-(-(-M // 128)) // 2) * -(-N // 256)
-    return "stream-K" if whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW else "whole tiles"
+    few = whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW
+    return "stream-K" if few and -(-K // 64) >= STREAM_K_MIN_SLICES else "whole tiles"
 
 
 def stream_k_work(cluster_tiles: int, clusters: int, slices: int,

@@ -10,8 +10,8 @@ kernels, and because which candidates are worth timing depends on the shape:
   gives each tile several programs (one per range of K);
 * **small M** (M <= :data:`SMALL_M`, e.g. a decode step: a few tokens times a weight matrix): every
   element of B is used by only M rows, so the GEMM is bound by reading B from memory. Tiles of 16-64
-  rows (the least ``tl.dot`` takes) and narrow columns give enough programs to keep many loads of B
-  in flight on every SM; split-K where even narrow columns are too few.
+  rows (the least ``tl.dot`` takes), narrow columns and long K-slices keep many bytes of B in flight
+  on every SM; split-K where the column tiles are fewer than the SMs.
 """
 
 from __future__ import annotations
@@ -35,22 +35,26 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def small_m_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:
-    """Candidates for M <= SMALL_M: one tile row of 16, 32 or 64 rows; columns 32-128 wide; long
-    K-slices (128 16-bit or 64 32-bit elements) and 4 in flight. Where even 32-column tiles leave SMs
-    idle, split-K candidates share K out until there are about two programs per SM."""
+    """Candidates for M <= SMALL_M: one tile row of 16, 32 or 64 rows and narrow columns, so that
+    there are many programs, each with long K-slices of B in flight (256 16-bit or 128 32-bit
+    elements, 3 deep; or half as long, 4 deep). Where the column tiles are fewer than the SMs,
+    split-K gives each tile several programs: about one program per SM (``fill``) and a few
+    multiples of it for 64-column tiles."""
     block_m = max(16, 1 << (M - 1).bit_length()) if M > 1 else 16
-    block_k = 128 if dtype in _SIXTEEN else 64
-    out = []
-    for block_n in (32, 64, 128):
-        cfg = FastConfig(block_m, block_n, block_k, group_m=1, num_warps=4, num_stages=4)
-        out.append(cfg)
-        tiles = _cdiv(N, block_n)
-        slices = _cdiv(K, block_k)
-        if tiles < sm_count:
-            split = min(_cdiv(2 * sm_count, tiles), slices // 4)
-            if split >= 2:
-                out.append(replace(cfg, split_k=split))
-    return tuple(out)
+    long_k = 256 if dtype in _SIXTEEN else 128
+
+    def fill(block_n: int, block_k: int) -> int:  # splits for about one program per SM, >= 4 slices each
+        return max(1, min(_cdiv(sm_count, _cdiv(N, block_n)), _cdiv(K, block_k) // 4))
+
+    out = [FastConfig(block_m, 64, long_k, group_m=1, num_warps=4, num_stages=3, split_k=split)
+           for split in (1, 2, 3, 4)
+           if split <= max(1, _cdiv(K, long_k) // 4) and (split == 1 or _cdiv(N, 64) * split <= 2.5 * sm_count)]
+    out += [FastConfig(block_m, 32, long_k, group_m=1, num_warps=4, num_stages=3, split_k=fill(32, long_k)),
+            FastConfig(block_m, 64, long_k // 2, group_m=1, num_warps=8, num_stages=4, split_k=fill(64, long_k // 2)),
+            FastConfig(block_m, 128, long_k // 2, group_m=1, num_warps=4, num_stages=4),
+            FastConfig(block_m, 64, long_k // 2, group_m=1, num_warps=4, num_stages=4),
+            FastConfig(block_m, 32, long_k // 2, group_m=1, num_warps=4, num_stages=4)]
+    return tuple(dict.fromkeys(out))
 
 
 def few_tile_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:
