@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import platform
 import statistics
 import subprocess
@@ -381,14 +382,45 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
             peaks[r["dtype"]] = max(peaks.get(r["dtype"], 0.0), r["tflops"])
     ceilings["cublas_peak_tflops"] = peaks
     prov["failures"] = failures
-    # How triton_fast chose its configuration at each shape (course_lib.kernels.coalescing_and_triton).
+    # How triton_fast chose its configuration at each shape (course_lib.kernels.coalescing_and_triton):
+    # the choice in the provenance, every candidate's time beside the results file (a raw log).
     from course_lib.kernels.coalescing_and_triton import tuning_log
-    prov["triton_fast_tuning"] = tuning_log()
+    log = tuning_log()
+    prov["triton_fast_tuning"] = [{k: t[k] for k in ("dtype", "M", "N", "K", "aligned", "chosen")} for t in log]
+    log_dir = Path.cwd() if out.parent.resolve() == RESULTS_DIR.resolve() else out.parent  # not into the package
+    (log_dir / f"{out.stem}_tuning_log.json").write_text(json.dumps(log, indent=1))
     path = save(Results(out, prov, ceilings, tuple(records)), out)
     out.with_suffix(".partial.json").unlink(missing_ok=True)
     for f in failures:
         print("FAILED:", f, file=sys.stderr)
     return path
+
+
+def replace_stages(recording: Path, update: Path, command: str = "") -> Path:
+    """Put the records of ``update`` (a recording of some stages, ``--stages``) into ``recording`` in
+    place of that recording's rows of the same stages, and of cuBLAS at the same (dtype, shape);
+    the provenance keeps every other row's origin and lists the re-recording (``rerecorded``)."""
+    old, new = load(recording), load(update)
+    if old.provenance["gpu"] != new.provenance["gpu"]:
+        raise ValueError(f"{update.name} was recorded on {new.provenance['gpu']}, {recording.name} on "
+                         f"{old.provenance['gpu']}: only recordings of the same GPU are merged")
+    stages_new = sorted({r["stage"] for r in new.records} - {"cublas"})
+    replaced = {(r["dtype"], r["M"], r["N"], r["K"]) for r in new.records if r["stage"] == "cublas"}
+    keep = [r for r in old.records if r["stage"] not in stages_new
+            and not (r["stage"] == "cublas" and (r["dtype"], r["M"], r["N"], r["K"]) in replaced)]
+    prov = dict(old.provenance)
+    if "triton_fast" in stages_new:
+        prov.pop("triton_fast_tuning", None)  # the re-recording's tuning replaces it (below)
+    prov["rerecorded"] = list(prov.get("rerecorded", [])) + [{
+        "stages": stages_new, "date": new.provenance["date"], "command": command or new.provenance.get("command", ""),
+        "failures": new.provenance.get("failures", []),
+        **({"triton_fast_tuning": new.provenance["triton_fast_tuning"]} if "triton_fast_tuning" in new.provenance else {}),
+    }]
+    merged = tuple(keep) + tuple(new.records)
+    ceilings = dict(old.ceilings)
+    ceilings["cublas_peak_tflops"] = {d: max(r["tflops"] for r in merged if r["stage"] == "cublas" and r["dtype"] == d)
+                                      for d in sorted({r["dtype"] for r in merged if r["stage"] == "cublas"})}
+    return save(Results(recording, prov, ceilings, merged), recording)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -400,10 +432,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--stages", help="with --record: comma-separated stages only")
     p.add_argument("--no-sweep", action="store_true", help="with --record: square sizes only")
     p.add_argument("--out", type=Path, help="with --record: where to write (default course_lib/results/<gpu>.json)")
+    p.add_argument("--replace-in", type=Path, help="with --record --stages: put the new rows into this recording "
+                   "in place of its rows of those stages (provenance lists the re-recording)")
     args = p.parse_args(argv)
     if args.record:
         selected = args.stages.split(",") if args.stages else None
-        path = record(args.out, selected, sweep=not args.no_sweep, command="python -m course_lib.bench " + " ".join(argv or sys.argv[1:]))
+        command = "python -m course_lib.bench " + " ".join(argv or sys.argv[1:])
+        if args.replace_in and not selected:
+            p.error("--replace-in needs --stages")
+        path = record(args.out, selected, sweep=not args.no_sweep, command=command)
+        if args.replace_in:
+            path = replace_stages(args.replace_in, path, command)
         res = load(path)
         print(f"wrote {path} ({len(res.records)} records, {res.label})")
         print(format_table(res.records))

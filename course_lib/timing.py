@@ -5,15 +5,18 @@ every stage against cuBLAS with it). Two habits make short kernels time honestly
 
 * the L2 cache is flushed before every run (a 256 MB memset, larger than the H200's 60 MB L2, as
   ``triton.testing.do_bench`` does), so no run finds its inputs already in L2;
-* runs shorter than a millisecond are queued behind as many extra flushes as there are runs (up to
-  256, about 20 ms of GPU work), so the CPU is far ahead of the GPU when the first timed run starts.
-  Otherwise a Python wrapper that takes longer to launch than one flush leaves the GPU idle inside
-  the timed interval, and that idle time is counted as the kernel's.
+* runs shorter than a millisecond are queued behind extra flushes, so the CPU is far ahead of the
+  GPU when the first timed run starts. Otherwise a Python wrapper that takes longer to launch than
+  a flush and a run take on the GPU leaves the GPU idle inside the timed interval, and that idle
+  time is counted as the kernel's. At least 256 flushes (about 20 ms of GPU work); more when the
+  host's time to queue one run (measured) exceeds the GPU's, so that the lead lasts for every run.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
+import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -23,6 +26,7 @@ from course_lib import backend
 
 _FLUSH_BYTES = 256 * 2**20
 _LEAD_FLUSHES = 256
+_LEAD_MAX_FLUSHES = 4096  # about 0.3 s of GPU work on the H200
 _LEAD_BELOW_MS = 1.0  # a run this long already gives the CPU time to enqueue the next one
 
 
@@ -37,6 +41,31 @@ class Timing:
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
     i = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
     return sorted_values[i]
+
+
+def lead_flushes(fn: Callable[[], object], flush: torch.Tensor, runs: int) -> int:
+    """How many flushes to queue before ``runs`` timed runs of ``fn`` (each after a flush) so that
+    the GPU never waits for the host: the host's time to queue one run beyond the GPU's time for it
+    (a flush and the run), times the runs, covered 1.5 times over; 256 to 4096 flushes."""
+    f0, f1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    f0.record()
+    for _ in range(32):  # ~2 ms of GPU work: the three runs below are queued, not waited for
+        flush.zero_()
+    f1.record()
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(3)]
+    t0 = time.perf_counter()
+    for s, e in pairs:
+        flush.zero_()
+        s.record()
+        fn()
+        e.record()
+    host_ms = (time.perf_counter() - t0) * 1e3 / len(pairs)
+    torch.cuda.synchronize()
+    flush_ms = max(f0.elapsed_time(f1) / 32, 1e-3)
+    run_ms = min(s.elapsed_time(e) for s, e in pairs)
+    deficit_ms = max(0.0, host_ms - (flush_ms + run_ms))
+    wanted = math.ceil(1.5 * runs * deficit_ms / flush_ms)
+    return min(_LEAD_MAX_FLUSHES, max(min(runs, _LEAD_FLUSHES), wanted))
 
 
 def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int = 3, max_runs: int = 300) -> Timing:
@@ -55,7 +84,7 @@ def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int
     runs = int(min(max_runs, max(min_runs, budget_ms // estimate)))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
     if estimate < _LEAD_BELOW_MS:
-        for _ in range(min(runs, _LEAD_FLUSHES)):
+        for _ in range(lead_flushes(fn, flush, runs)):
             flush.zero_()
     for s, e in events:
         flush.zero_()
