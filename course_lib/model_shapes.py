@@ -55,7 +55,7 @@ MODEL_SHAPES: tuple[ModelShape, ...] = (
     ModelShape("llama3 qkv 4k", LLAMA3_8B, "attention q,k,v (fused)", "prefill", 4096, 6144, 4096,
                "a large, even shape: 32 x 24 tiles of 128 x 256"),
     ModelShape("llama3 o 2k", LLAMA3_8B, "attention output", "prefill", 2048, 4096, 4096,
-               "128 tiles of 128 x 256: just under one wave of 132 SMs"),
+               "16 x 16 = 256 tiles of 128 x 256: just under two waves of 132 SMs"),
     ModelShape("llama3 gate 4k", LLAMA3_8B, "MLP gate (or up)", "prefill", 4096, 14336, 4096,
                "the largest product of the table"),
     ModelShape("llama3 down 4k", LLAMA3_8B, "MLP down", "prefill", 4096, 4096, 14336,

@@ -67,9 +67,11 @@ def plot_stages(results: Results, dtype: str, shape: Shape, stages: Sequence[str
     return fig
 
 
-def plot_sweep(results: Results, dtype: str, stages: Sequence[str] | None = None, *, ratio: bool = False) -> Figure:
-    """TFLOP/s (or % of cuBLAS) of each stage over every recorded shape, smallest work first."""
-    rows = results.select(dtype=dtype)
+def plot_sweep(results: Results, dtype: str, stages: Sequence[str] | None = None, *, ratio: bool = False,
+               shapes: Sequence[Shape] | None = None) -> Figure:
+    """TFLOP/s (or % of cuBLAS) of each stage over every recorded shape (or over ``shapes``), smallest
+    work first."""
+    rows = results.select(dtype=dtype, shapes=shapes)
     groups = _by_stage([r for r in rows if stages is None or r["stage"] in stages or r["stage"] == "cublas"])
     if not groups:
         raise LookupError(f"no {dtype} results for {stages or 'any stage'} ({results.label})")
@@ -90,6 +92,35 @@ def plot_sweep(results: Results, dtype: str, stages: Sequence[str] | None = None
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(f"{dtype} size sweep — {results.label}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_shape_table(results: Results, kernels: Sequence[tuple[str, str]], shapes: Sequence[tuple[str, Shape]]) -> Figure:
+    """% of cuBLAS (measured in the same call) of each (stage, dtype) in ``kernels`` at each labelled
+    shape of ``shapes``: one row per shape, one marker per kernel, a line at cuBLAS. A kernel with no
+    row at a shape (a shape it refuses) has no marker there."""
+    fig, ax = plt.subplots(figsize=(9.5, 0.32 * len(shapes) + 1.6))
+    markers = "osD^vP*X"
+    found = 0
+    for i, (stage, dtype) in enumerate(kernels):
+        xs, ys = [], []
+        for row, (_, shape) in enumerate(shapes):
+            hit = results.select(stage, dtype, [shape])
+            if hit:
+                xs.append(100 * hit[0]["ratio_to_cublas"])
+                ys.append(row)
+        found += len(xs)
+        ax.plot(xs, ys, markers[i % len(markers)], label=f"{_title(stage)}, {dtype}", alpha=0.85, ls="none")
+    if not found:
+        raise LookupError(f"nothing recorded for {list(kernels)} at these shapes ({results.label})")
+    ax.axvline(100, color="black", ls="--", lw=1)
+    ax.set_yticks(range(len(shapes)), [f"{label}  ({m}×{n}×{k})" for label, (m, n, k) in shapes], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("% of cuBLAS (measured in the same call)")
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_title(f"Model shapes — {results.label}", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -38,6 +38,10 @@ STREAM_K = "2026-11-29_1437_tc_stream_k"
 OVERLAP = "2026-11-30_2134_tc_epilogue_overlap"
 TIMELINE = "2026-11-30_2159_tc6_timeline"
 POWER = "2026-12-01_0707_power_sampling"  # a CSV of nvidia-smi samples (+ .log)
+# The model shape table: the recording run whose triton_fast tuning log the notebook shows, and the
+# exploration runs that timed stage 6 with whole tiles and with stream-K on every table shape.
+SHAPE_RECORDING = "2026-12-01_0905_record_shape_table"
+SHAPE_EXPLORE = ("2026-12-01_0940_shapes_explore_1", "2026-12-01_0955_shapes_explore_2")
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
@@ -291,10 +295,41 @@ def stage_profiles_summary() -> dict:
     }
 
 
+def shape_table_summary() -> dict:
+    """Per table shape: what triton_fast's autotuning timed (every candidate, ms) and chose, from the
+    recording run; stage 6 with whole tiles and with stream-K against cuBLAS, from the explorations
+    (the later run wins where both timed a shape)."""
+    from course_lib.model_shapes import MODEL_SHAPES
+
+    table = {s.shape: s.label for s in MODEL_SHAPES}
+    run = RUNS / SHAPE_RECORDING
+    prov = json.loads((run / "nvidia_h200.json").read_text())["provenance"]
+    tuning = [dict(t, label=table[(t["M"], t["N"], t["K"])]) for t in json.loads((run / "nvidia_h200_tuning_log.json").read_text())
+              if (t["M"], t["N"], t["K"]) in table]
+    stage6: dict[str, dict] = {}
+    for name in SHAPE_EXPLORE:
+        data = json.loads((RUNS / name / "shapes_explore.json").read_text())
+        for row in data["rows"]:
+            shape = (row["M"], row["N"], row["K"])
+            if row.get("stage") != "tc_6_tma_store" or shape not in table:
+                continue
+            cublas_ms = sum(row["cublas_ms"]) / 2
+            ratio = {k: cublas_ms / v["ms"] for k, v in row["candidates"].items() if "ms" in v}
+            stage6[table[shape]] = {"M": row["M"], "N": row["N"], "K": row["K"], "run": name,
+                                    "whole_tiles": ratio.get("0"), "stream_k": ratio.get("1")}
+    return {
+        "source": {"tuning": f"experiments/runs/{SHAPE_RECORDING}", "stage6": [f"experiments/runs/{n}" for n in SHAPE_EXPLORE]},
+        "provenance": _gpu(prov) | {"date": prov["date"]},
+        "triton_fast_tuning": tuning,
+        "stage6_schedules": stage6,
+    }
+
+
 SUMMARIES = {
     "nvidia_h200_triton_summary.json": triton_summary,
     "nvidia_h200_tensor_core_summary.json": tensor_core_summary,
     "nvidia_h200_stage_profiles_summary.json": stage_profiles_summary,
+    "nvidia_h200_shape_table_summary.json": shape_table_summary,
 }
 
 
