@@ -40,7 +40,8 @@ TIMELINE = "2026-11-30_2159_tc6_timeline"
 POWER = "2026-12-01_0707_power_sampling"  # a CSV of nvidia-smi samples (+ .log)
 # The model shape table: the recording run whose triton_fast tuning log the notebook shows, and the
 # exploration runs that timed stage 6 with whole tiles and with stream-K on every table shape.
-SHAPE_RECORDING = "2026-12-01_0905_record_shape_table"
+# (the triton_fast rows were re-recorded at 09:28 after the timer's fix; its tuning log is that run's)
+SHAPE_RECORDING = ("2026-12-01_0928_rerecord_triton_fast", "triton_fast_rerecord")
 SHAPE_EXPLORE = ("2026-12-01_0940_shapes_explore_1", "2026-12-01_0955_shapes_explore_2")
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
@@ -302,9 +303,9 @@ def shape_table_summary() -> dict:
     from course_lib.model_shapes import MODEL_SHAPES
 
     table = {s.shape: s.label for s in MODEL_SHAPES}
-    run = RUNS / SHAPE_RECORDING
-    prov = json.loads((run / "nvidia_h200.json").read_text())["provenance"]
-    tuning = [dict(t, label=table[(t["M"], t["N"], t["K"])]) for t in json.loads((run / "nvidia_h200_tuning_log.json").read_text())
+    run, stem = RUNS / SHAPE_RECORDING[0], SHAPE_RECORDING[1]
+    prov = json.loads((run / f"{stem}.json").read_text())["provenance"]
+    tuning = [dict(t, label=table[(t["M"], t["N"], t["K"])]) for t in json.loads((run / f"{stem}_tuning_log.json").read_text())
               if (t["M"], t["N"], t["K"]) in table]
     stage6: dict[str, dict] = {}
     for name in SHAPE_EXPLORE:
@@ -318,7 +319,7 @@ def shape_table_summary() -> dict:
             stage6[table[shape]] = {"M": row["M"], "N": row["N"], "K": row["K"], "run": name,
                                     "whole_tiles": ratio.get("0"), "stream_k": ratio.get("1")}
     return {
-        "source": {"tuning": f"experiments/runs/{SHAPE_RECORDING}", "stage6": [f"experiments/runs/{n}" for n in SHAPE_EXPLORE]},
+        "source": {"tuning": f"experiments/runs/{SHAPE_RECORDING[0]}", "stage6": [f"experiments/runs/{n}" for n in SHAPE_EXPLORE]},
         "provenance": _gpu(prov) | {"date": prov["date"]},
         "triton_fast_tuning": tuning,
         "stage6_schedules": stage6,
