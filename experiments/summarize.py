@@ -319,8 +319,13 @@ def shape_table_summary() -> dict:
             stage6[table[shape]] = {"M": row["M"], "N": row["N"], "K": row["K"], "run": name,
                                     "whole_tiles": ratio.get("0"), "stream_k": ratio.get("1")}
     return {
-        "source": {"tuning": f"experiments/runs/{SHAPE_RECORDING[0]}", "stage6": [f"experiments/runs/{n}" for n in SHAPE_EXPLORE]},
-        "provenance": _gpu(prov) | {"date": prov["date"]},
+        "provenance": _gpu(prov) | {
+            "date": prov["date"],
+            "made_by": "experiments/summarize.py",
+            "runs": [f"experiments/runs/{SHAPE_RECORDING[0]}/{stem}.json",
+                     f"experiments/runs/{SHAPE_RECORDING[0]}/{stem}_tuning_log.json",
+                     *(f"experiments/runs/{n}/shapes_explore.json" for n in SHAPE_EXPLORE)],
+        },
         "triton_fast_tuning": tuning,
         "stage6_schedules": stage6,
     }
