@@ -404,7 +404,9 @@ _COUNTERS: dict[torch.device, torch.Tensor] = {}
 
 def split_k_counters(tiles: int, device: torch.device) -> torch.Tensor:
     """One int32 counter per tile, zero between launches (the last program of a tile resets its
-    counter). Allocated once per device and grown when a launch has more tiles."""
+    counter). Allocated once per device and grown when a launch has more tiles; launches on one
+    stream run one after another, so one set per device is enough (split-K launches on two streams
+    at once would share counters: the course launches on the current stream only)."""
     have = _COUNTERS.get(device)
     if have is None or have.numel() < tiles:
         _COUNTERS[device] = have = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
