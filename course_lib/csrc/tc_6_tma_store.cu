@@ -36,9 +36,6 @@
 #include "tc_schedule.cuh"
 #include "tc_stream_k.cuh"
 
-#include <climits>
-#include <unordered_map>
-
 namespace tc {
 namespace stage6 {
 
@@ -99,58 +96,10 @@ __device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtenso
   }
 }
 
-// ---- stream-K's fix-up: partial sums between clusters ---------------------------------------------
-// One slot of BLOCK_M x BLOCK_N fp32 per CTA (a CTA contributes to at most one tile that another
-// finishes) and one flag per consumer. A flag holds the number of the launch that last wrote the
-// slot, so nothing needs clearing between launches.
-struct Partials {
-  float4* data;  // [CTA][consumer][BLOCK_N / 8][WARPGROUP]: each thread's accumulators as it holds them
-  int* flags;    // [CTA][consumer]
-  int epoch;     // this launch's number (>= 1)
-};
-
-__device__ __forceinline__ float4* partial_slot(const Partials& p, int cta, int cw) {
-  return p.data + size_t(cta * CONSUMERS + cw) * (BLOCK_N / 8) * WARPGROUP;
-}
-
 // A consumer's 64 rows are 4 warps of 16: a warp whose rows all lie below C's last row (a decode
 // step has M = 1-64) neither writes nor reads partial sums; its accumulators only hold zeros.
 __device__ __forceinline__ bool warp_rows_in_c(int row0, int M) {
   return row0 + (threadIdx.x % WARPGROUP) / 32 * 16 < M;
-}
-
-// Contributor: write this consumer's fp32 partial sums (each thread its own 128 values, so a warp
-// writes 512 contiguous bytes per store), then release the flag. The writes bypass L1 (st.cg) and
-// the owner reads with ld.cg, so no stale L1 line can be read.
-__device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw,
-                                                bool live) {
-  const int tid = threadIdx.x % WARPGROUP;
-  float4* dst = partial_slot(p, cta, cw) + tid;
-  if (live) {
-#pragma unroll
-    for (int i = 0; i < BLOCK_N / 8; ++i)
-      __stcg(dst + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-  }
-  named_barrier_sync(1 + cw, WARPGROUP);  // all 128 threads' stores come before the flag
-  if (tid == 0) {
-    __threadfence();
-    store_release_gpu(p.flags + cta * CONSUMERS + cw, p.epoch);
-  }
-}
-
-// Owner: wait for one contributor's flag, then add its partial sums to the accumulators.
-__device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw, bool live) {
-  const int tid = threadIdx.x % WARPGROUP;
-  if (tid == 0)
-    while (load_acquire_gpu(p.flags + cta * CONSUMERS + cw) != p.epoch) __nanosleep(32);
-  named_barrier_sync(1 + cw, WARPGROUP);
-  if (!live) return;
-  const float4* src = partial_slot(p, cta, cw) + tid;
-#pragma unroll
-  for (int i = 0; i < BLOCK_N / 8; ++i) {
-    const float4 v = __ldcg(src + i * WARPGROUP);
-    acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
-  }
 }
 
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
@@ -229,13 +178,14 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       // [excerpt stream-k-fixup]
       const bool live = warp_rows_in_c(m0 + cw * 64, M);
       if (w.k_begin > 0) {  // stream-K contributor: the owner finishes this tile
-        publish_partial(acc, partials, blockIdx.x, cw, live);
+        publish_partial<BLOCK_N, CONSUMERS>(acc, partials, blockIdx.x, cw, live);
         continue;
       }
       if (w.k_end < sched.slices) {  // stream-K owner: add the partial sums of the clusters after this one
         const int tile_end = sched.split_tile_end(w.tile);
         for (int c = cluster_id + 1; c < sched.clusters && sched.share_start(c) < tile_end; ++c)
-          if (sched.share_start(c + 1) > sched.share_start(c)) add_partial(acc, partials, c * CLUSTER + int(rank), cw, live);
+          if (sched.share_start(c + 1) > sched.share_start(c))
+            add_partial<BLOCK_N, CONSUMERS>(acc, partials, c * CLUSTER + int(rank), cw, live);
       }
       // [/excerpt stream-k-fixup]
       // Stored during the next tile (or below, after the last one). TMA clips the rows and columns
@@ -249,34 +199,6 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   }
   // No CTA may leave while its partner can still arrive on its barriers.
   cluster_sync();
-}
-
-// The fix-up buffers of the current device, allocated on first use and grown when a larger grid
-// needs them (the first call at a shape allocates, never a timed one). Launches on one stream run
-// one after another, so one set per device is enough; each launch gets a new epoch.
-inline Partials fixup_buffers(int ctas) {
-  struct Buffers {
-    float4* data = nullptr;
-    int* flags = nullptr;
-    int ctas = 0;
-    int epoch = 0;
-  };
-  static std::unordered_map<int, Buffers> per_device;
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  Buffers& b = per_device[device];
-  if (b.ctas < ctas) {
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the old buffers may be in use
-    if (b.data) check_cuda(cudaFree(b.data), "cudaFree"), check_cuda(cudaFree(b.flags), "cudaFree");
-    check_cuda(cudaMalloc(&b.data, size_t(ctas) * BLOCK_M * BLOCK_N * sizeof(float)), "cudaMalloc(stream-K partials)");
-    check_cuda(cudaMalloc(&b.flags, size_t(ctas) * CONSUMERS * sizeof(int)), "cudaMalloc(stream-K flags)");
-    check_cuda(cudaMemset(b.flags, 0, size_t(ctas) * CONSUMERS * sizeof(int)), "cudaMemset(stream-K flags)");
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    b.ctas = ctas;
-    b.epoch = 0;
-  }
-  if (++b.epoch == INT_MAX) b.epoch = 1;  // flags from 2^31 launches ago cannot still be pending
-  return Partials{b.data, b.flags, b.epoch};
 }
 
 }  // namespace stage6
@@ -299,7 +221,8 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int 
   const int ctas = split ? clusters * CLUSTER
                          : persistent_ctas(kernel, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, k_slices, split);
-  const Partials partials = sched.dp_tiles < tiles.count() ? fixup_buffers(ctas) : Partials{nullptr, nullptr, 0};
+  const Partials partials = sched.dp_tiles < tiles.count() ? fixup_buffers(ctas, CONSUMERS, size_t(BLOCK_M) * BLOCK_N)
+                                                              : Partials{nullptr, nullptr, 0};
   const CUtensorMap map_c = make_tensor_map(g.c, g.M, g.N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   kernel<<<ctas, THREADS, SMEM_BYTES, stream>>>(tensor_map_a<BLOCK_M>(g), tensor_map_b(g), map_c, sched, partials,
                                                  g.M);

@@ -17,7 +17,11 @@
 #pragma once
 
 #include "tc_hopper.cuh"
+#include "tc_host.cuh"
 #include "tc_schedule.cuh"
+
+#include <climits>
+#include <unordered_map>
 
 namespace tc {
 
@@ -93,5 +97,89 @@ struct WorkCursor {
     return true;
   }
 };
+
+// ---- the fix-up: partial sums between clusters -----------------------------------------------------
+// One slot of BLOCK_M x BLOCK_N fp32 per CTA (a CTA contributes to at most one tile that another
+// finishes) and one flag per consumer warpgroup. A flag holds the number of the launch that last
+// wrote the slot, so nothing needs clearing between launches.
+struct Partials {
+  float4* data;  // [CTA][consumer][BLOCK_N / 8][WARPGROUP]: each thread's accumulators as it holds them
+  int* flags;    // [CTA][consumer]
+  int epoch;     // this launch's number (>= 1)
+};
+
+template <int BLOCK_N, int CONSUMERS>
+__device__ __forceinline__ float4* partial_slot(const Partials& p, int cta, int cw) {
+  return p.data + size_t(cta * CONSUMERS + cw) * (BLOCK_N / 8) * WARPGROUP;
+}
+
+// Contributor: write this consumer's fp32 partial sums (each thread its own BLOCK_N / 2 values, so a
+// warp writes 512 contiguous bytes per store), then release the flag. The writes bypass L1 (st.cg)
+// and the owner reads with ld.cg, so no stale L1 line can be read. A thread whose rows lie outside C
+// (`live` false) writes nothing; it still takes part in the barrier.
+template <int BLOCK_N, int CONSUMERS>
+__device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw,
+                                                bool live = true) {
+  const int tid = threadIdx.x % WARPGROUP;
+  float4* dst = partial_slot<BLOCK_N, CONSUMERS>(p, cta, cw) + tid;
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < BLOCK_N / 8; ++i)
+      __stcg(dst + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  }
+  named_barrier_sync(1 + cw, WARPGROUP);  // all 128 threads' stores come before the flag
+  if (tid == 0) {
+    __threadfence();
+    store_release_gpu(p.flags + cta * CONSUMERS + cw, p.epoch);
+  }
+}
+
+// Owner: wait for one contributor's flag, then add its partial sums to the accumulators.
+template <int BLOCK_N, int CONSUMERS>
+__device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw,
+                                            bool live = true) {
+  const int tid = threadIdx.x % WARPGROUP;
+  if (tid == 0)
+    while (load_acquire_gpu(p.flags + cta * CONSUMERS + cw) != p.epoch) __nanosleep(32);
+  named_barrier_sync(1 + cw, WARPGROUP);
+  if (!live) return;
+  const float4* src = partial_slot<BLOCK_N, CONSUMERS>(p, cta, cw) + tid;
+#pragma unroll
+  for (int i = 0; i < BLOCK_N / 8; ++i) {
+    const float4 v = __ldcg(src + i * WARPGROUP);
+    acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
+  }
+}
+
+// The fix-up buffers of the current device for `ctas` CTAs of `consumers` warpgroups, each CTA with
+// `tile_floats` fp32 partial sums: allocated on first use and grown when a larger grid needs them (the
+// first call at a shape allocates, never a timed one). Launches on one stream run one after another,
+// so one set per device is enough; each launch gets a new epoch.
+inline Partials fixup_buffers(int ctas, int consumers, size_t tile_floats) {
+  struct Buffers {
+    float4* data = nullptr;
+    int* flags = nullptr;
+    size_t floats = 0;
+    int flag_count = 0;
+    int epoch = 0;
+  };
+  static std::unordered_map<int, Buffers> per_device;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  Buffers& b = per_device[device];
+  const size_t floats = size_t(ctas) * tile_floats;
+  const int flag_count = ctas * consumers;
+  if (b.floats < floats || b.flag_count < flag_count) {
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the old buffers may be in use
+    if (b.data) check_cuda(cudaFree(b.data), "cudaFree"), check_cuda(cudaFree(b.flags), "cudaFree");
+    check_cuda(cudaMalloc(&b.data, floats * sizeof(float)), "cudaMalloc(stream-K partials)");
+    check_cuda(cudaMalloc(&b.flags, size_t(flag_count) * sizeof(int)), "cudaMalloc(stream-K flags)");
+    check_cuda(cudaMemset(b.flags, 0, size_t(flag_count) * sizeof(int)), "cudaMemset(stream-K flags)");
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    b.floats = floats, b.flag_count = flag_count, b.epoch = 0;
+  }
+  if (++b.epoch == INT_MAX) b.epoch = 1;  // flags from 2^31 launches ago cannot still be pending
+  return Partials{b.data, b.flags, b.epoch};
+}
 
 }  // namespace tc

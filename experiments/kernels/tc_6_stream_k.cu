@@ -16,8 +16,6 @@
 #include "tc_host.cuh"
 #include "tc_stream_k.cuh"
 
-#include <climits>
-#include <unordered_map>
 #include <vector>
 
 namespace tc {
@@ -71,49 +69,6 @@ __device__ __forceinline__ void stamp(bool leader, int cw, int entry, long long 
 #define TC_STAMP_END(leader, cw)
 #define TC_STAMP_TILE(leader, cw, tile, event)
 #endif
-
-// Stream-K fix-up buffers: one slot of BLOCK_M x BLOCK_N fp32 per CTA (a CTA starts at most one
-// tile that another CTA finishes) and one flag per consumer. A flag holds the number of the launch
-// that last wrote the slot, so the buffers never need clearing between launches.
-struct Partials {
-  float4* data;  // [CTA][consumer][BLOCK_N / 8][WARPGROUP] float4: each thread's accumulators as it holds them
-  int* flags;    // [CTA][consumer]
-  int epoch;     // this launch's number (>= 1)
-};
-
-__device__ __forceinline__ float4* partial_slot(const Partials& p, int cta, int cw) {
-  return p.data + size_t(cta * CONSUMERS + cw) * (BLOCK_N / 8) * WARPGROUP;
-}
-
-// Contributor: write this consumer's 64 x 256 fp32 partial sums (each thread its own 128 values,
-// so a warp writes 512 contiguous bytes per store), then release the flag. The writes bypass L1
-// (st.cg) and the owner reads with ld.cg, so no stale L1 line can be read.
-__device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw) {
-  const int tid = threadIdx.x % WARPGROUP;
-  float4* dst = partial_slot(p, cta, cw) + tid;
-#pragma unroll
-  for (int i = 0; i < BLOCK_N / 8; ++i)
-    __stcg(dst + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-  named_barrier_sync(1 + cw, WARPGROUP);  // all 128 threads' stores come before the flag
-  if (tid == 0) {
-    __threadfence();
-    store_release_gpu(p.flags + cta * CONSUMERS + cw, p.epoch);
-  }
-}
-
-// Owner: wait for one contributor's flag, then add its partial sums to the accumulators.
-__device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw) {
-  const int tid = threadIdx.x % WARPGROUP;
-  if (tid == 0)
-    while (load_acquire_gpu(p.flags + cta * CONSUMERS + cw) != p.epoch) __nanosleep(32);
-  named_barrier_sync(1 + cw, WARPGROUP);
-  const float4* src = partial_slot(p, cta, cw) + tid;
-#pragma unroll
-  for (int i = 0; i < BLOCK_N / 8; ++i) {
-    const float4 v = __ldcg(src + i * WARPGROUP);
-    acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
-  }
-}
 
 // One consumer's 64 x 256 tile -> swizzled staging boxes -> TMA store, in rounds of 128 columns.
 // `pair(i)` is the thread's i-th pair of bf16 results (0 <= i < 64), i.e. its accumulators 2i and
@@ -226,13 +181,14 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       TC_STAMP_TILE(leader, cw, done, 1);
       if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
       if (w.k_begin > 0) {  // stream-K contributor: the owner finishes this tile
-        publish_partial(acc, partials, blockIdx.x, cw);
+        publish_partial<BLOCK_N, CONSUMERS>(acc, partials, blockIdx.x, cw);
         continue;
       }
       if (w.k_end < sched.slices) {  // stream-K owner: add the partials of the clusters after this one
         const int tile_end = sched.split_tile_end(w.tile);
         for (int c = cluster_id + 1; c < sched.clusters && sched.share_start(c) < tile_end; ++c)
-          if (sched.share_start(c + 1) > sched.share_start(c)) add_partial(acc, partials, c * CLUSTER + int(rank), cw);
+          if (sched.share_start(c + 1) > sched.share_start(c))
+            add_partial<BLOCK_N, CONSUMERS>(acc, partials, c * CLUSTER + int(rank), cw);
       }
       // Stored during the next tile (or below, after the last one). TMA clips the rows and columns
       // that lie outside C (partial tiles, the idle half of a cluster with an odd number of tile rows).
@@ -248,34 +204,6 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   if constexpr (CLUSTER > 1) cluster_sync();
 }
 
-// The stream-K buffers of the current device, allocated on first use and grown when a larger grid
-// needs them (never during a timed run: the first call at a shape allocates). Launches on one
-// stream run one after another, so one set per device is enough; each launch gets a new epoch.
-inline Partials fixup_buffers(int ctas) {
-  struct Buffers {
-    float4* data = nullptr;
-    int* flags = nullptr;
-    int ctas = 0;
-    int epoch = 0;
-  };
-  static std::unordered_map<int, Buffers> per_device;
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  Buffers& b = per_device[device];
-  if (b.ctas < ctas) {
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the old buffers may be in use
-    if (b.data) check_cuda(cudaFree(b.data), "cudaFree"), check_cuda(cudaFree(b.flags), "cudaFree");
-    check_cuda(cudaMalloc(&b.data, size_t(ctas) * BLOCK_M * BLOCK_N * sizeof(float)), "cudaMalloc(stream-K partials)");
-    check_cuda(cudaMalloc(&b.flags, size_t(ctas) * CONSUMERS * sizeof(int)), "cudaMalloc(stream-K flags)");
-    check_cuda(cudaMemset(b.flags, 0, size_t(ctas) * CONSUMERS * sizeof(int)), "cudaMemset(stream-K flags)");
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    b.ctas = ctas;
-    b.epoch = 0;
-  }
-  if (++b.epoch == INT_MAX) b.epoch = 1;  // flags from 2^31 launches ago cannot still be pending
-  return Partials{b.data, b.flags, b.epoch};
-}
-
 template <int CLUSTER>
 void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
             int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
@@ -287,7 +215,7 @@ void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMa
                             : persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(K, BLOCK_K), stream_k);
   Partials partials{nullptr, nullptr, 0};
-  if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas);
+  if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas, CONSUMERS, size_t(BLOCK_M) * BLOCK_N);
   kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
   check_launch("tc_6_stream_k");
 }
