@@ -86,16 +86,6 @@ MODEL_SHAPES: tuple[ModelShape, ...] = (
                "a batch of 32 with K much larger than N"),
 )
 
-DECODE_MAX_M = 64  # the table's decode rows have M <= this
-
-
-def model_shapes(phase: str | None = None) -> tuple[ModelShape, ...]:
-    """The table, or its rows of one phase ("prefill", "decode", "training")."""
-    if phase is not None and phase not in {s.phase for s in MODEL_SHAPES}:
-        raise ValueError(f"phase is one of prefill, decode, training, not {phase!r}")
-    return tuple(s for s in MODEL_SHAPES if phase is None or s.phase == phase)
-
-
 def find(shape: Shape) -> ModelShape:
     """The table's row of an (M, N, K) shape."""
     for s in MODEL_SHAPES:

@@ -1,0 +1,37 @@
+"""The model shape table (course_lib.model_shapes): what issue 18 asks of it, and its helpers."""
+
+import math
+
+import pytest
+
+from course_lib.model_shapes import MODEL_SHAPES, bytes_moved, find
+
+
+def test_labels_and_shapes_are_unique():
+    assert len({s.label for s in MODEL_SHAPES}) == len({s.shape for s in MODEL_SHAPES}) == len(MODEL_SHAPES) >= 12
+
+
+def test_the_table_covers_what_it_is_for():
+    prefill = [s for s in MODEL_SHAPES if s.phase == "prefill"]
+    assert all(2048 <= s.M <= 8192 for s in prefill)
+    assert len({s.model for s in prefill}) >= 3
+    # Attention and MLP projections of Llama 3 8B and Qwen2.5 7B; of the GPT-2 family, the attention
+    # of GPT-2 and the MLP of GPT-2 XL (two sizes of one model: the table has no third model with both).
+    for model in ("Llama 3 8B", "Qwen2.5 7B"):
+        layers = {s.layer for s in prefill if s.model == model}
+        assert any("attention" in layer for layer in layers) and any("MLP" in layer for layer in layers), model
+    assert any(s.model == "GPT-2" and "attention" in s.layer for s in prefill)
+    assert any(s.model == "GPT-2 XL" and "MLP" in s.layer for s in prefill)
+    decode = [s for s in MODEL_SHAPES if s.phase == "decode"]
+    assert decode and all(1 <= s.M <= 64 for s in decode) and min(s.M for s in decode) == 1
+    assert any(s.K >= 4 * s.N for s in MODEL_SHAPES)  # K much larger than N
+    assert any(s.N % 128 for s in MODEL_SHAPES)
+    tiles = [math.ceil(s.M / 128) * math.ceil(s.N / 256) for s in MODEL_SHAPES]
+    assert any(132 < t <= 132 + 16 for t in tiles)  # just past a whole wave of 132 SMs
+
+
+def test_find_and_bytes_moved():
+    assert find((16, 4096, 4096)).label == "llama3 o M=16"
+    with pytest.raises(LookupError, match="not in the shape table"):
+        find((1, 2, 3))
+    assert bytes_moved(1, 6144, 4096, 2) == (4096 + 4096 * 6144 + 6144) * 2
