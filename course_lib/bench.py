@@ -382,13 +382,14 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
             peaks[r["dtype"]] = max(peaks.get(r["dtype"], 0.0), r["tflops"])
     ceilings["cublas_peak_tflops"] = peaks
     prov["failures"] = failures
-    # How triton_fast chose its configuration at each shape (course_lib.kernels.coalescing_and_triton):
-    # the choice in the provenance, every candidate's time beside the results file (a raw log).
-    from course_lib.kernels.coalescing_and_triton import tuning_log
-    log = tuning_log()
-    prov["triton_fast_tuning"] = [{k: t[k] for k in ("dtype", "M", "N", "K", "aligned", "chosen")} for t in log]
-    log_dir = Path.cwd() if out.parent.resolve() == RESULTS_DIR.resolve() else out.parent  # not into the package
-    (log_dir / f"{out.stem}_tuning_log.json").write_text(json.dumps(log, indent=1))
+    # How the stages that tune per shape chose (Stage.tuning_log): the choices in the provenance,
+    # every candidate's time beside the results file (a raw log, not into the package).
+    log_dir = Path.cwd() if out.parent.resolve() == RESULTS_DIR.resolve() else out.parent
+    for st in stages():
+        if st.tuning_log is not None and (not selected or st.name in selected):
+            log = st.tuning_log()
+            prov[f"{st.name}_tuning"] = [{k: v for k, v in t.items() if k != "candidates_ms"} for t in log]
+            (log_dir / f"{out.stem}_{st.name}_tuning_log.json").write_text(json.dumps(log, indent=1))
     path = save(Results(out, prov, ceilings, tuple(records)), out)
     out.with_suffix(".partial.json").unlink(missing_ok=True)
     for f in failures:
@@ -409,12 +410,13 @@ def replace_stages(recording: Path, update: Path, command: str = "") -> Path:
     keep = [r for r in old.records if r["stage"] not in stages_new
             and not (r["stage"] == "cublas" and (r["dtype"], r["M"], r["N"], r["K"]) in replaced)]
     prov = dict(old.provenance)
-    if "triton_fast" in stages_new:
-        prov.pop("triton_fast_tuning", None)  # the re-recording's tuning replaces it (below)
+    tuning = {f"{st}_tuning" for st in stages_new}
+    for key in tuning:
+        prov.pop(key, None)  # the re-recording's tuning replaces it (below)
     prov["rerecorded"] = list(prov.get("rerecorded", [])) + [{
         "stages": stages_new, "date": new.provenance["date"], "command": command or new.provenance.get("command", ""),
         "failures": new.provenance.get("failures", []),
-        **({"triton_fast_tuning": new.provenance["triton_fast_tuning"]} if "triton_fast_tuning" in new.provenance else {}),
+        **{key: new.provenance[key] for key in sorted(tuning) if key in new.provenance},
     }]
     merged = tuple(keep) + tuple(new.records)
     ceilings = dict(old.ceilings)

@@ -50,6 +50,9 @@ class Stage:
     sweep: bool = False  # recording runs measure this stage over the whole size sweep
     variant_of: str | None = None  # a parameter variant of another stage (recorded at one size only)
     order: int = 0  # position in the course (charts sort by it)
+    # For a stage that picks its configuration per shape at run time: what it picked so far in this
+    # process, one dict per shape with "chosen" and "candidates_ms" (recordings keep it).
+    tuning_log: Callable[[], list[dict]] | None = field(default=None, repr=False)
 
     @property
     def dtypes(self) -> tuple[str, ...]:

@@ -152,6 +152,7 @@ def test_first_candidate_runs_on_the_cpu():
     a, b = random_inputs(40, 24, 16, "fp16", seed=1)
     c = get_stage("triton_fast").gemm("fp16")(a, b)
     assert c04.tuned_configs() == {}  # nothing is timed on the CPU
+    assert get_stage("triton_fast").tuning_log() == []  # what a recording keeps of the tuning
     torch.testing.assert_close(c, c04.fast_matmul(a, b, "fp16", c04.FAST_CONFIGS["fp16"][0]))
 
 

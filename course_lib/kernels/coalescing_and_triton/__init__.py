@@ -127,4 +127,4 @@ TRITON_TILED_TRANSPOSED_B = register(Stage(name="triton_tiled_transposed_b", not
                                           gemms=_per_dtype(tiled_matmul_transposed_b, "triton_tiled_transposed_b")))
 TRITON_FAST = register(Stage(name="triton_fast", notebook=NOTEBOOK, backend="triton", order=45, sweep=True,
                             title="Triton fast (grouped, descriptors, tuned)",
-                            gemms=_per_dtype(fast_matmul_autotuned, "triton_fast")))
+                            gemms=_per_dtype(fast_matmul_autotuned, "triton_fast"), tuning_log=tuning_log))
