@@ -211,8 +211,8 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int 
   const int clusters = resident_clusters(kernel, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
   // [excerpt when-stream-k]
   // Whole tiles while they keep the clusters at least 80 % busy (4096^3: 256 cluster tiles in 4
-  // rounds of 66 = 97 %), or when a tile has fewer than 32 K-slices: its share of the fix-up (a
-  // 128 x 256 fp32 tile written by one cluster, read by another) is then too large. Otherwise
+  // rounds of 66 = 97 %), or when a tile has fewer than 32 K-slices (the fix-up, a 128 x 256 fp32
+  // tile written by one cluster and read by another, weighs more against a short tile). Otherwise
   // stream-K over every resident cluster.
   const int k_slices = ceil_div(g.K, BLOCK_K);
   const bool split = stream_k > 0 || (stream_k < 0 && k_slices >= 32 &&
