@@ -43,19 +43,34 @@ def _quantile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[i]
 
 
-def lead_flushes(fn: Callable[[], object], flush: torch.Tensor, runs: int) -> int:
+# How a flush empties L2 of the timed function's data. "write" (what triton.testing.do_bench does) sets
+# a 256 MB buffer to zero, which leaves L2 full of dirty lines: a kernel that reads more than it
+# writes first makes room by writing them back to DRAM. "read" sums the buffer instead, which leaves
+# L2 full of clean lines that can simply be dropped.
+FLUSHES = ("write", "read")
+
+
+def _flusher(buffer: torch.Tensor, how: str) -> Callable[[], object]:
+    if how == "write":
+        return buffer.zero_
+    if how == "read":
+        return lambda: buffer.sum(dtype=torch.int64)
+    raise ValueError(f"flush is one of {FLUSHES}, not {how!r}")
+
+
+def lead_flushes(fn: Callable[[], object], flush: Callable[[], object], runs: int) -> int:
     """How many flushes to queue before ``runs`` timed runs of ``fn`` (each after a flush) so that
     the GPU never waits for the host: the host's time to queue one run beyond the GPU's time for it
     (a flush and the run), times the runs, covered 1.5 times over; 256 to 4096 flushes."""
     f0, f1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     f0.record()
     for _ in range(32):  # ~2 ms of GPU work: the three runs below are queued, not waited for
-        flush.zero_()
+        flush()
     f1.record()
     pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(3)]
     t0 = time.perf_counter()
     for s, e in pairs:
-        flush.zero_()
+        flush()
         s.record()
         fn()
         e.record()
@@ -68,13 +83,15 @@ def lead_flushes(fn: Callable[[], object], flush: torch.Tensor, runs: int) -> in
     return min(_LEAD_MAX_FLUSHES, max(min(runs, _LEAD_FLUSHES), wanted))
 
 
-def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int = 3, max_runs: int = 300) -> Timing:
+def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int = 3, max_runs: int = 300,
+            flush: str = "write") -> Timing:
     """Time ``fn`` on the GPU with CUDA events: one warm-up, then as many runs as fit the budget,
-    each after an L2 flush; the median and the 20th/80th percentiles of the runs."""
+    each after an L2 flush (``flush``: one of :data:`FLUSHES`); the median and the 20th/80th
+    percentiles of the runs."""
     backend.require_gpu("time_fn", "times kernels")
     fn()
     torch.cuda.synchronize()
-    flush = torch.empty(_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    empty_l2 = _flusher(torch.zeros(_FLUSH_BYTES, dtype=torch.uint8, device="cuda"), flush)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     fn()
@@ -84,10 +101,10 @@ def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int
     runs = int(min(max_runs, max(min_runs, budget_ms // estimate)))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
     if estimate < _LEAD_BELOW_MS:
-        for _ in range(lead_flushes(fn, flush, runs)):
-            flush.zero_()
+        for _ in range(lead_flushes(fn, empty_l2, runs)):
+            empty_l2()
     for s, e in events:
-        flush.zero_()
+        empty_l2()
         s.record()
         fn()
         e.record()

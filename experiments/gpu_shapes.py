@@ -5,6 +5,10 @@ candidate triton_fast's heuristic names for the shape (plus EXTRA candidates at 
 timed with the course's timer (CUDA events, L2 flushed) and checked against cuBLAS; cuBLAS again at
 the end, the ratio taken against the mean of its two timings. Stage 6: its automatic schedule,
 whole tiles and stream-K. Writes $OUT/shapes_explore.json; prints one line per measurement.
+Options: ``--extra`` (more candidates for small M and few tiles), ``--ws`` (only the persistent
+candidates with the compiler's warp specialisation), ``--flush`` (cuBLAS, triton_fast's pick and
+stage 6 timed after a write flush and after a read flush), ``--tc6-variants`` (the stage-6 variant's
+tile widths, cluster sizes and schedules).
 
     COURSE_BACKEND=gpu python3 experiments/gpu_shapes.py --out DIR [--dtypes bf16,fp32] [--budget S]
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -64,7 +69,12 @@ def extra_decode(dtype: str, M: int) -> list:
 def extra_small(dtype: str) -> list:
     bk = 64 if dtype in ("fp16", "bf16") else 32
     nk = "nk" if dtype == "tf32" else "kn"
-    return [F(128, 128, bk, group_m=8, num_warps=8, num_stages=4, b_layout=nk, persistent=True, epilogue_split=2),
+    return [F(128, 128, 2 * bk, group_m=8, num_warps=8, num_stages=3, b_layout=nk, persistent=True),
+            F(128, 128, 2 * bk, group_m=8, num_warps=4, num_stages=3, b_layout=nk, persistent=True),
+            F(128, 128, bk, group_m=8, num_warps=8, num_stages=4, b_layout=nk, persistent=True),
+            F(128, 128, bk, group_m=8, num_warps=4, num_stages=3, b_layout=nk),
+            F(128, 128, bk, group_m=8, num_warps=4, num_stages=4, b_layout=nk, persistent=True, epilogue_split=2),
+            F(128, 128, bk, group_m=8, num_warps=8, num_stages=4, b_layout=nk, persistent=True, epilogue_split=2),
             F(64, 256, bk, group_m=8, num_warps=4, num_stages=4, b_layout=nk, persistent=True, epilogue_split=2),
             F(128, 64, bk, group_m=8, num_warps=4, num_stages=4, b_layout=nk, persistent=True),
             F(64, 128, bk, group_m=8, num_warps=4, num_stages=4, b_layout=nk, persistent=True),
@@ -72,8 +82,60 @@ def extra_small(dtype: str) -> list:
             F(128, 128, bk, group_m=8, num_warps=8, num_stages=4, b_layout=nk, split_k=2)]
 
 
+def warp_specialized(dtype: str) -> list:
+    """The persistent candidates again, with the compiler's warp specialisation."""
+    big = [c for c in c04.FAST_CONFIGS[dtype] if c.persistent]
+    extra = [F(128, 128, 64, group_m=8, num_warps=4, num_stages=4, persistent=True),
+             F(128, 128, 64, group_m=8, num_warps=8, num_stages=4, persistent=True)]
+    return list(dict.fromkeys(replace(c, warp_specialize=True) for c in big + extra))
+
+
 def rel_err(c: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.norm(c.double() - ref.double()) / torch.linalg.norm(ref.double()))
+
+
+def flush_study(a, b, dtype: str, M: int, N: int, K: int) -> dict:
+    """Median ms of cuBLAS, triton_fast (its autotuned pick) and stage 6 (bf16, shapes of multiples
+    of 8) after a write flush (L2 left dirty, the course's timer) and after a read flush (L2 left
+    clean), each twice in alternation."""
+    fns = {"cublas": get_stage("cublas").gemm(dtype), "triton_fast": get_stage("triton_fast").gemm(dtype)}
+    if dtype == "bf16" and all(d % 8 == 0 for d in (M, N, K)):
+        fns["tc_6_tma_store"] = get_stage("tc_6_tma_store").gemm(dtype)
+    out = {name: {"write": [], "read": []} for name in fns}
+    for _ in range(2):
+        for name, fn in fns.items():
+            for how in ("write", "read"):
+                out[name][how].append(time_fn(lambda: fn(a, b), budget_ms=40, flush=how).median_ms)
+    return out
+
+
+def tc6_variants(M: int, N: int, K: int, sms: int) -> dict:
+    """The stage-6 variant (experiments/kernels/tc_6_stream_k.cu) with each tile width, cluster size
+    and schedule, one CTA per SM at most, checked and timed against cuBLAS (bf16)."""
+    import tc_6_stream_k as variant
+
+    a, b = random_inputs(M, N, K, "bf16")
+    cublas = get_stage("cublas").gemm("bf16")
+    ref = cublas(a, b)
+    c1 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
+    res = {}
+    for block_n in (256, 128):
+        for cluster in (2, 1):
+            for stream_k in (False, True):
+                fn = variant.persistent_variant(cluster=cluster, group_m=8, max_ctas=sms, stream_k=stream_k,
+                                                block_n=block_n)
+                try:
+                    err = rel_err(fn(a, b), ref)
+                    res[fn.__name__] = {"ms": time_fn(lambda: fn(a, b), budget_ms=40).median_ms, "err": err}
+                except Exception as e:  # noqa: BLE001 - recorded, the sweep goes on
+                    res[fn.__name__] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+    c2 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
+    cms = (c1 + c2) / 2
+    print(f"{M}x{N}x{K} stage-6 variant: " + ", ".join(
+        f"{k.split('[', 1)[1][:-1]}: {100 * cms / v['ms']:.1f} % err {v['err']:.1e}" if "ms" in v else f"{k}: {v['error']}"
+        for k, v in res.items()), flush=True)
+    return {"M": M, "N": N, "K": K, "dtype": "bf16", "stage": "tc_6_stream_k variant", "cublas_ms": [c1, c2],
+            "candidates": res}
 
 
 def main() -> int:
@@ -82,9 +144,14 @@ def main() -> int:
     p.add_argument("--dtypes", default="bf16,fp16,tf32,fp32")
     p.add_argument("--budget", type=float, default=400, help="stop starting new shapes after this many seconds")
     p.add_argument("--tc6", action="store_true", help="also stage 6's schedules (bf16)")
+    p.add_argument("--tc6-variants", action="store_true",
+                   help="also the stage-6 variant: tiles 128 x 256 / 128 x 128, clusters 1 / 2, with and without stream-K")
     p.add_argument("--squares", action="store_true", help="EXTRA candidates at 4096^3")
     p.add_argument("--extra", action="store_true", help="extra candidates for small M and few tiles")
-    p.add_argument("--only", default="", help="comma-separated labels of model shapes, spaces as dashes (default: all + 4096^3)")
+    p.add_argument("--ws", action="store_true", help="only the warp-specialised persistent candidates (16-bit)")
+    p.add_argument("--flush", action="store_true",
+                   help="also time cuBLAS, triton_fast's pick and stage 6 with a read flush (L2 left clean)")
+    p.add_argument("--only", default="", help="comma-separated labels of model shapes, spaces as dashes, square-4096 for 4096^3 (default: all + 4096^3)")
     args = p.parse_args()
     t0 = time.time()
     out = {"provenance": bench.provenance("experiments/gpu_shapes.py"), "copy_bandwidth_gbs": bench.copy_bandwidth_gbs(),
@@ -92,7 +159,9 @@ def main() -> int:
     print(f"copy bandwidth {out['copy_bandwidth_gbs']:.0f} GB/s", flush=True)
     shapes = [(4096, 4096, 4096)] + [s.shape for s in MODEL_SHAPES]
     if args.only:
-        shapes = [s.shape for s in MODEL_SHAPES if s.label.replace(" ", "-") in args.only.split(",")]
+        only = args.only.split(",")
+        shapes = [(4096, 4096, 4096)] * ("square-4096" in only) + [
+            s.shape for s in MODEL_SHAPES if s.label.replace(" ", "-") in only]
     sms = backend.sm_count()
     for shape in shapes:
         if time.time() - t0 > args.budget:
@@ -105,6 +174,8 @@ def main() -> int:
             ref = cublas(a, b)
             c1 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
             cands = list(c04.shape_candidates(dtype, M, N, K, sms))
+            if args.ws:
+                cands = warp_specialized(dtype) if dtype in ("fp16", "bf16") else []
             if shape == (4096, 4096, 4096) and args.squares:
                 cands += [c for c in EXTRA[dtype] if c not in cands]
             if args.extra and M <= c04.SMALL_M:
@@ -124,6 +195,9 @@ def main() -> int:
             c2 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
             cms = (c1 + c2) / 2
             row = {"M": M, "N": N, "K": K, "dtype": dtype, "cublas_ms": [c1, c2], "candidates": res}
+            if args.flush:
+                row["flush"] = flush_study(a, b, dtype, M, N, K)
+                print(f"    flush study: {row['flush']}", flush=True)
             out["rows"].append(row)
             ok = {k: v for k, v in res.items() if "ms" in v}
             best = min(ok, key=lambda k: ok[k]["ms"]) if ok else None
@@ -155,6 +229,8 @@ def main() -> int:
             print(f"{M}x{N}x{K} tc_6 ({tc.stage6_schedule(M, N, K)}): " + ", ".join(
                 f"sk={k}: {100 * cms / v['ms']:.1f} % err {v['err']:.1e}" if "ms" in v else f"sk={k}: {v['error']}"
                 for k, v in res.items()), flush=True)
+        if args.tc6_variants and all(d % 8 == 0 for d in shape):
+            out["rows"].append(tc6_variants(M, N, K, sms))
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "shapes_explore.json").write_text(json.dumps(out, indent=1))
     print(f"done in {time.time() - t0:.0f} s", flush=True)

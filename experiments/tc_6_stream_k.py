@@ -5,6 +5,7 @@ to 2-CTA clusters. This variant is the kernel that was measured as stage 6 befor
 only its default path, and it still has the knobs the scheduling experiments turned:
 
 * ``cluster`` 1 or 2, ``group_m``, ``max_ctas`` (the course's defaults: 2, 8, one CTA per SM);
+* ``block_n``: tiles of 128 x 256 (the course's) or 128 x 128;
 * ``stream_k``: share the ragged last wave out by K slices (Osama et al., PPoPP 2023);
 * a build with ``timeline=True`` (``-DTC_TIMELINE``) whose consumers stamp ``clock64`` per tile
   (``extension(timeline=True).timeline()``; experiments/gpu_tc_timeline.py reads it).
@@ -50,14 +51,15 @@ def extension(timeline: bool = False, verbose: bool = False):
 
 
 def persistent_variant(*, cluster: int = 2, group_m: int = 8, max_ctas: int | Callable[[], int] = 0,
-                       stream_k: bool = False, timeline: bool = False) -> Callable:
+                       stream_k: bool = False, timeline: bool = False, block_n: int = 256) -> Callable:
     """A GEMM (bf16, as the course's stages) that runs the variant with these knobs; the name says
-    which, e.g. ``tc_6_stream_k[cluster=2,group_m=8,max_ctas=132,stream_k]``."""
+    which, e.g. ``tc_6_stream_k[cluster=2,group_m=8,max_ctas=132,stream_k]`` (``block_n`` 128 adds
+    ``,n128``)."""
     fn = tc.make_gemm("tc_6_tma_store", lambda: extension(timeline).tc_6_stream_k, cluster=cluster, group_m=group_m,
-                      max_ctas=max_ctas, stream_k=stream_k)
+                      max_ctas=max_ctas, stream_k=stream_k, block_n=block_n)
     ctas = max_ctas if isinstance(max_ctas, int) else "sm_count"
     fn.__name__ = fn.__qualname__ = (f"tc_6_stream_k[cluster={cluster},group_m={group_m},max_ctas={ctas}"
-                                     f"{',stream_k' if stream_k else ''}]")
+                                     f"{',stream_k' if stream_k else ''}{',n128' if block_n == 128 else ''}]")
     return fn
 
 
@@ -91,8 +93,8 @@ def main() -> int:
     import course_lib
 
     bad = 0
-    for cluster in (1, 2):
-        fn = persistent_variant(cluster=cluster, stream_k=True)
+    for cluster, block_n in ((1, 256), (2, 256), (1, 128), (2, 128)):
+        fn = persistent_variant(cluster=cluster, stream_k=True, block_n=block_n)
         for M, N, K in SANITIZE_SHAPES:
             a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
             c = fn(a, b)

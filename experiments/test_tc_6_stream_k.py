@@ -35,23 +35,24 @@ def compiled():
     return variant.compile_variant(), variant.compile_variant(timeline=True)
 
 
-def test_variant_compiles_both_clusters_without_warnings(compiled):
+def test_variant_compiles_both_tile_widths_and_clusters_without_warnings(compiled):
     plain, timed = compiled
     for r in compiled:
-        assert [k.name.rsplit("<", 1)[-1] for k in r.kernels] == ["1>", "2>"], r.kernels
+        assert [k.name.rsplit("<", 1)[-1] for k in r.kernels] == ["128,1>", "128,2>", "256,1>", "256,2>"], r.kernels
         assert r.warnings == (), r.warnings  # C7515 would mean serialised wgmmas: another kernel
         assert all(k.registers <= 168 for k in r.kernels)
-    cluster2 = next(k for k in plain.kernels if k.name.endswith("<2>"))
+    cluster2 = next(k for k in plain.kernels if k.name.endswith("<256,2>"))
     assert not cluster2.spills, cluster2  # the configuration the course measured
 
 
 def test_variant_stores_only_stream_k_partials_and_stamps(compiled):
     """C leaves through stmatrix + TMA store; the ordinary global stores are stream-K's partial
-    sums (BLOCK_N / 8 float4 per thread) and its flag, in each kernel, plus the timeline's stamps."""
+    sums (BLOCK_N / 8 float4 per thread) and its flag, in each kernel (two of each tile width), plus
+    the timeline's stamps."""
     plain, timed = compiled
     mix, timed_mix = compiler.sass_instruction_mix(plain.cubin), compiler.sass_instruction_mix(timed.cubin)
     assert mix["STSM"] > 0 and mix["UTMASTG"] > 0
-    assert mix["STG"] == len(plain.kernels) * (256 // 8 + 1)
+    assert mix["STG"] == 2 * (256 // 8 + 1) + 2 * (128 // 8 + 1)
     assert timed_mix["STG"] > mix["STG"] and timed_mix["HGMMA"] == mix["HGMMA"]
     assert "SR_GLOBALTIMER" in compiler.sass(timed.cubin) and "SR_GLOBALTIMER" not in compiler.sass(plain.cubin)
 
@@ -59,19 +60,19 @@ def test_variant_stores_only_stream_k_partials_and_stamps(compiled):
 # ---- on a GPU ---------------------------------------------------------------------------------------
 @pytest.mark.gpu
 @on_gpu
-@pytest.mark.parametrize("cluster,group_m", [(1, 1), (1, 8), (2, 1), (2, 16)])
-def test_scheduling_knobs_are_correct_on_the_gpu(cluster, group_m):
-    fn = variant.persistent_variant(cluster=cluster, group_m=group_m)
+@pytest.mark.parametrize("cluster,group_m,block_n", [(1, 1, 256), (1, 8, 128), (2, 1, 256), (2, 16, 128)])
+def test_scheduling_knobs_are_correct_on_the_gpu(cluster, group_m, block_n):
+    fn = variant.persistent_variant(cluster=cluster, group_m=group_m, block_n=block_n)
     course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520)])
 
 
 @pytest.mark.gpu
 @on_gpu
-@pytest.mark.parametrize("cluster", [1, 2])
-def test_stream_k_is_correct_on_the_gpu(cluster):
+@pytest.mark.parametrize("cluster,block_n", [(1, 256), (2, 256), (1, 128), (2, 128)])
+def test_stream_k_is_correct_on_the_gpu(cluster, block_n):
     # Fewer tiles than clusters (every tile split, some clusters idle), a ragged last wave, and
     # K with a partial last slice.
-    fn = variant.persistent_variant(cluster=cluster, stream_k=True)
+    fn = variant.persistent_variant(cluster=cluster, stream_k=True, block_n=block_n)
     for _ in range(3):  # fresh inputs each time: the partial buffers and flags are reused
         course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520), (2048, 2048, 2048), (4096, 4096, 1032)])
 

@@ -6,7 +6,11 @@ OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
 export COURSE_BACKEND=gpu PYTHONUNBUFFERED=1
 if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+    # Once per machine: a second script sourcing this finds them installed.
+    if [ ! -e /tmp/site/.from_whl ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+        touch /tmp/site/.from_whl
+    fi
     export PYTHONPATH=/tmp/site:$PWD
 else
     export PYTHONPATH=$PWD

@@ -3,6 +3,8 @@
 // TC_TIMELINE is instruction for instruction that kernel's (experiments/runs/
 // 2026-12-01_sass_restructure_cuda/comparison.md). On top of the course's stage 6 it has:
 // * `cluster` 1 or 2 (the course compiles 2 only), `group_m` and `max_ctas` as in the course;
+// * `block_n` 256 (the course's tile) or 128: twice the tiles of half the width, for shapes whose
+//   tiles fill the waves badly;
 // * stream_k: the ragged last wave is shared out by K slices (course_lib/csrc/tc_stream_k.cuh
 //   explains stream-K; the course's stage 6 uses it since 2026-12-01 for shapes with few tiles);
 //   a consumer that did only part of a tile's K either publishes its fp32 partial sums
@@ -21,23 +23,27 @@
 namespace tc {
 namespace stage6_stream_k {
 
-constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;
-constexpr int STAGES = 4;
+constexpr int BLOCK_M = 128, BLOCK_K = TILE_K;
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int C_BOX = 64;                                   // 64 x 64 bf16 boxes, 128-byte swizzle
-constexpr int C_HALF_COLS = BLOCK_N / 2;                    // columns staged per round
-constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;           // 2
 
+// The tile's width is a knob here: 256 (the course's) or 128, with a deeper ring in the same
+// shared memory (6 slots of 32 KB against 4 of 48 KB).
+template <int BLOCK_N>
 struct Smem {
+  static constexpr int STAGES = BLOCK_N == 256 ? 4 : 6;
+  static constexpr int C_HALF_COLS = BLOCK_N / 2;           // columns staged per round
+  static constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;  // 2 (BLOCK_N 256) or 1
   bf16 a[STAGES][BLOCK_M * BLOCK_K];
   bf16 b[STAGES][BLOCK_K * BLOCK_N];
-  bf16 c[CONSUMERS][C_HALF_BOXES][C_BOX * C_BOX];          // 2 x 16 KB
+  bf16 c[CONSUMERS][C_HALF_BOXES][C_BOX * C_BOX];
   uint64_t full[STAGES], empty[STAGES];
 };
-constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
-static_assert(SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit");
+template <int BLOCK_N>
+constexpr int SMEM_BYTES = sizeof(Smem<BLOCK_N>) + SMEM_SLACK;
+static_assert(SMEM_BYTES<256> <= 227 * 1024 && SMEM_BYTES<128> <= 227 * 1024, "Hopper's per-block shared-memory limit");
 
 // Optional per-tile timeline, compiled only with -DTC_TIMELINE (experiments/gpu_tc_timeline.py builds such
 // a copy of the extension): each consumer's leader thread stamps clock64 (this SM's cycles) when a
@@ -74,9 +80,10 @@ __device__ __forceinline__ void stamp(bool leader, int cw, int entry, long long 
 // `pair(i)` is the thread's i-th pair of bf16 results (0 <= i < 64), i.e. its accumulators 2i and
 // 2i+1 converted (pack_bf16x2). FIRST_HALF and HALVES pick the rounds: both (after the last tile),
 // or one half (during the next tile). Called by all 128 threads of consumer `cw`.
-template <int FIRST_HALF = 0, int HALVES = 2, typename Pair>
-__device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtensorMap* map_c, int cw, int row0,
+template <int FIRST_HALF = 0, int HALVES = 2, int BLOCK_N, typename Pair>
+__device__ __forceinline__ void store_tile_tma(Pair pair, Smem<BLOCK_N>& s, const CUtensorMap* map_c, int cw, int row0,
                                                int col0) {
+  constexpr int C_HALF_COLS = Smem<BLOCK_N>::C_HALF_COLS, C_HALF_BOXES = Smem<BLOCK_N>::C_HALF_BOXES;
   const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
   const bool leader = tid == 0;
   // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of
@@ -106,12 +113,13 @@ __device__ __forceinline__ void store_tile_tma(Pair pair, Smem& s, const CUtenso
   }
 }
 
-template <int CLUSTER>
+template <int BLOCK_N, int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
        const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials) {
+  constexpr int STAGES = Smem<BLOCK_N>::STAGES;
   extern __shared__ uint8_t smem_raw[];
-  Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
+  Smem<BLOCK_N>& s = *reinterpret_cast<Smem<BLOCK_N>*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
   const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
   const int cluster_id = blockIdx.x / CLUSTER;
@@ -204,19 +212,23 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   if constexpr (CLUSTER > 1) cluster_sync();
 }
 
-template <int CLUSTER>
-void launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int M, int N, int K,
-            int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
-  allow_dynamic_smem(kernel<CLUSTER>, SMEM_BYTES);
+template <int BLOCK_N, int CLUSTER>
+void launch(const Gemm& g, int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
+  const int M = g.M, N = g.N, K = g.K;
+  constexpr auto kern = kernel<BLOCK_N, CLUSTER>;
+  constexpr int SMEM = SMEM_BYTES<BLOCK_N>;
+  const CUtensorMap map_a = tensor_map_a<BLOCK_M>(g), map_b = tensor_map_b(g);
+  const CUtensorMap map_c = make_tensor_map(g.c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
+  allow_dynamic_smem(kern, SMEM);
   const GroupedTiles tiles{ceil_div(ceil_div(M, BLOCK_M), CLUSTER), ceil_div(N, BLOCK_N), group_m};
   // Stream-K needs every resident cluster (the split work fills them all); without it, the grid
   // is trimmed so that the waves come out even.
-  const int ctas = stream_k ? resident_clusters(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, max_ctas) * CLUSTER
-                            : persistent_ctas(kernel<CLUSTER>, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
+  const int ctas = stream_k ? resident_clusters(kern, THREADS, SMEM, CLUSTER, max_ctas) * CLUSTER
+                            : persistent_ctas(kern, THREADS, SMEM, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(K, BLOCK_K), stream_k);
   Partials partials{nullptr, nullptr, 0};
   if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas, CONSUMERS, size_t(BLOCK_M) * BLOCK_N);
-  kernel<CLUSTER><<<ctas, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, sched, partials);
+  kern<<<ctas, THREADS, SMEM, stream>>>(map_a, map_b, map_c, sched, partials);
   check_launch("tc_6_stream_k");
 }
 
@@ -240,18 +252,16 @@ size_t tc_6_timeline_shape(int dim) {
 }
 #endif
 
-void launch_tc_6_stream_k(const Gemm& g, cudaStream_t stream, int cluster, int group_m, int max_ctas, bool stream_k) {
+void launch_tc_6_stream_k(const Gemm& g, cudaStream_t stream, int cluster, int group_m, int max_ctas, bool stream_k,
+                          int block_n) {
   using namespace stage6_stream_k;
-  const int M = g.M, N = g.N, K = g.K;
-  const CUtensorMap map_a = tensor_map_a<BLOCK_M>(g), map_b = tensor_map_b(g);
-  const CUtensorMap map_c = make_tensor_map(g.c, M, N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   if (group_m < 1) throw std::runtime_error("tc_6_stream_k: group_m must be >= 1");
-  if (cluster == 1)
-    launch<1>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
-  else if (cluster == 2)
-    launch<2>(map_a, map_b, map_c, M, N, K, group_m, max_ctas, stream_k, stream);
+  if (cluster != 1 && cluster != 2) throw std::runtime_error("tc_6_stream_k: cluster must be 1 or 2");
+  if (block_n != 128 && block_n != 256) throw std::runtime_error("tc_6_stream_k: block_n must be 128 or 256");
+  if (block_n == 256)
+    cluster == 1 ? launch<256, 1>(g, group_m, max_ctas, stream_k, stream) : launch<256, 2>(g, group_m, max_ctas, stream_k, stream);
   else
-    throw std::runtime_error("tc_6_stream_k: cluster must be 1 or 2");
+    cluster == 1 ? launch<128, 1>(g, group_m, max_ctas, stream_k, stream) : launch<128, 2>(g, group_m, max_ctas, stream_k, stream);
 }
 
 }  // namespace tc

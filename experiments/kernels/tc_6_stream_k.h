@@ -11,7 +11,9 @@ namespace tc {
 // rows walked together, `max_ctas` caps the grid (0: one wave of the whole GPU), `stream_k` shares
 // the ragged last wave out by K slices. cluster 2, group_m 8, max_ctas = SM count and no stream-K
 // is the kernel the course measured.
-void launch_tc_6_stream_k(const Gemm& g, cudaStream_t stream, int cluster, int group_m, int max_ctas, bool stream_k);
+// `block_n` 256 (the course's tile) or 128.
+void launch_tc_6_stream_k(const Gemm& g, cudaStream_t stream, int cluster, int group_m, int max_ctas, bool stream_k,
+                          int block_n = 256);
 
 #ifdef TC_TIMELINE
 // Its per-tile timeline (only in builds with -DTC_TIMELINE): [CTA][consumer][entry] clock stamps.

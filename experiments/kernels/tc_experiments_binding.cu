@@ -8,14 +8,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "tc_6_stream_k",
       [](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int cluster, int group_m, int max_ctas,
-         bool stream_k) {
+         bool stream_k, int block_n) {
         tc::run(a, b, c, [&](const tc::Gemm& g, cudaStream_t s) {
-          tc::launch_tc_6_stream_k(g, s, cluster, group_m, max_ctas, stream_k);
+          tc::launch_tc_6_stream_k(g, s, cluster, group_m, max_ctas, stream_k, block_n);
         });
       },
       "c = a @ b by stage 6 with its experiment knobs", pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"),
       pybind11::arg("cluster") = 2, pybind11::arg("group_m") = 8, pybind11::arg("max_ctas") = 0,
-      pybind11::arg("stream_k") = false);
+      pybind11::arg("stream_k") = false, pybind11::arg("block_n") = 256);
 #ifdef TC_TIMELINE
   m.def("clear_timeline", &tc::clear_tc_6_timeline);
   m.def("timeline", []() {
