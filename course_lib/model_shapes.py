@@ -13,7 +13,8 @@ published configuration:
 * GPT-2 (124M): n_embd 768, n_head 12, MLP of 4 * 768
   (https://huggingface.co/openai-community/gpt2/blob/main/config.json); c_attn has 3 * 768 = 2304 outputs.
 * GPT-2 XL: n_embd 1600, n_head 25, MLP of 4 * 1600
-  (https://huggingface.co/openai-community/gpt2-xl/blob/main/config.json); 1600 is 12.5 x 128.
+  (https://huggingface.co/openai-community/gpt2-xl/blob/main/config.json); 1600 is 12.5 x 128 and
+  c_attn's 3 * 1600 = 4800 outputs are 37.5 x 128.
 
 Prefill runs a whole prompt (M = 2048-8192 tokens) through each layer; decode runs one new token
 per sequence, so M is the batch (1-64) and each weight is read for very little arithmetic; training
@@ -68,6 +69,8 @@ MODEL_SHAPES: tuple[ModelShape, ...] = (
                "a small model: K = 768 is only 12 slices of 64 per tile"),
     ModelShape("gpt2 qkv 2k", GPT2, "attention c_attn", "prefill", 2048, 2304, 768,
                "16 x 9 = 144 tiles of 128 x 256: one wave of 132 and 12 tiles more"),
+    ModelShape("gpt2-xl qkv 4k", GPT2_XL, "attention c_attn", "prefill", 4096, 4800, 1600,
+               "N = 4800 is 18.75 tiles of 256: the last tile column is three quarters full"),
     ModelShape("gpt2-xl fc 4k", GPT2_XL, "MLP c_fc", "prefill", 4096, 6400, 1600,
                "N = 6400 is 25 tiles of 256; K = 1600 is 25 slices of 64"),
     ModelShape("gpt2-xl proj 4k", GPT2_XL, "MLP c_proj", "prefill", 4096, 1600, 6400,

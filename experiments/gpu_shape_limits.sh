@@ -4,8 +4,8 @@
 #   1. the stage-6 variant's GPU tests (tile widths 128 / 256, clusters 1 / 2, stream-K);
 #   2. experiments/gpu_shapes.py on the weak shapes (bf16): triton_fast's candidates and extra ones,
 #      the timer's write flush against a read flush, the stage-6 variant's configurations;
-#   3. the warp-specialised Triton candidates, in a process of their own (a compiler assertion
-#      would end the process);
+#   3. (in the run of experiments/runs/2026-12-01_1927_shape_limits only, with that commit's code:
+#      the warp-specialised Triton candidates; measured slower, then removed);
 #   4. Nsight Compute on cuBLAS, triton_fast and stage 6 at those shapes (experiments/gpu_ncu_shapes.py).
 # tools/gpu_env.sh sets up the backend and the wheels.
 set -uo pipefail
@@ -27,10 +27,6 @@ for part in "few:square-4096,$FEW:--extra" "decode:$DECODE:"; do
         --tc6-variants --only "$only" --budget "${LIMITS_BUDGET:-85}" >"$OUT/$name/stdout.txt" 2>&1 || status=1
     grep -E "cuBLAS|variant|flush" "$OUT/$name/stdout.txt" | cut -c1-400; echo "--- $name: $(($(date +%s) - start)) s"
 done
-mkdir -p "$OUT/ws"
-timeout 60 python3 experiments/gpu_shapes.py --out "$OUT/ws" --dtypes bf16 --ws \
-    --only square-4096,gpt2-qkv-8k,gpt2-xl-fc-4k --budget 40 >"$OUT/ws/stdout.txt" 2>&1
-echo "ws exit $?"; grep -v "^\s*$" "$OUT/ws/stdout.txt" | cut -c1-200 | tail -n 24; echo "--- ws: $(($(date +%s) - start)) s"
 timeout 100 ncu --clock-control none --nvtx --nvtx-include "measure/" --csv \
     --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size,launch__block_size,sm__throughput.avg.pct_of_peak_sustained_elapsed \
     python3 experiments/gpu_ncu_shapes.py >"$OUT/ncu_shapes.csv" 2>"$OUT/ncu_shapes.err" || status=1

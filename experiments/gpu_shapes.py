@@ -5,8 +5,7 @@ candidate triton_fast's heuristic names for the shape (plus EXTRA candidates at 
 timed with the course's timer (CUDA events, L2 flushed) and checked against cuBLAS; cuBLAS again at
 the end, the ratio taken against the mean of its two timings. Stage 6: its automatic schedule,
 whole tiles and stream-K. Writes $OUT/shapes_explore.json; prints one line per measurement.
-Options: ``--extra`` (more candidates for small M and few tiles), ``--ws`` (only the persistent
-candidates with the compiler's warp specialisation), ``--flush`` (cuBLAS, triton_fast's pick and
+Options: ``--extra`` (more candidates for small M and few tiles), ``--flush`` (cuBLAS, triton_fast's pick and
 stage 6 timed after a write flush and after a read flush), ``--tc6-variants`` (the stage-6 variant's
 tile widths, cluster sizes and schedules).
 
@@ -18,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -82,14 +80,6 @@ def extra_small(dtype: str) -> list:
             F(128, 128, bk, group_m=8, num_warps=8, num_stages=4, b_layout=nk, split_k=2)]
 
 
-def warp_specialized(dtype: str) -> list:
-    """The persistent candidates again, with the compiler's warp specialisation."""
-    big = [c for c in c04.FAST_CONFIGS[dtype] if c.persistent]
-    extra = [F(128, 128, 64, group_m=8, num_warps=4, num_stages=4, persistent=True),
-             F(128, 128, 64, group_m=8, num_warps=8, num_stages=4, persistent=True)]
-    return list(dict.fromkeys(replace(c, warp_specialize=True) for c in big + extra))
-
-
 def rel_err(c: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.norm(c.double() - ref.double()) / torch.linalg.norm(ref.double()))
 
@@ -148,7 +138,6 @@ def main() -> int:
                    help="also the stage-6 variant: tiles 128 x 256 / 128 x 128, clusters 1 / 2, with and without stream-K")
     p.add_argument("--squares", action="store_true", help="EXTRA candidates at 4096^3")
     p.add_argument("--extra", action="store_true", help="extra candidates for small M and few tiles")
-    p.add_argument("--ws", action="store_true", help="only the warp-specialised persistent candidates (16-bit)")
     p.add_argument("--flush", action="store_true",
                    help="also time cuBLAS, triton_fast's pick and stage 6 with a read flush (L2 left clean)")
     p.add_argument("--only", default="", help="comma-separated labels of model shapes, spaces as dashes, square-4096 for 4096^3 (default: all + 4096^3)")
@@ -174,8 +163,6 @@ def main() -> int:
             ref = cublas(a, b)
             c1 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
             cands = list(c04.shape_candidates(dtype, M, N, K, sms))
-            if args.ws:
-                cands = warp_specialized(dtype) if dtype in ("fp16", "bf16") else []
             if shape == (4096, 4096, 4096) and args.squares:
                 cands += [c for c in EXTRA[dtype] if c not in cands]
             if args.extra and M <= c04.SMALL_M:

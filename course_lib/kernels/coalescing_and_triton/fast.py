@@ -138,16 +138,13 @@ def persistent_matmul_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-    FLATTEN: tl.constexpr = True, WARP_SPECIALIZE: tl.constexpr = False,
 ):
     # One program per SM walks the tiles pid, pid + P, pid + 2P, ... The flattened loop lets the
-    # compiler start loading the next tile while the current one is being stored. WARP_SPECIALIZE
-    # asks the compiler to split the loop into producer (TMA loads) and consumer (wgmma) warps.
+    # compiler start loading the next tile while the current one is being stored.
     a_desc, b_desc, c_desc = make_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn,
                                               stride_cm, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, C_STORE_SPLIT)
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=FLATTEN,
-                            warp_specialize=WARP_SPECIALIZE):
+    for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
         matmul_tile_descriptors(tile_id, a_desc, b_desc, c_desc, c_ptr, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
                                 GROUP_M, B_K_MAJOR, C_STORE_SPLIT, INPUT_PRECISION)
 
@@ -241,7 +238,6 @@ class FastConfig:
     persistent: bool = False
     epilogue_split: int = 1
     split_k: int = 1
-    warp_specialize: bool = False
 
     def __post_init__(self) -> None:
         if self.b_layout not in ("kn", "nk"):
@@ -254,8 +250,6 @@ class FastConfig:
             raise ValueError(f"split_k is a number of K ranges >= 1, not {self.split_k}")
         if self.split_k > 1 and self.persistent:
             raise ValueError("split_k > 1 launches one program per (tile, K range): it cannot also be persistent")
-        if self.warp_specialize and not self.persistent:
-            raise ValueError("warp_specialize applies to the persistent kernel's tile loop: set persistent=True")
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
@@ -269,7 +263,6 @@ class FastConfig:
             " persistent" if self.persistent else "",
             " split2" if self.epilogue_split == 2 else "",
             f" splitK{self.split_k}" if self.split_k > 1 else "",
-            " ws" if self.warp_specialize else "",
         ])
         return (f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
                 f"w{self.num_warps} s{self.num_stages}{extra}")
@@ -394,9 +387,6 @@ def launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
     meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
     if cfg.persistent:
         programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
-        # Triton's persistent-matmul tutorial (python/tutorials/09-persistent-matmul.py) does not
-        # flatten a loop it warp-specialises on Hopper: its note says the two do not work together there.
-        meta.update(FLATTEN=not cfg.warp_specialize, WARP_SPECIALIZE=cfg.warp_specialize)
         return persistent_matmul_kernel[(min(tiles, programs),)](*args, **meta), True
     return fast_matmul_kernel[(tiles,)](*args, **meta), True
 
