@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import re
 import sys
 from pathlib import Path
@@ -41,7 +42,10 @@ POWER = "2026-12-01_0707_power_sampling"  # a CSV of nvidia-smi samples (+ .log)
 # The model shape table: the recording run whose triton_fast tuning log the notebook shows, and the
 # exploration runs that timed stage 6 with whole tiles and with stream-K on every table shape.
 # (the triton_fast rows were re-recorded at 09:28 after the timer's fix; its tuning log is that run's)
-SHAPE_RECORDING = ("2026-12-01_0928_rerecord_triton_fast", "triton_fast_rerecord")
+SHAPE_RECORDING = ("2026-12-01_1950_rerecord_final_kernels", "final_rerecord")
+# Nsight Compute on cuBLAS at the shapes where the final kernels fall behind, the write-flush /
+# read-flush timings and the stage-6 variant's tile widths and cluster sizes.
+SHAPE_LIMITS = "2026-12-01_1927_shape_limits"
 SHAPE_EXPLORE = ("2026-12-01_0940_shapes_explore_1", "2026-12-01_0955_shapes_explore_2")
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
@@ -305,7 +309,8 @@ def shape_table_summary() -> dict:
     table = {s.shape: s.label for s in MODEL_SHAPES}
     run, stem = RUNS / SHAPE_RECORDING[0], SHAPE_RECORDING[1]
     prov = json.loads((run / f"{stem}.json").read_text())["provenance"]
-    tuning = [dict(t, label=table[(t["M"], t["N"], t["K"])]) for t in json.loads((run / f"{stem}_tuning_log.json").read_text())
+    tuning = [dict(t, label=table[(t["M"], t["N"], t["K"])])
+              for t in json.loads((run / f"{stem}_triton_fast_tuning_log.json").read_text())
               if (t["M"], t["N"], t["K"]) in table]
     stage6: dict[str, dict] = {}
     for name in SHAPE_EXPLORE:
@@ -318,17 +323,67 @@ def shape_table_summary() -> dict:
             ratio = {k: cublas_ms / v["ms"] for k, v in row["candidates"].items() if "ms" in v}
             stage6[table[shape]] = {"M": row["M"], "N": row["N"], "K": row["K"], "run": name,
                                     "whole_tiles": ratio.get("0"), "stream_k": ratio.get("1")}
+    flush: dict[str, dict] = {}
+    variant: dict[str, dict] = {}
+    for part in ("few", "decode"):
+        for row in json.loads((RUNS / SHAPE_LIMITS / part / "shapes_explore.json").read_text())["rows"]:
+            shape = (row["M"], row["N"], row["K"])
+            if shape not in table:
+                continue
+            if "flush" in row:
+                flush[table[shape]] = {"M": row["M"], "N": row["N"], "K": row["K"], **{
+                    kernel: {how: statistics.median(ms) for how, ms in t.items()} for kernel, t in row["flush"].items()}}
+            if row.get("stage") == "tc_6_stream_k variant":
+                cublas_ms = sum(row["cublas_ms"]) / 2
+                variant[table[shape]] = {k.split("[", 1)[1].rstrip("]").replace("group_m=8,max_ctas=132", "").replace(",,", ",").strip(","):
+                                         cublas_ms / v["ms"] for k, v in row["candidates"].items() if "ms" in v}
     return {
         "provenance": _gpu(prov) | {
             "date": prov["date"],
             "made_by": "experiments/summarize.py",
             "runs": [f"experiments/runs/{SHAPE_RECORDING[0]}/{stem}.json",
-                     f"experiments/runs/{SHAPE_RECORDING[0]}/{stem}_tuning_log.json",
-                     *(f"experiments/runs/{n}/shapes_explore.json" for n in SHAPE_EXPLORE)],
+                     f"experiments/runs/{SHAPE_RECORDING[0]}/{stem}_triton_fast_tuning_log.json",
+                     *(f"experiments/runs/{n}/shapes_explore.json" for n in SHAPE_EXPLORE),
+                     *(f"experiments/runs/{SHAPE_LIMITS}/{p}/shapes_explore.json" for p in ("few", "decode")),
+                     f"experiments/runs/{SHAPE_LIMITS}/ncu_shapes.csv"],
         },
         "triton_fast_tuning": tuning,
         "stage6_schedules": stage6,
+        "cublas_kernels": cublas_kernels((RUNS / SHAPE_LIMITS / "ncu_shapes.csv").read_text()),
+        "flush_ms": flush,
+        "stage6_variant": variant,
     }
+
+
+def cublas_kernels(text: str) -> dict[str, list[dict]]:
+    """{table label: the kernels cuBLAS launched there (name, grid, ms)} from experiments/gpu_ncu_shapes.py's
+    output under ncu --csv: its 'profiled: <label> <library>' lines say, in launch order, which call the
+    following kernels belong to (cuBLAS's kernels are named nvjet* or cublasLt*)."""
+    import csv
+    import io
+
+    calls = [ln[len("profiled: "):].rsplit(" ", 1) for ln in text.splitlines() if ln.startswith("profiled: ")]
+    rows = list(csv.reader(io.StringIO("\n".join(ln for ln in text.splitlines() if ln.startswith('"')))))
+    head, body = rows[0], rows[1:]
+    col = {name: head.index(name) for name in ("ID", "Kernel Name", "Grid Size", "Metric Name", "Metric Value")}
+    kernels: dict[str, dict] = {}
+    for r in body:
+        k = kernels.setdefault(r[col["ID"]], {"name": r[col["Kernel Name"]], "grid": r[col["Grid Size"]]})
+        k[r[col["Metric Name"]]] = r[col["Metric Value"]]
+    # Walk the calls in order: each takes the kernels of its library until the next library's kernel.
+    is_cublas = [k["name"].startswith(("nvjet", "void cublasLt")) for k in kernels.values()]
+    out: dict[str, list[dict]] = {}
+    i = 0
+    listed = list(kernels.values())
+    for label, library in calls:
+        mine = []
+        while i < len(listed) and (is_cublas[i] == (library == "cublas")) and (library == "cublas" or not mine):
+            mine.append(listed[i])
+            i += 1
+        if library == "cublas":
+            out[label] = [{"name": k["name"], "grid": k["grid"], "ms": _number(k["gpu__time_duration.sum"]) * 1e-6}
+                          for k in mine]
+    return out
 
 
 SUMMARIES = {
