@@ -326,7 +326,9 @@ def shape_table_summary() -> dict:
     flush: dict[str, dict] = {}
     variant: dict[str, dict] = {}
     for part in ("few", "decode"):
-        for row in json.loads((RUNS / SHAPE_LIMITS / part / "shapes_explore.json").read_text())["rows"]:
+        limits = json.loads((RUNS / SHAPE_LIMITS / part / "shapes_explore.json").read_text())
+        flush_copy_gbs = limits["copy_bandwidth_gbs"]
+        for row in limits["rows"]:
             shape = (row["M"], row["N"], row["K"])
             if shape not in table:
                 continue
@@ -351,6 +353,7 @@ def shape_table_summary() -> dict:
         "stage6_schedules": stage6,
         "cublas_kernels": cublas_kernels((RUNS / SHAPE_LIMITS / "ncu_shapes.csv").read_text()),
         "flush_ms": flush,
+        "flush_copy_bandwidth_gbs": flush_copy_gbs,  # measured in the same run as flush_ms
         "stage6_variant": variant,
     }
 
