@@ -4,6 +4,7 @@ import copy
 import json
 
 import pytest
+import torch
 
 from course_lib import backend, bench, results, timing
 
@@ -141,6 +142,16 @@ def test_committed_results_file_is_valid():
     assert "cublas" in stages
     for dtype in ("fp32", "tf32", "fp16", "bf16"):
         assert r.select("cublas", dtype), f"no cuBLAS {dtype} recorded"
+
+
+def test_flushes_write_or_read_the_buffer_and_refuse_anything_else():
+    buf = torch.full((64,), 7, dtype=torch.uint8)
+    timing._flusher(buf, "read")()
+    assert int(buf.sum()) == 64 * 7  # a read flush leaves the buffer as it was
+    timing._flusher(buf, "write")()
+    assert int(buf.sum()) == 0
+    with pytest.raises(ValueError, match="flush is one of"):
+        timing._flusher(buf, "evict")
 
 
 @pytest.mark.skipif(backend.get().is_gpu, reason="the CPU backend's behaviour")
