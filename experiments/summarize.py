@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -41,7 +41,7 @@ TIMELINE = "2026-11-30_2159_tc6_timeline"
 POWER = "2026-12-01_0707_power_sampling"  # a CSV of nvidia-smi samples (+ .log)
 # The model shape table: the recording run whose triton_fast tuning log the notebook shows, and the
 # exploration runs that timed stage 6 with whole tiles and with stream-K on every table shape.
-# (the triton_fast rows were re-recorded at 09:28 after the timer's fix; its tuning log is that run's)
+# (the final kernels' rows were last re-recorded by the run named here; its tuning log is that run's)
 SHAPE_RECORDING = ("2026-12-01_1950_rerecord_final_kernels", "final_rerecord")
 # Nsight Compute on cuBLAS at the shapes where the final kernels fall behind, the write-flush /
 # read-flush timings and the stage-6 variant's tile widths and cluster sizes.
@@ -373,19 +373,20 @@ def cublas_kernels(text: str) -> dict[str, list[dict]]:
     for r in body:
         k = kernels.setdefault(r[col["ID"]], {"name": r[col["Kernel Name"]], "grid": r[col["Grid Size"]]})
         k[r[col["Metric Name"]]] = r[col["Metric Value"]]
-    # Walk the calls in order: each takes the kernels of its library until the next library's kernel.
-    is_cublas = [k["name"].startswith(("nvjet", "void cublasLt")) for k in kernels.values()]
-    out: dict[str, list[dict]] = {}
-    i = 0
-    listed = list(kernels.values())
-    for label, library in calls:
-        mine = []
-        while i < len(listed) and (is_cublas[i] == (library == "cublas")) and (library == "cublas" or not mine):
-            mine.append(listed[i])
-            i += 1
-        if library == "cublas":
-            out[label] = [{"name": k["name"], "grid": k["grid"], "ms": _number(k["gpu__time_duration.sum"]) * 1e-6}
-                          for k in mine]
+    # Each cuBLAS call's kernels are a run of consecutive cuBLAS-named kernels (a GEMM, maybe a split-K
+    # reduction); the course's kernels between them end a run.
+    runs: list[list[dict]] = [[]]
+    for k in kernels.values():
+        if k["name"].startswith(("nvjet", "void cublasLt")):
+            runs[-1].append(k)
+        elif runs[-1]:
+            runs.append([])
+    runs = [r for r in runs if r]
+    labels = [label for label, library in calls if library == "cublas"]
+    if len(runs) != len(labels):
+        raise ValueError(f"{len(labels)} cuBLAS calls were profiled but {len(runs)} runs of cuBLAS kernels found")
+    out = {label: [{"name": k["name"], "grid": k["grid"], "ms": _number(k["gpu__time_duration.sum"]) * 1e-6} for k in run]
+           for label, run in zip(labels, runs)}
     return out
 
 
