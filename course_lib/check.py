@@ -91,15 +91,21 @@ class CheckReport:
     def worst(self) -> ShapeResult:
         return max(self.results, key=lambda r: r.rel_error / r.tolerance)
 
+    @property
+    def max_rel_error(self) -> float:
+        """The largest relative error over the shapes (it depends on the machine's floating-point
+        kernels, so the printed summary leaves it out: print this to see it)."""
+        return max(r.rel_error for r in self.results)
+
     def __repr__(self) -> str:
-        top = max(r.rel_error for r in self.results)
-        err = "0" if top == 0 else f"{_round_up_1sig(top):.0e}"
+        # Only what is the same on every machine: the measured errors depend on the CPU's (or GPU's)
+        # floating-point kernels, so they are not printed here (``max_rel_error`` has them).
         tols = sorted({r.tolerance for r in self.results})
         tol = f"{tols[0]:.0e}" if len(tols) == 1 else f"{tols[0]:.2g} to {tols[-1]:.2g}, growing with K"
         n = len(self.results)
         return (
             f"check passed: {self.label} ({self.dtype}) on {n} shape{'s' if n != 1 else ''}, "
-            f"relative error <= {err} (tolerance {tol})"
+            f"relative error within the tolerance ({tol}) on each"
         )
 
 
@@ -116,12 +122,6 @@ class NotChecked:
 
     def __repr__(self) -> str:
         return f"not checked here: {self.reason}"
-
-
-def _round_up_1sig(x: float) -> float:
-    """x rounded up to one significant digit (3.2e-07 -> 4e-07): a bound that reads stably."""
-    e = math.floor(math.log10(x))
-    return math.ceil(x / 10**e - 1e-9) * 10**e
 
 
 def _fail(label: str, dtype: str, shape: Shape, seed: int, why: str) -> AssertionError:

@@ -1,6 +1,7 @@
 """Execute the course's notebooks top to bottom (the outputs CI compares come from here).
 
     python -m course_lib.notebooks                       # CPU backend, outputs stored in place
+    python -m course_lib.notebooks 04 deep_dives/triton   # only these (name prefixes)
     python -m course_lib.notebooks --backend gpu --out DIR   # live on a GPU, executed copies to DIR
 
 On the CPU backend the notebooks are executed in place, so their stored outputs are exactly what
@@ -17,25 +18,47 @@ import time
 from pathlib import Path
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+DEEP_DIVE_DIR = NOTEBOOK_DIR / "deep_dives"
+# What every notebook says it runs on: the kernel JupyterLab starts for it. A notebook whose
+# kernelspec or language_info differs from what the installed kernel reports is marked as modified
+# the moment it opens (and asks to be saved when closed untouched), so both are written as the
+# installed ipykernel reports them, without the Python version (learners run 3.11 to 3.13).
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def path_notebooks() -> list[Path]:
+    """The learner's path, in course order: ``notebooks/NN_name.ipynb``."""
+    return sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+def deep_dives() -> list[Path]:
+    """The deep dives beside the path: ``notebooks/deep_dives/*.ipynb``."""
+    return sorted(DEEP_DIVE_DIR.glob("*.ipynb"))
 
 
 def notebook_paths(names: list[str] | None = None) -> list[Path]:
-    paths = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+    """Every notebook (the path, then the deep dives), or those whose path relative to
+    ``notebooks/`` starts with one of ``names`` ("04", "deep_dives/triton")."""
+    paths = path_notebooks() + deep_dives()
     if names:
-        paths = [p for p in paths if any(p.stem.startswith(n) or p.name == n for n in names)]
+        rel = lambda p: p.relative_to(NOTEBOOK_DIR).as_posix()  # noqa: E731
+        paths = [p for p in paths if any(rel(p).startswith(n) or p.name == n for n in names)]
         if not paths:
             raise SystemExit(f"no notebook matches {names} in {NOTEBOOK_DIR}")
     return paths
 
 
 def _tidy(nb) -> None:
-    """Drop metadata that changes on every run (timings), so re-running gives a small diff.
+    """Drop metadata that changes on every run (timings) or differs between machines, so re-running
+    gives a small diff and opening a notebook does not mark it modified.
 
     No widget state is kept: it would hold every widget model and every picture a second time,
     and JupyterLab does not use it for a notebook it does not trust (a notebook someone else ran,
     like these). What a reader sees before running a cell is the widget's picture, stored in the
     cell's output next to the widget (``course_lib.viz._figure.figure_box``)."""
     nb.metadata.pop("widgets", None)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata.pop("language_info", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
 
@@ -53,7 +76,7 @@ def execute(path: Path, backend: str, out: Path | None, timeout: int) -> float:
     t0 = time.time()
     client.execute()
     _tidy(nb)
-    target = (out / path.name) if out else path
+    target = (out / path.relative_to(NOTEBOOK_DIR)) if out else path
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
     return time.time() - t0
@@ -72,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in notebook_paths(args.names):
         try:
             seconds = execute(path, args.backend, args.out, args.timeout)
-            print(f"{path.name}: executed on the {args.backend} backend in {seconds:.0f} s", flush=True)
+            print(f"{path.relative_to(NOTEBOOK_DIR)}: executed on the {args.backend} backend in {seconds:.0f} s", flush=True)
         except Exception as e:  # noqa: BLE001 - report every notebook, then fail
             failed.append(path.name)
             print(f"{path.name}: FAILED: {type(e).__name__}: {str(e)[-2000:]}", file=sys.stderr, flush=True)

@@ -47,6 +47,11 @@ RECORD_KEYS = {
 }
 
 
+# What a recorded (or live) "ms" is, said under every table of records: the timer (course_lib.timing)
+# queues enough GPU work ahead of the timed runs that the host's time to call is kept out.
+TIMED = "ms: GPU time per call, L2 flushed, host time kept out; ratio: cuBLAS's time / the stage's"
+
+
 class ResultsFileError(ValueError):
     """A results file is missing, unreadable or not in the expected form."""
 
@@ -101,8 +106,8 @@ class Results:
         return out
 
     def table(self, stage: str | None = None, dtype: str | None = None) -> str:
-        """The selected records as a text table, with where they come from."""
-        return self.label + "\n" + format_table(self.select(stage, dtype))
+        """The selected records as a text table, with where they come from and what was timed."""
+        return self.label + "\n" + TIMED + "\n" + format_table(self.select(stage, dtype))
 
     def to_json(self) -> dict[str, Any]:
         return {
