@@ -39,17 +39,28 @@ $(VENV)/bin/python: | platform
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# JupyterLab's settings for the course, installed as the defaults of the environment's JupyterLab:
+# widgets save their state with the notebook (a notebook you ran, saved and reopened shows its
+# pictures instead of "model not found"), no news prompt (tools/jupyterlab/overrides.json), and a
+# server that fills in each notebook's language_info as this environment's kernel reports it, so an
+# untouched notebook is not marked modified when it opens (tools/jupyterlab/course_server.json,
+# course_lib/jupyter.py).
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
+
 # $(call install,extras): the package (editable) with those extras, every version from the lock.
 define install
 	$(if $(CPU_ONLY),$(BIN)/python -m pip install --quiet --index-url $(TORCH_CPU_INDEX) torch==$(TORCH_PIN))
 	$(BIN)/python -m pip install --quiet -c requirements-lock.txt -e ".$(if $(1),[$(1)])"
+	mkdir -p $(dir $(LAB_SETTINGS)) && cp tools/jupyterlab/overrides.json $(LAB_SETTINGS)
+	mkdir -p $(dir $(SERVER_CONFIG)) && cp tools/jupyterlab/course_server.json $(SERVER_CONFIG)
 	touch $@
 endef
 
-$(call stamp,$(LAB_EXTRAS)): pyproject.toml requirements-lock.txt | $(VENV)/bin/python platform
+$(call stamp,$(LAB_EXTRAS)): pyproject.toml requirements-lock.txt tools/jupyterlab/overrides.json tools/jupyterlab/course_server.json | $(VENV)/bin/python platform
 	$(call install,$(LAB_EXTRAS))
 
-$(call stamp,$(TEST_EXTRAS)): pyproject.toml requirements-lock.txt | $(VENV)/bin/python platform
+$(call stamp,$(TEST_EXTRAS)): pyproject.toml requirements-lock.txt tools/jupyterlab/overrides.json tools/jupyterlab/course_server.json | $(VENV)/bin/python platform
 	$(call install,$(TEST_EXTRAS))
 
 # JupyterLab's file browser starts at the repository root, so the CUDA sources notebook 05 discusses
@@ -59,6 +70,7 @@ $(call stamp,$(TEST_EXTRAS)): pyproject.toml requirements-lock.txt | $(VENV)/bin
 lab: $(call stamp,$(LAB_EXTRAS))
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
 	  --LabApp.default_url=/lab/tree/notebooks/00_gpu_execution_model.ipynb \
+	  --LabApp.news_url= --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
 	  $(if $(REMOTE),--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) --ServerApp.port_retries=0) \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 

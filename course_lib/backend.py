@@ -253,16 +253,14 @@ def versions() -> dict[str, str]:
 
 
 def describe_line() -> str:
+    """Where the kernels run, on one line, and the library versions on a second (each short enough
+    for JupyterLab's output area)."""
     b = get()
-    where = (
-        "kernels run on the GPU"
-        if b.is_gpu
-        else "kernels run on the CPU: numba CUDA simulator + Triton interpreter (no speeds here)"
-    )
+    where = f"the kernels run on {b.gpu_label}" if b.is_gpu else "numba's simulator and Triton's interpreter run the kernels"
     libs = ", ".join(f"{k} {v}" for k, v in versions().items())
-    return f"backend {b.name} ({b.reason}); device: {b.gpu_label}; {where}; {libs}"
+    return f"backend {b.name} ({b.reason}): {where}\n{libs}"
 
 
 def describe() -> None:
-    """Print one line: backend, device, library versions."""
+    """Print where the kernels run (backend, device) and the library versions."""
     print(describe_line())

@@ -18,8 +18,16 @@ checks that:
 * every slider, toggle group and dropdown of every widget, in the course notebooks and in the
   notebook of all widgets, moved once, changes the picture (the PNG's bytes, not just its URL) or
   the summary above it;
+* opened untouched, the notebook is not marked modified (its kernelspec is the installed one and
+  the course's server fills in ``language_info`` as the kernel reports it: course_lib/jupyter.py),
+  and no news prompt covers it;
 * nothing went wrong in the kernel meanwhile: no error or stderr traceback on the kernel's message
   channel (where a widget callback's print or error goes) and no traceback in the server's log.
+
+Two more tests: a printed line as wide as tests/test_notebook_structure.py allows takes one row of
+the output area beside the open file browser; and a notebook run, saved and reopened with a new
+kernel (a learner's next day) shows every widget's picture, restored from the widget state JupyterLab
+saved with it (tools/jupyterlab/overrides.json turns that on), not "model not found".
 
 Screenshots (before running, after running, of each widget before and after moving its controls,
 and on failure) go to
@@ -160,10 +168,13 @@ def lab(tmp_path_factory):
     for path in _course_notebooks():
         shutil.copy(path, dirs["notebooks"] / path.name)
     _write_notebook(dirs["notebooks"] / "viz_widgets.ipynb", _WIDGET_CELLS)
-    # No "get notified about Jupyter news?" toast over the notebook (it can cover a control).
-    notifications = dirs["settings"] / "@jupyterlab" / "apputils-extension"
-    notifications.mkdir(parents=True)
-    (notifications / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    # The course's JupyterLab settings (widget state saved with a notebook, no news prompt) are the
+    # environment's defaults, installed by `make lab` / `make test`: the server below reads them
+    # from there, exactly as a learner's does.
+    installed = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    wanted = (ROOT / "tools" / "jupyterlab" / "overrides.json").read_text()
+    if not installed.is_file() or installed.read_text() != wanted:
+        pytest.fail(f"{installed} is not tools/jupyterlab/overrides.json: run `make test` (it installs it)")
     token, port = secrets.token_hex(16), _free_port()
     env = dict(os.environ)
     env.update(
@@ -199,7 +210,7 @@ def lab(tmp_path_factory):
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"JupyterLab did not start; its log:\n{(tmp / 'jupyterlab.log').read_text()[-3000:]}")
             time.sleep(0.3)
-        yield base, token, tmp / "jupyterlab.log", chromium
+        yield base, token, tmp / "jupyterlab.log", chromium, dirs["notebooks"]
     finally:
         _stop(server, base, token)
         log.close()
@@ -502,7 +513,7 @@ _UNRUN_WIDGETS = """() => {
 def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
     from playwright.sync_api import sync_playwright
 
-    base, token, server_log, chromium = lab
+    base, token, server_log, chromium, _ = lab
     shots = ARTIFACTS / Path(notebook).stem
     shots.mkdir(parents=True, exist_ok=True)
     print(f"\nbrowser screenshots: {shots}")
@@ -519,6 +530,8 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
                 # A workspace of its own, reset: only this notebook is open, and it is the current tab.
                 page.goto(f"{base}/lab/workspaces/{Path(notebook).stem}/tree/{notebook}?reset&token={token}")
                 page.wait_for_function(f"(path) => {{ const s = ({_OUTPUT_STATE})(path); return s && s.status === 'idle'; }}", arg=notebook)
+                assert not page.evaluate(_DIRTY), f"{notebook}: marked modified as soon as it opened, untouched"
+                assert page.get_by_text("official Jupyter news").count() == 0, f"{notebook}: a news prompt covers the notebook"
                 if notebook != "viz_widgets.ipynb":
                     # Not run yet, and not trusted (someone else ran it): every widget shows its picture.
                     unrun = page.evaluate(_UNRUN_WIDGETS)
@@ -579,6 +592,132 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
         finally:
             browser.close()
             _shutdown_kernels(base, token)  # the next notebook gets the CPU to itself
+
+
+_DIRTY = "() => window.jupyterapp.shell.currentWidget.context.model.dirty"
+
+# A printed line: how many rows it takes in the output area (1: it fits), and whether the file
+# browser is open beside the notebook (the narrowest layout the course is checked in).
+_LINE_ROWS = """() => {
+    const pre = document.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stdout"] pre');
+    const browser = document.querySelector('.jp-FileBrowser');
+    const h = parseFloat(getComputedStyle(pre).lineHeight);
+    return {rows: Math.round(pre.getBoundingClientRect().height / h), output: Math.round(pre.getBoundingClientRect().width),
+            browser: browser && browser.offsetParent !== null ? Math.round(browser.getBoundingClientRect().width) : 0};
+}"""
+
+
+def _open(page, base, token, notebook, workspace):
+    """Open ``notebook`` alone in a fresh workspace and wait until its kernel is idle."""
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{notebook}?reset&token={token}")
+    page.wait_for_function(f"(path) => {{ const s = ({_OUTPUT_STATE})(path); return s && s.status === 'idle'; }}", arg=notebook)
+
+
+def _run_all(page, notebook):
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(
+        f"(path) => {{ const s = ({_RUN_STATE})(path); return s && s.status === 'idle' && s.running === 0"
+        " && (s.executed === s.cells || s.errors.length > 0); }",
+        arg=notebook, polling=500, timeout=RUN_TIMEOUT_S * 1000,
+    )
+    page.wait_for_function(
+        "() => !Array.from(document.querySelectorAll('.jp-OutputArea-output')).some(e => (e.innerText || '').includes('Loading widget'))",
+        polling=500,
+    )
+
+
+def _browser(pw, chromium):
+    return pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+
+
+def test_a_printed_line_of_the_allowed_width_fits_beside_the_file_browser(lab):
+    """tests/test_notebook_structure.py keeps printed lines to MAX_LINE characters; here such a line,
+    printed in JupyterLab at 1400 x 900 with the file browser open, takes one row of the output area."""
+    from playwright.sync_api import sync_playwright
+
+    from test_notebook_structure import MAX_LINE
+
+    base, token, _, chromium, folder = lab
+    notebook = "line_width.ipynb"
+    line = ("stage                         dtype      M     N     K        ms  TFLOP/s   cuBLAS   ratio" + " " * MAX_LINE)[:MAX_LINE - 1] + "%"
+    _write_notebook(folder / notebook, [f"print({line!r})"])
+    with sync_playwright() as pw:
+        browser = _browser(pw, chromium)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(TIMEOUT_S * 1000)
+            _open(page, base, token, notebook, "line_width")
+            _run_all(page, notebook)
+            got = page.evaluate(_LINE_ROWS)
+            page.screenshot(path=str(ARTIFACTS / "line_width.png"))
+            assert got["browser"] > 150, f"the file browser is not open beside the notebook: {got}"
+            assert got["rows"] == 1, f"a printed line of {MAX_LINE} characters wraps to {got['rows']} rows in {got['output']} px"
+        finally:
+            browser.close()
+            _shutdown_kernels(base, token)
+
+
+_REOPENED_WIDGETS = """() => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const out = [];
+    panel.content.widgets.forEach((cell, index) => {
+        if (cell.model.type !== 'code') return;
+        const shown = cell.outputArea.node.querySelectorAll('.jp-OutputArea-output');
+        for (let k = 0; k < cell.model.outputs.length; k++) {
+            const o = cell.model.outputs.get(k).toJSON();
+            if (!(o.data && o.data['""" + WIDGET_MIME + """'])) continue;
+            const el = shown[k];
+            const img = el && el.querySelector('img');
+            out.push({cell: index, mime: el ? el.getAttribute('data-mime-type') : null,
+                      picture: !!(img && img.complete && img.naturalWidth > 0), text: el ? (el.innerText || '').slice(0, 120) : ''});
+        }
+    });
+    return out;
+}"""
+
+
+def test_a_notebook_run_saved_and_reopened_shows_its_widgets(lab):
+    """What a learner does: Run All, save, come back the next day (a new kernel): every widget shows
+    its picture (restored from the state saved with the notebook), never "model not found"."""
+    from playwright.sync_api import sync_playwright
+
+    base, token, _, chromium, folder = lab
+    notebook = _course_notebooks()[0].name  # the first notebook: it has widgets and runs in seconds
+    with sync_playwright() as pw:
+        browser = _browser(pw, chromium)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(TIMEOUT_S * 1000)
+            _open(page, base, token, notebook, "save_1")
+            _run_all(page, notebook)
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+            page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", polling=200)
+            saved = json.loads((folder / notebook).read_text())
+            assert "application/vnd.jupyter.widget-state+json" in saved["metadata"].get("widgets", {}), (
+                "the saved notebook holds no widget state: is saveState on (tools/jupyterlab/overrides.json)?")
+        finally:
+            browser.close()
+            _shutdown_kernels(base, token)  # the next day: the old kernel is gone
+        browser = _browser(pw, chromium)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(TIMEOUT_S * 1000)
+            _open(page, base, token, notebook, "save_2")
+            page.wait_for_timeout(2000)  # the widget manager restores the saved models
+            # (Reopened, it is marked modified: ipywidgets' widget manager marks a notebook dirty
+            # whenever it registers a widget model when saveState is on, restored models included.
+            # A notebook as committed has no widget state and opens unmodified: the test above.)
+            shown = page.evaluate(_REOPENED_WIDGETS)
+            page.screenshot(path=str(ARTIFACTS / "reopened.png"))
+            assert shown, f"{notebook}: no widget outputs after reopening"
+            for w in shown:
+                assert "model not found" not in w["text"] and "Error displaying widget" not in w["text"], (
+                    f"{notebook} cell {w['cell']}, reopened: {w['text']!r}")
+                assert w["picture"], f"{notebook} cell {w['cell']}, reopened: no picture ({w['mime']}: {w['text']!r})"
+            assert page.evaluate(_PROBLEMS) == []
+        finally:
+            browser.close()
+            _shutdown_kernels(base, token)
 
 
 def test_a_missing_browser_skips_for_a_learner_and_fails_in_ci(monkeypatch):

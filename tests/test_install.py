@@ -1,6 +1,7 @@
 """What a learner's install meets: the lock resolves on PyPI alone, make stops at once on a platform
 where the install cannot work, and make lab opens JupyterLab where the CUDA sources can be browsed."""
 
+import json
 import os
 import re
 import stat
@@ -132,6 +133,9 @@ def test_make_lab_opens_the_course_at_the_repository_root():
     assert f'--ServerApp.root_dir="{ROOT}"' in line  # course_lib/csrc/ is in JupyterLab's file browser
     assert "--LabApp.default_url=/lab/tree/notebooks/00_gpu_execution_model.ipynb" in line
     assert "pip install --quiet -c requirements-lock.txt -e \".\"" in line  # no test extras
+    # JupyterLab's settings for the course become the environment's defaults, and no news prompt
+    assert "cp tools/jupyterlab/overrides.json /nonexistent/share/jupyter/lab/settings/overrides.json" in line
+    assert "--LabApp.news_url=" in line
     remote = " ".join(subprocess.run(["make", "-n", "-C", str(ROOT), "lab", "REMOTE=1", "VENV=/nonexistent"],
                                      capture_output=True, text=True).stdout.split())
     assert "--no-browser" in remote and "--ServerApp.ip=127.0.0.1" in remote
@@ -146,3 +150,12 @@ def test_gpu_extras_bring_the_extension_toolchain():
     names = {re.split(r"[\[=]", r)[0] for r in gpu}
     assert {"numba-cuda", "ninja", "cuda-toolkit"} <= names
     assert any(r.startswith("cuda-toolkit[nvcc,cccl]") for r in gpu)
+
+
+def test_jupyterlab_saves_widget_state_and_asks_no_news():
+    """What a saved notebook needs to show its widgets when reopened with a new kernel (the widget
+    manager restores them from the notebook's metadata), and no news toast over a chart."""
+    settings = json.loads((ROOT / "tools" / "jupyterlab" / "overrides.json").read_text())
+    assert settings["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
+    assert settings["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+
