@@ -284,9 +284,9 @@ def _recorded_rows(rec: Results, name: str, dtype: str, shapes: Sequence[Shape])
 def _say_recorded(why: str, rec: Results) -> None:
     """One line before recorded numbers: why they are not measured here (if not said already)."""
     if why == "No GPU here":
-        print(f"No GPU here: these numbers were {rec.label} (not measured on this machine).")
+        print(f"No GPU here: these numbers were {rec.label},\nnot measured on this machine.")
     else:
-        print((f"not run here: {why}\n" if why else "") + f"These numbers were {rec.label} (not measured on this machine).")
+        print((f"not run here: {why}\n" if why else "") + f"These numbers were {rec.label},\nnot measured on this machine.")
 
 
 # ---- recording ---------------------------------------------------------------------------------
@@ -397,11 +397,15 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
     return path
 
 
-def replace_stages(recording: Path, update: Path, command: str = "") -> Path:
+def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas: bool = False) -> Path:
     """Put the records of ``update`` (a recording of some stages, ``--stages``) into ``recording`` in
-    place of that recording's rows of the same stages, and of cuBLAS at the same (dtype, shape);
-    the provenance keeps every other row's origin and lists the re-recording (``rerecorded``)."""
+    place of that recording's rows of the same stages, and of cuBLAS at the same (dtype, shape)
+    unless ``keep_cublas`` (a stage added to a recording whose cuBLAS rows the notebooks quote: each
+    new row still holds the cuBLAS time measured beside it); the provenance keeps every other row's
+    origin and lists the re-recording (``rerecorded``)."""
     old, new = load(recording), load(update)
+    if keep_cublas:
+        new = Results(new.path, new.provenance, new.ceilings, tuple(r for r in new.records if r["stage"] != "cublas"))
     if old.provenance["gpu"] != new.provenance["gpu"]:
         raise ValueError(f"{update.name} was recorded on {new.provenance['gpu']}, {recording.name} on "
                          f"{old.provenance['gpu']}: only recordings of the same GPU are merged")
@@ -415,6 +419,7 @@ def replace_stages(recording: Path, update: Path, command: str = "") -> Path:
         prov.pop(key, None)  # the re-recording's tuning replaces it (below)
     prov["rerecorded"] = list(prov.get("rerecorded", [])) + [{
         "stages": stages_new, "date": new.provenance["date"], "command": command or new.provenance.get("command", ""),
+        **({"cublas_rows": "kept from the recording"} if keep_cublas else {}),
         "failures": new.provenance.get("failures", []),
         **{key: new.provenance[key] for key in sorted(tuning) if key in new.provenance},
     }]
@@ -436,6 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="with --record: where to write (default course_lib/results/<gpu>.json)")
     p.add_argument("--replace-in", type=Path, help="with --record --stages: put the new rows into this recording "
                    "in place of its rows of those stages (provenance lists the re-recording)")
+    p.add_argument("--keep-cublas", action="store_true", help="with --replace-in: keep the recording's cuBLAS rows "
+                   "(each new row still has the cuBLAS time measured in its own call)")
     args = p.parse_args(argv)
     if args.record:
         selected = args.stages.split(",") if args.stages else None
@@ -444,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error("--replace-in needs --stages")
         path = record(args.out, selected, sweep=not args.no_sweep, command=command)
         if args.replace_in:
-            path = replace_stages(args.replace_in, path, command)
+            path = replace_stages(args.replace_in, path, command, keep_cublas=args.keep_cublas)
         res = load(path)
         print(f"wrote {path} ({len(res.records)} records, {res.label})")
         print(format_table(res.records))

@@ -49,7 +49,7 @@ RECORD_KEYS = {
 
 # What a recorded (or live) "ms" is, said under every table of records: the timer (course_lib.timing)
 # queues enough GPU work ahead of the timed runs that the host's time to call is kept out.
-TIMED = "ms: GPU time per call, L2 flushed, host time kept out; ratio: cuBLAS's time / the stage's"
+TIMED = "ms: GPU time per call (L2 flushed, the CPU's time to call left out); ratio: cuBLAS ms / stage ms"
 
 
 class ResultsFileError(ValueError):
@@ -241,7 +241,8 @@ def profile_table(stages: list[str], rows: list[str] | None = None) -> str:
         title, cell = _PROFILE_ROWS[key]
         if key == "stalls":
             lines.append(title)
-            lines += [f"  {s:<46}{cell(profiles[s])}" for s in stages]
+            for s in stages:  # the list on a line of its own: it is long
+                lines += [f"  {s}", f"    {cell(profiles[s])}"]
         else:
             lines.append(f"{title:<48}" + "".join(f"{cell(profiles[s]):>{width}}" for s in stages))
     return "\n".join(lines)

@@ -135,6 +135,20 @@ def test_replace_stages_swaps_one_stage_and_its_cublas_rows(tmp_path):
         bench.replace_stages(tmp_path / "rec.json", tmp_path / "a100.json")
 
 
+def test_replace_stages_can_keep_the_recordings_cublas_rows(tmp_path):
+    old = _sample()
+    new = copy.deepcopy(_sample())
+    new["records"][0].update(ms=0.04, tflops=53.7, cublas_ms=0.04, cublas_tflops=53.7)
+    new["records"][1].update(ms=1.0, tflops=2.1, cublas_ms=0.04, cublas_tflops=53.7, ratio_to_cublas=2.1 / 53.7)
+    results.save(results.validate(old), tmp_path / "rec.json")
+    results.save(results.validate(new), tmp_path / "upd.json")
+    merged = results.load(bench.replace_stages(tmp_path / "rec.json", tmp_path / "upd.json", "cmd", keep_cublas=True))
+    by_stage = {r["stage"]: r for r in merged.records}
+    assert by_stage["naive"]["ms"] == 1.0 and by_stage["naive"]["cublas_ms"] == 0.04  # its own call's cuBLAS
+    assert by_stage["cublas"] == old["records"][0]  # the recording's cuBLAS row stays
+    assert merged.provenance["rerecorded"][0]["cublas_rows"] == "kept from the recording"
+
+
 def test_committed_results_file_is_valid():
     r = results.load()
     assert r.provenance["gpu"].startswith("NVIDIA")

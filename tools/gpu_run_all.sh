@@ -5,10 +5,14 @@
 #   bash tools/gpu_run_all.sh sanitize assume         # checks: sanitizers, older GPUs (COURSE_ASSUME_CAPABILITY)
 #
 # Sections:
-#   record     python -m course_lib.bench --record -> $OUT/nvidia_h200.json (+ log)
+#   record     python -m course_lib.bench --record -> $OUT/nvidia_h200.json (+ log); with
+#              STAGES=a,b only those stages, merged into a copy of the committed recording
+#              (--replace-in; KEEP_CUBLAS=1 keeps its cuBLAS rows) -> $OUT/nvidia_h200.json
+#   hosttime   experiments/gpu_host_time.py: host time per call, and the final kernels on the model
+#              shapes timed as called and in GPU time -> $OUT/host_time.json (+ log)
 #   notebooks  every notebook (or those named in $NOTEBOOKS, e.g. "01 02") executed top to bottom on
 #              the GPU backend -> $OUT/notebooks_gpu.tgz
-#   assume     notebooks 05 and 06 executed live as GPUs of compute capability 7.5 and 8.0 would run
+#   assume     notebooks 06, 07 and 08 executed live as GPUs of compute capability 7.5 and 8.0 would run
 #              them (COURSE_ASSUME_CAPABILITY; $CAPABILITIES overrides, "native" = this GPU as it is)
 #              and as this GPU -> $OUT/assume.log, $OUT/notebooks_assume.tgz
 #   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
@@ -28,8 +32,18 @@ for section in "$@"; do
     start=$(date +%s)
     case "$section" in
     record)
-        timeout 560 python3 -m course_lib.bench --record --out "$OUT/nvidia_h200.json" >"$OUT/record.log" 2>&1 || status=1
+        if [ -n "${STAGES:-}" ]; then
+            cp course_lib/results/nvidia_h200.json "$OUT/nvidia_h200.json"
+            timeout 560 python3 -m course_lib.bench --record --stages "$STAGES" --out "$OUT/rerecord.json" \
+                --replace-in "$OUT/nvidia_h200.json" ${KEEP_CUBLAS:+--keep-cublas} >"$OUT/record.log" 2>&1 || status=1
+        else
+            timeout 560 python3 -m course_lib.bench --record --out "$OUT/nvidia_h200.json" >"$OUT/record.log" 2>&1 || status=1
+        fi
         tail -n 3 "$OUT/record.log"
+        ;;
+    hosttime)
+        timeout 400 python3 experiments/gpu_host_time.py --out "$OUT/host_time.json" >"$OUT/host_time.log" 2>&1 || status=1
+        grep -v WARNING "$OUT/host_time.log" | tail -n 80
         ;;
     notebooks)
         timeout 540 python3 -m course_lib.notebooks ${NOTEBOOKS:-} --backend gpu --out "$OUT/notebooks_gpu" >"$OUT/notebooks.log" 2>&1 || status=1
@@ -44,7 +58,7 @@ for section in "$@"; do
             value=$([ "$cap" = native ] || echo "$cap")
             echo "=== COURSE_ASSUME_CAPABILITY=${value:-(unset)}" | tee -a "$log"
             COURSE_ASSUME_CAPABILITY=$value python3 -c "import course_lib; course_lib.describe()" 2>&1 | tee -a "$log"
-            COURSE_ASSUME_CAPABILITY=$value timeout 400 python3 -m course_lib.notebooks 05 06 --backend gpu \
+            COURSE_ASSUME_CAPABILITY=$value timeout 400 python3 -m course_lib.notebooks 06 07 08 --backend gpu \
                 --out "$OUT/notebooks_assume/$cap" >>"$log" 2>&1 || status=1
             grep -E "executed|FAILED" "$log" | tail -n 2
         done
@@ -69,7 +83,7 @@ for section in "$@"; do
         sanitize "tensor-core stages" tools/gpu_sanitize_tensor_cores.py memcheck racecheck synccheck
         ;;
     *)
-        echo "unknown section $section (record, notebooks, assume, sanitize)"
+        echo "unknown section $section (record, hosttime, notebooks, assume, sanitize)"
         exit 2
         ;;
     esac

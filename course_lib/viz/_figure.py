@@ -97,7 +97,11 @@ def _plain_text(box) -> str:
     for name, control in getattr(box, "controls", {}).items():
         label = getattr(control, "label", None)
         parts.append(f"{control.description or name} = {label if label is not None else control.value}")
-    return f"{type(box).__name__}: {getattr(box, 'figure_name', 'interactive figure')} ({'; '.join(parts)})"
+    import textwrap  # noqa: PLC0415
+
+    # Short lines: JupyterLab wraps a printed line wider than its output area mid-word.
+    return textwrap.fill(f"{type(box).__name__}: {getattr(box, 'figure_name', 'interactive figure')} ({'; '.join(parts)})",
+                         width=96, break_on_hyphens=False)
 
 
 @functools.cache

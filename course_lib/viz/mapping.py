@@ -44,7 +44,7 @@ class Mapping:
         gx, gy = self.grid
         return (
             f"{self.n_rows}x{self.n_cols} output, blocks of {bx}x{by} = {bx * by} threads "
-            f"({self.warps_per_block} warps), grid {gx}x{gy} = {gx * gy} blocks, "
+            f"({self.warps_per_block} warps),\ngrid {gx}x{gy} = {gx * gy} blocks, "
             f"{self.threads_launched} threads launched, {self.idle_threads} idle past the edge"
         )
 

@@ -165,7 +165,7 @@ class Trace:
 
     def describe(self) -> str:
         lines = [
-            f"trace of {self.kernel}[grid={self.grid[:2]}, block={self.block[:2]}]: {len(self.accesses)} element "
+            f"trace of {self.kernel}[grid={self.grid[:2]}, block={self.block[:2]}]: {len(self.accesses)} "
             f"accesses by {int(np.prod(self.grid)) * int(np.prod(self.block))} threads"
         ]
         for r in self.summary():
