@@ -105,7 +105,7 @@ class CheckReport:
         n = len(self.results)
         return (
             f"check passed: {self.label} ({self.dtype}) on {n} shape{'s' if n != 1 else ''}, "
-            f"relative error within the tolerance ({tol}) on each"
+            f"relative error within {tol}"
         )
 
 

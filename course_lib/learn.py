@@ -45,6 +45,13 @@ class Verdict:
         pass
 
 
+def _say(text: str) -> None:
+    """Print in lines that fit JupyterLab's output area (a longer line wraps mid-word there)."""
+    import textwrap  # noqa: PLC0415
+
+    print(textwrap.fill(text, width=96, break_on_hyphens=False))
+
+
 def _fmt(x: float) -> str:
     return f"{x:.3g}" if isinstance(x, (int, float)) else repr(x)
 
@@ -54,21 +61,21 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     ``value`` is the ratio measured / predicted (None, and the verdict false, when nothing usable
     was predicted)."""
     if guess is None:
-        print(f"No prediction entered: set it in the cell above and run both cells again. "
-              f"Measured: {_fmt(measured)} {unit}.")
+        _say(f"No prediction entered: set it in the cell above and run both cells again. "
+             f"Measured: {_fmt(measured)} {unit}.")
         if explain:
-            print(explain)
+            _say(explain)
         return Verdict(False)
     if not isinstance(guess, (int, float)) or not math.isfinite(guess) or guess <= 0:
-        print(f"A prediction is a positive number of {unit}, not {guess!r}.")
+        _say(f"A prediction is a positive number of {unit}, not {guess!r}.")
         return Verdict(False)
     ratio = measured / guess
     verdict = ("close: within 25 %" if 0.8 <= ratio <= 1.25
                else f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
                else f"the measurement is {1 / ratio:.2g}x below your prediction")
-    print(f"You predicted {_fmt(guess)} {unit}; measured {_fmt(measured)} {unit} — {verdict}.")
+    _say(f"You predicted {_fmt(guess)} {unit}; measured {_fmt(measured)} {unit} — {verdict}.")
     if explain:
-        print(explain)
+        _say(explain)
     return Verdict(True, ratio)
 
 
@@ -76,12 +83,12 @@ def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0,
     """Check an exercise's answer: numbers within ``rel_tol``, anything else by equality. Prints
     whether it is right (and ``hint`` when it is not); the verdict is true only for a right answer."""
     if answer is None:
-        print(f"{what}: no answer yet — set it in the cell above and run this cell again.")
+        _say(f"{what}: no answer yet — set it in the cell above and run this cell again.")
         return Verdict(False)
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (answer, expected))
     ok = math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=0.0 if rel_tol else 1e-12) if numeric else answer == expected
     if ok:
-        print(f"{what}: {_fmt(answer)} is right.")
+        _say(f"{what}: {_fmt(answer)} is right.")
     else:
-        print(f"{what}: {_fmt(answer)} is not it yet." + (f" Hint: {hint}" if hint else ""))
+        _say(f"{what}: {_fmt(answer)} is not it yet." + (f" Hint: {hint}" if hint else ""))
     return Verdict(bool(ok))

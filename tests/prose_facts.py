@@ -117,12 +117,469 @@ def namespace() -> dict:
 
 
 # ---- 02, 03, register_tiling_lab
+RT_WARP_FFMA = 4096**3 // 32  # warp-wide multiply-adds (FFMA) of a 4096^3 GEMM
+RT_SMS = 132
+
+
+def rt_profiled_tflops(stage: str) -> float:
+    """The rate of ``stage`` in its Nsight Compute profile at 4096^3 (TFLOP/s)."""
+    return 2 * 4096**3 / (prof(stage)["time_ms"] * 1e-3) / 1e12
+
+
+def rt_per_ffma(stage: str, key: str) -> float:
+    """A profile count of ``stage`` per warp-wide multiply-add of the 4096^3 GEMM."""
+    return prof(stage)[key] / RT_WARP_FFMA
+
+
+def rt_wavefronts_per_ffma(stage: str = "shared_memory_tiling") -> float:
+    """Shared-memory wavefronts (loads and stores) per warp-wide multiply-add."""
+    p = prof(stage)
+    return (p["shared_load_wavefronts"] + p["shared_store_wavefronts"]) / RT_WARP_FFMA
+
+
+def rt_wavefronts_per_lds128() -> float:
+    """In the tiled kernel: load wavefronts left after one per scalar load of B (one per FFMA),
+    per 16-byte load of A."""
+    p = prof("shared_memory_tiling")
+    return (p["shared_load_wavefronts"] - RT_WARP_FFMA) / (p["shared_load_instructions"] - RT_WARP_FFMA)
+
+
+def rt_shared_cap_tflops(wavefronts_per_ffma: float | None = None) -> float:
+    """What shared memory allows at one wavefront per clock per SM, with the tiled kernel's clock."""
+    w = rt_wavefronts_per_ffma() if wavefronts_per_ffma is None else wavefronts_per_ffma
+    return RT_SMS * prof("shared_memory_tiling")["sm_clock_ghz"] * 1e9 * 64 / w / 1e12
+
+
+def rt_share_of_cap(wavefronts_per_ffma: float | None = None) -> float:
+    """The tiled kernel's profiled rate as % of the shared-memory cap."""
+    return 100 * rt_profiled_tflops("shared_memory_tiling") / rt_shared_cap_tflops(wavefronts_per_ffma)
+
+
+def rt_time_ratio(stage: str, base: str, shape=4096) -> float:
+    """Recorded time of ``stage`` / time of ``base`` (fp32)."""
+    return ms(stage, "fp32", shape) / ms(base, "fp32", shape)
+
+
+def rt_speedup(stage: str, base: str, shape=4096) -> float:
+    """Recorded speed of ``stage`` / speed of ``base`` (fp32)."""
+    return ms(base, "fp32", shape) / ms(stage, "fp32", shape)
+
+
+def rt_cublas_ncu() -> dict:
+    """Nsight Compute on cuBLAS's fp32 kernel at 4096^3 (recorded with the Triton experiments)."""
+    return results.summary("triton")["ncu_fp32"]["cublas_fp32"]
+
+
+def rt_cublas_instructions() -> float:
+    """cuBLAS fp32 at 4096^3: instructions, billions."""
+    return rt_cublas_ncu()["smsp__inst_executed.sum"] / 1e9
+
+
+def rt_cublas_other_instructions() -> float:
+    """cuBLAS fp32 at 4096^3: instructions that are not the GEMM's warp-wide multiply-adds, billions."""
+    return (rt_cublas_ncu()["smsp__inst_executed.sum"] - RT_WARP_FFMA) / 1e9
+
+
+def rt_cublas_issue_pct() -> float:
+    return rt_cublas_ncu()["smsp__issue_active.avg.pct_of_peak_sustained_active"]
+
+
+def rt_cublas_occupancy_pct() -> float:
+    """Warps of cuBLAS's resident block(s) per SM as % of 64 (one block per SM)."""
+    n = rt_cublas_ncu()
+    return 100 * n["Block Limit Registers"] * n["Block Size"] / 32 / 64
+
+
+def rt_instruction_ratio() -> float:
+    """cuBLAS's instructions / register_tiling's (4096^3)."""
+    return rt_cublas_ncu()["smsp__inst_executed.sum"] / prof("register_tiling")["instructions"]
+
+
+def rt_issue_ratio() -> float:
+    """How busy register_tiling's schedulers are / how busy cuBLAS's are."""
+    return prof("register_tiling")["issue_active_pct"] / rt_cublas_issue_pct()
+
+
+def rt_depth_tflops(stage: str) -> float:
+    """The tiling-depth experiment (tiles reaching 64 or 128 deep along K): TFLOP/s at 4096^3."""
+    rec_ = results.load(results.RESULTS_DIR / "nvidia_h200_tiling_depth_experiment.json")
+    return rec_.select(stage, "fp32")[0]["tflops"]
 
 
 # ---- 04, 05, triton_lab
+def _triton() -> dict:
+    return results.summary("triton")
+
+
+def tr_article(variant: str, dtype: str, block: int) -> dict:
+    """A row of the article's experiment (8192 x 6144 @ 6144 x 4096): variant "plain", "transposed"
+    or "transposed+copy", dtype "fp32" (ieee) or "tf32"; keys tflops, ratio_to_cublas."""
+    rows = [r for r in _triton()["article_experiment"]
+            if (r["variant"], r["dtype"], r["block_size"]) == (variant, dtype, block)]
+    if len(rows) != 1:
+        raise KeyError(f"{len(rows)} article rows for {(variant, dtype, block)}")
+    return rows[0]
+
+
+def tr_speedup(dtype: str, block: int, variant: str = "transposed") -> float:
+    """TFLOP/s of the pre-transposed kernel over the plain one (below 1: slower)."""
+    return tr_article(variant, dtype, block)["tflops"] / tr_article("plain", dtype, block)["tflops"]
+
+
+def _repeat_row(dtype: str, size: int) -> dict:
+    """The six repeats of triton_fast and of cuBLAS against itself at size^3 (fractions of cuBLAS)."""
+    rows = [r for r in _triton()["repeat"] if (r["dtype"], r["size"]) == (dtype, size)]
+    if len(rows) != 1:
+        raise KeyError(f"{len(rows)} repeat rows for {dtype} {size}")
+    return rows[0]
+
+
+def tr_repeat(dtype: str, size: int, who: str = "triton_fast", stat: str = "median") -> float:
+    """A repeat statistic in %: who "triton_fast" or "cublas", stat "median", "min" or "max"."""
+    return 100 * _repeat_row(dtype, size)[who][stat]
+
+
+def tr_repeat_span(dtype: str, size: int, who: str = "triton_fast") -> tuple[float, float]:
+    """(lowest, highest) of the repeats, in % of cuBLAS."""
+    return (tr_repeat(dtype, size, who, "min"), tr_repeat(dtype, size, who, "max"))
+
+
+def tr_copy(what: str) -> dict:
+    """The first transpose-copy measurement whose label is ``what`` (keys ms, gbs)."""
+    return next(r for r in _triton()["transpose_copy"] if r["what"] == what)
+
+
+def tr_copy_span(prefix: str) -> tuple[float, float]:
+    """(lowest, highest) TB/s of the transpose-copy measurements whose label starts with ``prefix``."""
+    return span(r["gbs"] / 1000 for r in _triton()["transpose_copy"] if r["what"].startswith(prefix))
+
+
+def tr_tf32_copy(copy: str, size: int) -> float:
+    """triton_fast TF32 as % of cuBLAS at size^3 with B^T made by ``copy`` ("b.T.contiguous()" or
+    "transpose kernel") inside every call."""
+    row = next(r for r in _triton()["tf32_transpose_effect"] if r["copy"] == copy)
+    return 100 * row[f"ratio_{size}"]
+
+
+def tr_tried(dtype: str) -> list[dict]:
+    """The configuration families tried for triton_fast in ``dtype``, best first."""
+    return _triton()["tried"][dtype]
+
+
+def tr_tried_pct(dtype: str, family: str, size: int = 4096) -> float:
+    """% of cuBLAS of the best configuration of one family tried for triton_fast."""
+    row = next(r for r in tr_tried(dtype) if r["family"] == family)
+    return 100 * row[f"ratio_{size}"]
+
+
+def tr_best_without(dtype: str, word: str, size: int = 4096) -> float:
+    """The best % of cuBLAS among the families tried whose name does not contain ``word``."""
+    return max(100 * r[f"ratio_{size}"] for r in tr_tried(dtype) if word not in r["family"])
+
+
+def tr_ncu(kernel: str, key: str) -> float:
+    """A value of the Nsight Compute comparisons of triton_fast with cuBLAS (fp32 or 16-bit)."""
+    t = _triton()
+    for part in ("ncu_fp32", "ncu_16bit", "ncu_fp32_before"):
+        if kernel in t[part]:
+            return t[part][kernel][key]
+    raise KeyError(kernel)
+
 
 
 # ---- 06, 07, hopper_lab
+def tc_ridge(dtype: str) -> float:
+    """The recording's ridge point in ``dtype``: best cuBLAS rate / copy bandwidth, FLOP per byte."""
+    c = recording().ceilings
+    return c["cublas_peak_tflops"][dtype] * 1e3 / c["copy_bandwidth_gbs"]
+
+
+def tc_factor(stage: str, before: str, n: int) -> float:
+    """A step of the staircase: TFLOP/s of ``stage`` / TFLOP/s of ``before`` at n^3 (bf16)."""
+    return tflops(stage, "bf16", n) / tflops(before, "bf16", n)
+
+
+def tc_loss(stage: str, before: str, n: int) -> float:
+    """How much slower ``stage`` is than ``before`` at n^3, in % (negative: faster)."""
+    return 100 * (1 - tc_factor(stage, before, n))
+
+
+def tc_cublas_band(dtype: str = "bf16", min_m: int = 1024) -> tuple[float, float]:
+    """cuBLAS timed against itself in the recording (its ``cublas`` rows with M >= ``min_m``), % ."""
+    return span(100 * r["ratio_to_cublas"] for r in recording().select("cublas", dtype) if r["M"] >= min_m)
+
+
+# deep_dives/hopper_lab: the stage-6 experiments (nvidia_h200_tensor_core_summary.json)
+def _hl() -> dict:
+    return results.summary("tensor_core")
+
+
+def hl_stream_k(stream_k: bool, cluster: int, group_m: int, n: int) -> tuple[float, float]:
+    """The scheduling experiment at n^3: (lowest, highest) % of cuBLAS over the setting's runs."""
+    got = [100 * r["ratio_to_cublas"] for r in _hl()["stream_k"]
+           if (r["stream_k"], r["cluster"], r["group_m"], r["M"]) == (stream_k, cluster, group_m, n)]
+    return span(got)
+
+
+def hl_ncu(kernel: str, key: str) -> float:
+    """Nsight Compute at 4096^3: kernel "tc6", "tc6_sk" or "cublas16"."""
+    return _hl()["ncu_4096"][kernel][key]
+
+
+def hl_active_more() -> float:
+    """% more SM active cycles (averaged over all 132 SMs) with the K-slice schedule than with whole tiles."""
+    key = "SM Active Cycles (cycle)"
+    return 100 * (hl_ncu("tc6_sk", key) / hl_ncu("tc6", key) - 1)
+
+
+def hl_tl(n: int, key: str) -> float:
+    """The stage-6 timeline at n^3 (medians over consumers and tiles)."""
+    return next(s for s in _hl()["timeline"]["sizes"] if s["shape"][0] == n)[key]
+
+
+def hl_mainloop_over_ideal(n: int) -> float:
+    """% by which a tile's mainloop exceeds the tensor cores' ideal count of cycles."""
+    return 100 * (hl_tl(n, "mainloop_cycles") / hl_tl(n, "ideal_mainloop_cycles") - 1)
+
+
+def hl_between_tiles_share(n: int) -> float:
+    """Staging and the gap to the next tile, as % of a tile's mainloop."""
+    return 100 * (hl_tl(n, "epilogue_cycles") + hl_tl(n, "gap_to_next_tile_cycles")) / hl_tl(n, "mainloop_cycles")
+
+
+def hl_clock_tflops(n: int, mhz: float | None = None) -> float:
+    """TFLOP/s a consumer's lifetime in cycles gives at ``mhz`` (default: clock64 / globaltimer)."""
+    mhz = hl_tl(n, "sm_clock_mhz") if mhz is None else mhz
+    return 2 * n**3 / (hl_tl(n, "consumer_lifetime_cycles") / (mhz * 1e6)) / 1e12
+
+
+def hl_smi_mhz() -> tuple[float, float]:
+    """nvidia-smi's SM clock over the sustained epilogue runs."""
+    return span(r["sm_clock_mhz_smi"] for r in _hl()["epilogue_overlap"])
+
+
+def hl_epi(n: int, variant: str, key: str) -> list[float]:
+    """A value of the epilogue experiment at n^3 for each round ("tc6", "overlap", "split", "cublas")."""
+    return [r[key] for r in _hl()["epilogue_overlap"] if (r["size"], r["variant"]) == (n, variant)]
+
+
+def hl_epi_sustained(n: int, variant: str) -> tuple[float, float]:
+    return span(hl_epi(n, variant, "sustained_tflops"))
+
+
+def hl_between(variant: str) -> tuple[float, float]:
+    """Cycles between tiles (staging + gap) of a variant, over both sizes and rounds."""
+    return span(e + g for n in (4096, 8192) for e, g in zip(hl_epi(n, variant, "epilogue_cycles"),
+                                                                 hl_epi(n, variant, "gap_to_next_tile_cycles")))
+
+
+def hl_mainloop_growth(variant: str) -> tuple[float, float]:
+    """Cycles a variant's mainloop grew against the serial epilogue's, round by round, both sizes."""
+    return span(v - b for n in (4096, 8192) for v, b in zip(hl_epi(n, variant, "mainloop_cycles"),
+                                                               hl_epi(n, "tc6", "mainloop_cycles")))
+
+
+def hl_fewer_cycles(n: int, variant: str = "split") -> float:
+    """% fewer cycles per consumer than the serial epilogue (mean of the rounds)."""
+    pairs = list(zip(hl_epi(n, variant, "consumer_lifetime_cycles"), hl_epi(n, "tc6", "consumer_lifetime_cycles")))
+    return 100 * sum(1 - v / b for v, b in pairs) / len(pairs)
+
+
+def hl_sustained_gain(n: int, variant: str = "split") -> float:
+    """% more sustained TFLOP/s than the serial epilogue (mean of the rounds)."""
+    pairs = list(zip(hl_epi(n, variant, "sustained_tflops"), hl_epi(n, "tc6", "sustained_tflops")))
+    return 100 * sum(v / b - 1 for v, b in pairs) / len(pairs)
+
+
+def hl_power_span(skip_first: bool = True) -> tuple[float, float]:
+    """Average power of the sustained runs, W (without the first run, started from an idle GPU)."""
+    runs = [r["power_w"] for r in _hl()["epilogue_overlap"]]
+    return span(runs[1:] if skip_first else runs)
+
+
+def hl_power_first() -> float:
+    return _hl()["epilogue_overlap"][0]["power_w"]
+
+
+def hl_power_sample(key: str, how=max) -> float:
+    """Over the power probe's samples: how (max/min) of ``key``."""
+    return how(s[key] for s in _hl()["power_sampling"]["samples"])
+
+
+def hl_power_at(t: float, key: str) -> float:
+    """The power probe's sample nearest ``t`` seconds after the GEMMs began."""
+    return min(_hl()["power_sampling"]["samples"], key=lambda s: abs(s["t_s"] - t))[key]
+
+
+def hl_smi_ghz() -> tuple[float, float]:
+    lo, hi = hl_smi_mhz()
+    return (lo / 1000, hi / 1000)
+
+
+def hl_smi_overstatement() -> tuple[float, float]:
+    """% by which nvidia-smi's SM clock exceeded clock64 / globaltimer's (both sizes' timelines)."""
+    lo, hi = hl_smi_mhz()
+    base = [hl_tl(n, "sm_clock_mhz") for n in (4096, 8192)]
+    return (100 * (lo / max(base) - 1), 100 * (hi / min(base) - 1))
+
+
+def hl_direct_stores() -> float:
+    """% longer mainloop with direct global stores instead of TMA (4096^3)."""
+    d = _hl()["epilogue_direct_stores_4096"]
+    return 100 * (d["direct_mainloop_cycles"] / d["serial_mainloop_cycles"] - 1)
+
+
 
 
 # ---- 08, real_shapes_lab, how_we_measure
+
+def _model(label: str):
+    return next(s for s in MODEL_SHAPES if s.label == label)
+
+
+def _label(shape) -> str:
+    """A model shape's label from its label or its (M, N, K) (markers are written without spaces)."""
+    from course_lib.model_shapes import find
+
+    return shape if isinstance(shape, str) else find(tuple(shape)).label
+
+
+def _decode_labels() -> list[str]:
+    return [s.label for s in MODEL_SHAPES if s.phase == "decode"]
+
+
+def best_rate(stage: str, dtype: str) -> float:
+    """The stage's best TFLOP/s in ``dtype`` anywhere in the H200 recording."""
+    return max(r["tflops"] for r in recording().select(stage, dtype))
+
+
+def pct_of_best(stage: str, dtype: str, shape) -> float:
+    """The stage's rate at ``shape`` as % of its own best rate (same denominator as a bound on busy SMs)."""
+    return 100 * tflops(stage, dtype, shape) / best_rate(stage, dtype)
+
+
+def cublas_pct_of_best(stage: str, dtype: str, shape) -> float:
+    """cuBLAS's rate in the same call as ``stage`` at ``shape``, as % of cuBLAS's best rate."""
+    return 100 * rec(stage, dtype, shape)["cublas_tflops"] / recording().ceilings["cublas_peak_tflops"][dtype]
+
+
+def busy_bound(M: int, N: int, tile_m: int = 128, tile_n: int = 256) -> float:
+    """% of the time whole tiles can keep 132 SMs busy: tiles / (rounds x 132)."""
+    from course_lib.viz import waves
+
+    w = waves.gemm_waves(M, N, tile_m, tile_n, occupancy=1)
+    return 100 * w.blocks / (w.waves * w.sms)
+
+
+def ridge(dtype: str) -> float:
+    """FLOP per byte where the recording's two roofs meet (best cuBLAS / copy bandwidth)."""
+    c = recording().ceilings
+    return c["cublas_peak_tflops"][dtype] * 1e3 / c["copy_bandwidth_gbs"]
+
+
+def shape_gmean(stage: str, dtype: str, without=None) -> float:
+    """Geometric mean of % of cuBLAS over the model-shape table (rows the stage has), less ``without``."""
+    skip = _label(without) if without is not None else None
+    rows = recording().select(stage, dtype, [s.shape for s in MODEL_SHAPES if s.label != skip])
+    return 100 * gmean(r["ratio_to_cublas"] for r in rows)
+
+
+def roof_pct(stage: str, dtype: str, shape) -> float:
+    """% of the recording's copy bandwidth: the least bytes (A, B read once, C written once) / time."""
+    from course_lib.model_shapes import bytes_moved
+
+    M, N, K = _shape(shape)
+    nbytes = bytes_moved(M, N, K, 4 if dtype in ("fp32", "tf32") else 2)
+    return 100 * nbytes / (ms(stage, dtype, shape) * 1e-3) / (recording().ceilings["copy_bandwidth_gbs"] * 1e9)
+
+
+def decode_span(stage: str, dtype: str, what: str) -> tuple[float, float]:
+    """Over the decode rows the stage has: ``what`` = "roof" (% of the copy roof) or "cublas" (% of cuBLAS)."""
+    have = [lb for lb in _decode_labels() if recording().select(stage, dtype, [_model(lb).shape])]
+    f = roof_pct if what == "roof" else pct
+    return span(f(stage, dtype, lb) for lb in have)
+
+
+def flush_saving_span(kernels=("cublas", "triton_fast")) -> tuple[float, float]:
+    """% less time at the decode rows when the flush only reads (L2 left clean) instead of writing."""
+    f = results.summary("shape_table")["flush_ms"]
+    return span(100 * (1 - f[lb][k]["read"] / f[lb][k]["write"]) for lb in _decode_labels() for k in kernels if k in f[lb])
+
+
+def flush_change_span(kernel: str = "tc_6_tma_store") -> tuple[float, float]:
+    """|read - write| / write, in %, at the decode rows ``kernel`` has."""
+    f = results.summary("shape_table")["flush_ms"]
+    return span(100 * abs(f[lb][kernel]["read"] / f[lb][kernel]["write"] - 1) for lb in _decode_labels() if kernel in f[lb])
+
+
+def flush_roof_span(kernel: str, how: str) -> tuple[float, float]:
+    """% of the summary's copy roof at the decode rows, timed after a ``how`` ("write"/"read") flush."""
+    from course_lib.model_shapes import bytes_moved
+
+    s = results.summary("shape_table")
+    bw = s["flush_copy_bandwidth_gbs"] * 1e9
+    out = []
+    for lb in _decode_labels():
+        f = s["flush_ms"][lb]
+        if kernel in f:
+            out.append(100 * bytes_moved(f["M"], f["N"], f["K"], 2) / (f[kernel][how] * 1e-3) / bw)
+    return span(out)
+
+
+def candidate_pct(shape, config: str, dtype: str = "bf16") -> float:
+    """A triton_fast candidate's speed at a model shape as % of cuBLAS (the recording's cuBLAS row);
+    ``config`` is its label with ``_`` for spaces ("128x128x64_g8_w4_s4_persistent")."""
+    label = _label(shape)
+    t = next(t for t in results.summary("shape_table")["triton_fast_tuning"] if t["dtype"] == dtype and t["label"] == label)
+    return 100 * ms("cublas", dtype, label) / t["candidates_ms"][config.replace("_", " ")]
+
+
+def schedule_pct(shape, which: str) -> float:
+    """Stage 6 at a model shape with ``which`` = "whole_tiles" or "stream_k" forced, % of cuBLAS."""
+    return 100 * results.summary("shape_table")["stage6_schedules"][_label(shape)][which]
+
+
+def variant_pct(shape, variant: str) -> float:
+    """A stage-6 variant of the experiments (e.g. "cluster=1,stream_k,n128"), % of cuBLAS."""
+    return 100 * results.summary("shape_table")["stage6_variant"][_label(shape)][variant]
+
+
+def cublas_self_span(dtype: str | None = None, short: bool = False) -> tuple[float, float]:
+    """cuBLAS timed against itself in the recording (the ``cublas`` rows), %: runs of under 20 us
+    (``short``) or of 20 us and more."""
+    rows = [r for r in recording().select("cublas", dtype) if (r["cublas_ms"] < 0.02) == short]
+    return span(100 * r["ratio_to_cublas"] for r in rows)
+
+
+def repeat_cublas_span(dtypes=("fp16", "bf16")) -> tuple[float, float]:
+    """The lowest and highest of cuBLAS against itself over the six repeats of ``dtypes``, %."""
+    rows = [r for r in results.summary("triton")["repeat"] if r["dtype"] in dtypes]
+    return (100 * min(r["cublas"]["min"] for r in rows), 100 * max(r["cublas"]["max"] for r in rows))
+
+
+def flush_ratio_shift(decode: bool = True) -> float:
+    """The largest change, in points of %, of cuBLAS's time / triton_fast's between the two flushes."""
+    f = results.summary("shape_table")["flush_ms"]
+    labels = [lb for lb in f if (lb in _decode_labels()) == decode]
+    return max(abs(100 * (f[lb]["cublas"]["read"] / f[lb]["triton_fast"]["read"]
+                          - f[lb]["cublas"]["write"] / f[lb]["triton_fast"]["write"])) for lb in labels)
+
+
+def flush_large_span(kernels=("cublas", "triton_fast", "tc_6_tma_store")) -> tuple[float, float]:
+    """% less time after a read flush than after a write flush at the table's rows that are not decode."""
+    f = results.summary("shape_table")["flush_ms"]
+    return span(100 * (1 - f[lb][k]["read"] / f[lb][k]["write"]) for lb in f if lb not in _decode_labels()
+                for k in kernels if k in f[lb])
+
+
+def decode_mb_span() -> tuple[float, float]:
+    """The least bytes (A, B read once, C written once) of the table's decode rows in bf16, in MB."""
+    from course_lib.model_shapes import bytes_moved
+
+    return span(bytes_moved(s.M, s.N, s.K, 2) / 1e6 for s in MODEL_SHAPES if s.phase == "decode")
+
+
+def repeat(dtype: str, size: int, who: str = "triton_fast", stat: str = "median") -> float:
+    """The six repeats of triton_fast and of cuBLAS against itself: % of cuBLAS."""
+    row = next(r for r in results.summary("triton")["repeat"] if r["dtype"] == dtype and r["size"] == size)
+    return 100 * row[who][stat]

@@ -1,4 +1,4 @@
-"""Stage 04: the Triton kernels (interpreter on the CPU backend), their errors, the notebook's tables."""
+"""Stages 04 and 05: the Triton kernels (interpreter on the CPU backend), their errors, the notebooks' tables."""
 
 import numpy as np
 import pytest
@@ -12,8 +12,56 @@ from course_lib import backend, check, get_stage
 from course_lib.gemm import prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
 
-STAGES = ["triton_tiled", "triton_tiled_descriptors", "triton_tiled_transposed_b", "triton_fast"]
+STAGES = ["triton_tiled", "triton_tiled_transposed_b", "triton_tiled_descriptors", "triton_fast"]  # course order
+NOTEBOOKS = {"triton_tiled": "04_coalescing_and_triton", "triton_tiled_transposed_b": "04_coalescing_and_triton",
+             "triton_tiled_descriptors": "05_triton_fast_kernel", "triton_fast": "05_triton_fast_kernel"}
 DTYPES = ["fp32", "tf32", "fp16", "bf16"]
+
+
+# ---- the first kernel: a vector add --------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_vector_add_matches_torch(dtype):
+    from course_lib.gemm import poisoned_outputs
+
+    device = backend.get().torch_device
+    gen = torch.Generator(device=device).manual_seed(int(torch.randint(0, 2**31, (1,)).item()))  # fresh inputs
+    for n in (1, 7, 255, 1001, 4097):  # never a multiple of the block: the last program is masked
+        x = torch.randn(n, generator=gen, device=device).to(dtype)
+        y = torch.randn(n, generator=gen, device=device).to(dtype)
+        with poisoned_outputs():  # the output starts as NaN: an element the kernel skips cannot pass
+            for block in (c04.VECTOR_BLOCK, 64):
+                got = c04.vector_add(x, y, block=block)
+                assert got.dtype == dtype and got.shape == (n,)
+                assert torch.equal(got, x + y), (n, block)
+
+
+def test_vector_add_writes_every_element_of_a_poisoned_output():
+    from course_lib.gemm import poisoned_outputs
+
+    with poisoned_outputs():
+        assert not torch.isnan(c04.vector_add(torch.zeros(300), torch.zeros(300), block=128)).any()
+    assert c04.vector_add(torch.zeros(0), torch.zeros(0)).shape == (0,)
+
+
+def test_vector_add_refuses_bad_input():
+    x = torch.zeros(10)
+    with pytest.raises(ValueError, match=r"x has 10 elements and y has 9; they must be equal"):
+        c04.vector_add(x, torch.zeros(9))
+    with pytest.raises(ValueError, match=r"1-D vector.*\(2, 5\).*reshape\(-1\)"):
+        c04.vector_add(x.view(2, 5), x.view(2, 5))
+    with pytest.raises(TypeError, match=r"x is torch.float32 but y is torch.float16"):
+        c04.vector_add(x, x.half())
+    with pytest.raises(TypeError, match=r"x is torch.int64; the kernel adds float32, float16, bfloat16"):
+        c04.vector_add(torch.arange(10), torch.arange(10))
+    with pytest.raises(TypeError, match=r"must be a torch.Tensor, not ndarray; convert it with torch.from_numpy"):
+        c04.vector_add(np.zeros(10, np.float32), x)
+    with pytest.raises(ValueError, match=r"not contiguous \(stride 2\).*contiguous\(\)"):
+        c04.vector_add(torch.zeros(20)[::2], x)
+    with pytest.raises(ValueError, match=r"block must be a power of two"):
+        c04.vector_add(x, x, block=100)
+    other = "meta" if backend.get().torch_device == "cpu" else "cpu"
+    with pytest.raises(ValueError, match=r"x is on .*backend runs the kernel on"):
+        c04.vector_add(torch.zeros(10, device=other), torch.zeros(10, device=other))
 
 
 # ---- every stage, every dtype, through course_lib.check ----------------------------------------
@@ -21,7 +69,7 @@ DTYPES = ["fp32", "tf32", "fp16", "bf16"]
 @pytest.mark.parametrize("name", STAGES)
 def test_stage_passes_check(name, dtype):
     stage = get_stage(name)
-    assert stage.backend == "triton" and stage.notebook == "04_coalescing_and_triton"
+    assert stage.backend == "triton" and stage.notebook == NOTEBOOKS[name]
     assert set(stage.dtypes) == set(DTYPES)
     report = check(name, dtype, seed=4)
     assert all(r.rel_error <= r.tolerance for r in report.results)
@@ -258,7 +306,7 @@ def test_transpose_moves_every_element(shape, dtype):
 
 def test_numpy_in_numpy_out():
     a, b = np.ones((3, 5), np.float32), np.ones((5, 2), np.float32)
-    for name in STAGES[:1] + STAGES[2:]:
+    for name in [s for s in STAGES if s != "triton_tiled_descriptors"]:
         c = get_stage(name).gemm("fp32")(a, b)
         assert isinstance(c, np.ndarray) and np.all(c == 5)
 
@@ -334,6 +382,29 @@ def test_seed_b_tile_model():
         c04.article_b_tile_addresses("column")
     with pytest.raises(ValueError, match="transposed"):
         c04.article_b_tile_addresses("plain", swizzle=True)
+
+
+def test_b_layout_in_words():
+    from course_lib.kernels.coalescing_and_triton.evidence import b_layout_in_words
+
+    assert b_layout_in_words("swizzled_shared<vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]>") == "not swizzled, n fastest"
+    assert b_layout_in_words("swizzled_shared<vec = 1, perPhase = 1, maxPhase = 1, order = [0, 1]>") == \
+        "not swizzled, k fastest (K-major)"
+    assert b_layout_in_words("nvmma_shared<swizzlingByteWidth = 128, transposed = true, elementBitWidth = 32>") == \
+        "swizzled for wgmma (128-byte rows), k fastest (K-major)"
+    assert b_layout_in_words("swizzled_shared<vec = 4, perPhase = 1, maxPhase = 8, order = [1, 0]> "
+                             "(then transposed in registers)") == \
+        "swizzled (8 patterns), k fastest (K-major), B^T turned in registers"
+
+
+def test_ratio_table_fits_and_says_what_it_shows():
+    from course_lib import results
+
+    text = c04.ratio_table([results.course_recording()], ["triton_tiled", "triton_fast"])
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0].startswith("recorded on NVIDIA H200") and "GPU time" in lines[0]
+    assert lines[-1].startswith("triton_fast") and lines[-1].count("%") == 4
 
 
 def test_print_table(capsys):
@@ -429,6 +500,8 @@ def test_hopper_compile_evidence():
     assert "transposed = true" in plain["B tile in shared memory"]
     assert ieee["HGMMA (wgmma)"] == 0 and ieee["HMMA (mma.sync)"] == 0 and ieee["FFMA (CUDA cores)"] > 0
     assert "maxPhase = 1" in ieee["B tile in shared memory"]  # FMA path: B's tile is not swizzled
+    assert ieee["B tile in words"] == "not swizzled, n fastest"
+    assert plain["B tile in words"].endswith("k fastest (K-major)")
 
 
 # ---- on a GPU ------------------------------------------------------------------------------------

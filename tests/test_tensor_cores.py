@@ -1,4 +1,4 @@
-"""Tensor-core stages (notebook 05): registry metadata, argument checks, the address arithmetic the
+"""Tensor-core stages (notebooks 06 and 07): registry metadata, argument checks, the address arithmetic the
 kernels rely on (checked element by element against a model of what TMA writes), the sources
 compiling for sm_90a with the instructions we expect in the SASS, and - on a GPU - correctness."""
 
@@ -15,23 +15,26 @@ import pytest
 import torch
 
 import course_lib
-from course_lib import compiler
+from course_lib import compiler, features
 from course_lib.kernels import tensor_cores as tc
 
-STAGE_NAMES = [d.stage for d in tc.DESIGNS]
+STAGE_NAMES = [d.stage for d in tc.ALL_DESIGNS]
+STAIRCASE = [d.stage for d in tc.DESIGNS]
 
 
 # ---- registry and argument checks ------------------------------------------------------------
 def test_every_stage_is_registered_with_its_metadata():
     names = [s.name for s in course_lib.stages() if s.backend == "cuda-extension"]
-    assert names == STAGE_NAMES
+    assert names == STAGE_NAMES and STAGE_NAMES[0] == "tc_0_mma_sync_minimal" and STAIRCASE == STAGE_NAMES[1:]
     for i, name in enumerate(STAGE_NAMES):
         st = course_lib.get_stage(name)
-        assert st.notebook == "05_tensor_cores"
+        # mma.sync (stages 0-1) is taught in notebook 06, Hopper's wgmma path (stages 2-6) in 07
+        assert st.notebook == ("06_tensor_cores" if i < 2 else "07_hopper_tensor_cores")
         assert st.dtypes == ("bf16",)
-        assert st.gpu_only and st.shape_multiple == tc.SHAPE_MULTIPLE == 8
-        assert st.order == 51 + i
+        assert st.gpu_only and st.shape_multiple == (1 if i == 0 else tc.SHAPE_MULTIPLE) and tc.SHAPE_MULTIPLE == 8
+        assert st.order == 50 + i
         assert st.sweep == (name == STAGE_NAMES[-1])
+        assert (features.BF16_TENSOR_CORES in st.needs) == (i < 2) and (features.HOPPER_SM90A in st.needs) == (i >= 2)
 
 
 @pytest.mark.skipif(course_lib.backend.get().is_gpu, reason="checks the CPU backend's refusal")
@@ -50,6 +53,18 @@ def test_shapes_off_the_multiple_are_rejected_before_launch(shape):
     a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
     with pytest.raises(ValueError, match="multiples of 8"):
         tc.tc_6_tma_store(a, b)
+    with pytest.raises(ValueError, match="multiples of 8"):
+        tc.tc_1_mma_sync(a, b)
+
+
+@pytest.mark.skipif(course_lib.backend.get().is_gpu, reason="checks the CPU backend's refusal")
+def test_stage0_takes_any_shape_and_refuses_only_for_want_of_a_gpu():
+    """Stage 0 reads one element at a time: an odd shape passes every check but the GPU's."""
+    a, b = course_lib.random_inputs(13, 7, 21, "bf16", seed=0)
+    with pytest.raises(RuntimeError, match="runs only on an NVIDIA GPU"):
+        tc.tc_0_mma_sync_minimal(a, b)
+    assert tc.DESIGN["tc_0_mma_sync_minimal"].shape_multiple == 1
+    assert "any_shape=*/true" in (tc.CSRC / tc.BINDING).read_text()  # the binding skips the %8 check for it
 
 
 def test_other_dtypes_are_rejected():
@@ -61,15 +76,16 @@ def test_other_dtypes_are_rejected():
 def test_build_plan_reads_the_architecture():
     sources, flags, name = tc.build_plan((9, 0))
     assert tc.SM90A in flags and "-DTC_WITH_SM90A" in flags and name.endswith("sm90a")
-    assert {s.name for s in sources} == {d.source for d in tc.DESIGNS} | {tc.BINDING}
+    assert {s.name for s in sources} == {d.source for d in tc.ALL_DESIGNS} | {tc.BINDING}
+    mma_sync_only = ["tc_0_mma_sync_minimal.cu", "tc_1_mma_sync.cu", tc.BINDING]
     sources, flags, name = tc.build_plan((8, 6))
-    assert [s.name for s in sources] == ["tc_1_mma_sync.cu", tc.BINDING]
+    assert [s.name for s in sources] == mma_sync_only
     assert "-gencode=arch=compute_86,code=sm_86" in flags and not any("90a" in f for f in flags)
-    sources, flags, name = tc.build_plan((10, 0))  # Blackwell: no wgmma, stage 1 for sm_100
-    assert [s.name for s in sources] == ["tc_1_mma_sync.cu", tc.BINDING] and name.endswith("sm_100")
+    sources, flags, name = tc.build_plan((10, 0))  # Blackwell: no wgmma, stages 0-1 for sm_100
+    assert [s.name for s in sources] == mma_sync_only and name.endswith("sm_100")
     # A GPU treated as an older one (COURSE_ASSUME_CAPABILITY): PTX only, compiled by the driver at load.
     sources, flags, name = tc.build_plan((8, 0), ptx_only=True)
-    assert [s.name for s in sources] == ["tc_1_mma_sync.cu", tc.BINDING]
+    assert [s.name for s in sources] == mma_sync_only
     assert "-gencode=arch=compute_80,code=compute_80" in flags and name.endswith("ptx80")
     with pytest.raises(RuntimeError, match="8.0 and newer"):
         tc.build_plan((7, 5))
@@ -206,19 +222,95 @@ def test_persistent_grid_has_no_ragged_last_wave():
         assert ctas <= 132 and -(-tiles // (ctas // 2)) == waves
 
 
+# ---- stage 0's fragment formulas -----------------------------------------------------------------
+TC0 = tc.CSRC / "tc_0_mma_sync_minimal.cu"
+TC0_FUNCTIONS = ("a_row", "a_col", "b_row", "b_col", "c_row", "c_col")
+
+
+def _fragment_mismatches(position) -> int:
+    """Elements where ``position(operand, lane, i)`` disagrees with the PTX ISA's layout as
+    course_lib.viz.fragments models it (owner lane and register element of each (row, col))."""
+    from course_lib.viz.fragments import fragment_map
+
+    bad = 0
+    for operand, elements in tc.TC0_ELEMENTS.items():
+        fm = fragment_map("mma.m16n8k16", operand)
+        assert fm.owner.size == 32 * elements  # every element of the operand is held once
+        seen = set()
+        for lane, i in itertools.product(range(32), range(elements)):
+            r, c = position(operand, lane, i)
+            seen.add((r, c))
+            bad += (int(fm.owner[r, c]), int(fm.reg[r, c])) != (lane, i)
+        bad += fm.owner.size - len(seen)
+    return bad
+
+
+def _formulas_in_the_source() -> dict[str, str]:
+    """The expressions a_row ... c_col return in tc_0_mma_sync_minimal.cu, as C++ text."""
+    text = TC0.read_text()
+    found = dict(re.findall(r"constexpr int (\w+)\(int lane, int i\) \{ return (.+?); \}", text))
+    assert set(found) == set(TC0_FUNCTIONS), found
+    return found
+
+
+def test_stage0_fragment_formulas_are_the_ptx_layout():
+    """The formulas the .cu loads A and B and stores C with, read from the source and evaluated
+    (C's / and % on non-negative ints are Python's // and %), against the fragment model; the
+    Python copy in tensor_cores.py too. A swapped formula is caught."""
+    formulas = {name: expr.replace("/", "//") for name, expr in _formulas_in_the_source().items()}
+
+    def from_source(operand, lane, i):
+        op = operand.lower()
+        return tuple(eval(formulas[f"{op}_{axis}"], {}, {"lane": lane, "i": i}) for axis in ("row", "col"))
+
+    assert _fragment_mismatches(from_source) == 0
+    assert _fragment_mismatches(tc.tc0_fragment_position) == 0
+    swapped = lambda op, lane, i: from_source(op, lane, i)[::-1] if op == "C" else from_source(op, lane, i)  # noqa: E731
+    with pytest.raises(IndexError):  # C transposed reaches outside the 16 x 8 tile
+        _fragment_mismatches(swapped)
+    wrong_b = lambda op, lane, i: (from_source(op, lane, i)[0] ^ 1, from_source(op, lane, i)[1]) if op == "B" else from_source(op, lane, i)  # noqa: E731
+    assert _fragment_mismatches(wrong_b) > 0
+
+
+def test_stage0_fragment_functions_compiled_for_the_cpu_agree(tmp_path):
+    """The .cu's own a_row ... c_col, compiled by nvcc into a program for the CPU and printed for
+    every lane and element, are the PTX layout (C++'s arithmetic, not a Python reading of it)."""
+    nvcc = compiler.find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
+    main = tmp_path / "print_fragments.cu"
+    calls = "\n".join(
+        f'    for (int i = 0; i < {n}; ++i) std::printf("{op} %d %d %d %d\\n", lane, i, {op.lower()}_row(lane, i), '
+        f"{op.lower()}_col(lane, i));" for op, n in tc.TC0_ELEMENTS.items())
+    main.write_text(f'#include "{TC0.name}"\n#include <cstdio>\nint main() {{\n  using namespace tc::stage0;\n'
+                    f"  for (int lane = 0; lane < 32; ++lane) {{\n{calls}\n  }}\n}}\n")
+    exe = tmp_path / "print_fragments"
+    proc = subprocess.run([str(nvcc), *tc.NVCC_FLAGS, compiler.gencode("sm_80"), "-I", str(tc.CSRC), "-o", str(exe),
+                           str(main)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
+    table = {(op, int(lane), int(i)): (int(r), int(c)) for op, lane, i, r, c in (line.split() for line in printed if line)}
+    assert len(table) == 32 * sum(tc.TC0_ELEMENTS.values())
+    assert _fragment_mismatches(lambda op, lane, i: table[(op, lane, i)]) == 0
+
+
 # ---- sources and compiled code ---------------------------------------------------------------
 def test_designs_match_the_constants_in_the_sources():
-    for d in tc.DESIGNS:
+    for d in tc.ALL_DESIGNS:
         text = (tc.CSRC / d.source).read_text()
         m = re.search(r"constexpr int BLOCK_M = (\d+), BLOCK_N = (\d+), BLOCK_K = (\w+);", text)
         assert m, d.source
         block_k = 64 if m.group(3) == "TILE_K" else int(m.group(3))
         assert (int(m.group(1)), int(m.group(2)), block_k) == d.block, d.source
+        threads = re.search(r"constexpr int THREADS = [^;]+;[ \t]*// (\d+)", text)
+        if threads:  # stages 0-1 spell their thread count out in a comment
+            assert int(threads.group(1)) == d.threads, d.source
         stages = re.search(r"constexpr int STAGES = (\d+);", text)
         assert (int(stages.group(1)) if stages else 1) == d.stages, d.source
         cluster = re.search(r"constexpr int CLUSTER = (\d+);", text)
         assert (int(cluster.group(1)) if cluster else 1) == d.cluster, d.source
         assert d.smem_bytes <= 227 * 1024, d.stage
+        assert ("__shared__" in text or "extern __shared__" in text) == (d.smem_bytes > 0), d.stage
 
 
 # ---- excerpts the notebook prints -------------------------------------------------------------
@@ -331,7 +423,12 @@ def test_stage_compiles_for_sm90a_without_spills_or_warnings(compiled, name):
 def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
     results, mixes = compiled
     mix = mixes[name]
-    if name == "tc_1_mma_sync":
+    if name == "tc_0_mma_sync_minimal":
+        # One HMMA per K step; operands straight from global memory, 12 two-byte loads per lane (8 of A,
+        # 4 of B); no shared memory at all; 4 two-byte stores of C.
+        assert mix["HMMA"] == 1 and mix["LDG"] == 12 and mix["STG"] == 4
+        assert mix["LDSM"] + mix["LDS"] + mix["STS"] + mix["HGMMA"] + mix["BAR"] == 0
+    elif name == "tc_1_mma_sync":
         assert mix["HMMA"] > 0 and mix["LDSM"] > 0 and mix["HGMMA"] == 0
     else:
         assert mix["HGMMA"] > 0 and mix["HMMA"] == 0 and mix["UTMALDG"] > 0 and mix["SYNCS"] > 0
@@ -347,19 +444,55 @@ def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
 
 
 def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
+    """setmaxnreg moves registers within the CTA's pool: the registers each thread got at launch
+    times the threads. The kernels' static_assert assumes ptxas gives each of the 384 threads
+    65536 / 384 rounded down to a multiple of 8 = 168 at launch; ptxas's report says it does, and
+    the split (1 x 128 x 40 + 2 x 128 x 232) uses exactly that pool."""
     results, _ = compiled
+    hopper = (tc.CSRC / "tc_hopper.cuh").read_text()
+    assert "return 65536 / threads / 8 * 8;" in hopper
     for name in ("tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"):
+        text = (tc.CSRC / tc.DESIGN[name].source).read_text()
+        assert "constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;" in text
+        assert "static_assert(fits_register_pool(THREADS, PRODUCER_REGS, CONSUMER_REGS, CONSUMERS)" in text
         for k in results[name].kernels:
-            assert k.registers <= 168, k  # 65536 / 384 threads, rounded down to a multiple of 8
+            assert k.registers == 65536 // 384 // 8 * 8 == 168, k
+    assert 128 * 40 + 2 * 128 * 232 == 168 * 384 < 65536
 
 
-def test_mma_sync_stage_also_builds_for_ampere():
+def test_mma_sync_stages_also_build_for_ampere():
     if compiler.find_nvcc() is None:
         pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
-    r = tc.compile_stage("tc_1_mma_sync", "sm_80")
-    assert r.kernels and all(not k.spills for k in r.kernels)
+    results = tc.compile_all("sm_80")
+    assert list(results) == ["tc_0_mma_sync_minimal", "tc_1_mma_sync"]
+    for r in results.values():
+        assert r.kernels and all(not k.spills and k.arch == "sm_80" for k in r.kernels) and r.warnings == ()
+    if compiler.find_cuobjdump() is not None:
+        assert compiler.sass_instruction_mix(results["tc_0_mma_sync_minimal"].cubin)["HMMA"] == 1
     with pytest.raises(ValueError, match="only for sm_90a"):
         tc.compile_stage("tc_2_wgmma_tma", "sm_80")
+
+
+def test_the_primer_spells_the_numba_tiled_kernel_instruction_for_instruction():
+    """csrc/primer_fp32.cu is notebook 06's C++ spelling of the numba kernels of notebooks 01-02. Its
+    tiled kernel compiles (sm_90, as the numba kernels were for numba_kernels_sm90.json) to the same
+    counts of the instructions notebook 06 prints."""
+    if compiler.find_nvcc() is None or compiler.find_cuobjdump() is None:
+        pytest.skip("nvcc or cuobjdump not found")
+    import json
+
+    r = compiler.compile_cubin(tc.CSRC / "primer_fp32.cu", "sm_90", tc.NVCC_FLAGS, include_dirs=[tc.CSRC])
+    assert {k.name for k in r.kernels} == {"primer::naive_kernel", "primer::tiled_kernel<32>"}
+    assert not any(k.spills for k in r.kernels) and r.warnings == ()
+    mix = tc.sass_mix_by_kernel(r.cubin)["primer::tiled_kernel<32>"]
+    from course_lib import results
+
+    numba = json.loads((results.RESULTS_DIR / "numba_kernels_sm90.json").read_text())["kernels"]
+    counts = numba["shared_memory_tiling_t32"]["sass"]
+    for op in ("FFMA", "STS", "BAR", "LDG", "STG"):
+        assert mix[op] == counts[op], op
+    assert mix["LDS"] == counts["LDS"] + counts["LDS.128"]  # the SASS mix counts LDS.128 as LDS
+    assert "primer" not in {s.name for s in tc.build_plan((9, 0))[0]}  # not part of the extension
 
 
 def test_stage_objects_link_into_one_library(tmp_path):
@@ -368,14 +501,14 @@ def test_stage_objects_link_into_one_library(tmp_path):
     nvcc = compiler.find_nvcc()
     if nvcc is None:
         pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
-    objects = [tmp_path / f"{d.source}.o" for d in tc.DESIGNS]
+    objects = [tmp_path / f"{d.source}.o" for d in tc.ALL_DESIGNS]
 
     def compile_one(design, obj):
         return subprocess.run([str(nvcc), *tc.NVCC_FLAGS, tc.SM90A, "-Xcompiler", "-fPIC", "-c", "-I", str(tc.CSRC),
                                "-o", str(obj), str(tc.CSRC / design.source)], capture_output=True, text=True)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        for proc in pool.map(compile_one, tc.DESIGNS, objects):
+        for proc in pool.map(compile_one, tc.ALL_DESIGNS, objects):
             assert proc.returncode == 0, proc.stderr
     proc = subprocess.run([str(nvcc), "-shared", "-o", str(tmp_path / "stages.so"), *map(str, objects)],
                           capture_output=True, text=True)
@@ -425,6 +558,15 @@ def test_stage_is_correct_on_the_gpu(name):
     assert len(report.results) == len(GPU_SHAPES)
 
 
+# Stage 0 takes any shape: odd sizes off every multiple, one row or column, K shorter than one step.
+ODD_SHAPES = [(1, 1, 1), (13, 7, 21), (17, 9, 33), (31, 45, 5), (100, 3, 250), (257, 263, 129)]
+
+
+@pytest.mark.gpu
+def test_stage0_is_correct_at_any_shape_on_the_gpu():
+    course_lib.check("tc_0_mma_sync_minimal", "bf16", ODD_SHAPES)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("group_m,max_ctas", [(1, 0), (16, 0), (8, 2)])
 def test_persistent_grid_settings_are_correct_on_the_gpu(group_m, max_ctas):
@@ -466,7 +608,7 @@ def test_accumulator_layout_agrees_with_the_fragment_visualisation():
 
 
 def test_recorded_timeline_is_consistent_and_plots():
-    """The stage 6 timeline recorded on the H200, as notebook 05 shows it (the summary of the raw log
+    """The stage 6 timeline recorded on the H200, as deep_dives/hopper_lab shows it (the summary of the raw log
     in experiments/runs): the mainloop never faster than the tensor cores' peak, each consumer's
     stamps in order, and the picture draws three bars per tile."""
     import matplotlib

@@ -28,7 +28,7 @@ SHAPES = ((256, 256, 256), (264, 520, 200), (16, 4096, 4096), (768, 2304, 4096))
 def main(names: list[str]) -> int:
     tc.extension()
     bad = 0
-    runs = [(name, course_lib.get_stage(name)) for name in names or [d.stage for d in tc.DESIGNS]]
+    runs = [(name, course_lib.get_stage(name)) for name in names or [d.stage for d in tc.ALL_DESIGNS]]
     if not names or "tc_6_tma_store" in names:
         runs.append(("tc_6_tma_store max_ctas=2", tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=2)))
     for name, fn in runs:

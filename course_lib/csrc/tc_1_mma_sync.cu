@@ -1,14 +1,14 @@
 // Stage 1 - tensor cores one warp at a time: mma.sync.m16n8k16 fed by ldmatrix.
 //
-// The block tiling of notebooks 02-04 stays: a 128 x 128 tile of C per block, K walked in slices
-// of 32 staged in shared memory. What changes is the inner product: instead of one fused
-// multiply-add per thread and cycle, each warp hands 16 x 16 x 8 products at a time to a tensor
-// core (mma.sync.m16n8k16, PTX ISA 9.7.14.5.8). Operands reach the tensor core from registers,
+// The block tiling of the numba and Triton kernels stays: a 128 x 128 tile of C per block, K walked
+// in slices of 32 staged in shared memory. What changes is the inner product: instead of one fused
+// multiply-add per thread and instruction, each warp hands a 16 x 8 x 16 product (M x N x K, 2048
+// multiply-adds) at a time to a tensor core (mma.sync.m16n8k16, PTX ISA 9.7.14.5.8). Operands reach the tensor core from registers,
 // in the fragment layout of tc_mma.cuh, and ldmatrix (9.7.14.5.15) fills those registers from
 // shared memory, 4 matrices of 8 x 8 per instruction; its .trans form turns B's rows into the
 // column fragments mma wants. Runs on sm_80 and newer (Ampere, Ada, Hopper, Blackwell).
 //
-// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 06 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_host.cuh"
 #include "tc_launch.h"
 #include "tc_mma.cuh"
@@ -26,7 +26,9 @@ constexpr int MMA_M = 16, MMA_N = 8, MMA_K = 16;
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;       // 256
 constexpr int VEC = 8;                                // bf16 per 16-byte load
 // Rows padded by 16 bytes: the 8 row addresses of one ldmatrix then fall into 8 different 16-byte
-// bank groups (row pitch 80 B for A, 272 B for B; both are 16 mod 128 up to a multiple of 16).
+// bank groups of a 128-byte line. The row pitch is 80 B for A and 272 B for B, odd multiples of 16
+// (5 x 16, 17 x 16): rows 0-7 start at chunks (r * pitch mod 128) / 16 = 0, 5, 2, 7, 4, 1, 6, 3 (A)
+// and 0, 1, ..., 7 (B). Unpadded, A's 64-byte rows would give chunks 0, 4, 0, 4, ...: 4-way conflicts.
 constexpr int A_PITCH = BLOCK_K + VEC;                // 40 bf16
 constexpr int B_PITCH = BLOCK_N + VEC;                // 136 bf16
 constexpr int A_LOADS = BLOCK_M * BLOCK_K / VEC / THREADS;  // 16-byte loads per thread per slice: 2

@@ -6,12 +6,16 @@
 // walks the K slices, waits for empty[s] and issues the copies; it never touches an accumulator.
 // Warpgroups 1 and 2 are consumers: wait for full[s], multiply, arrive on empty[s]. The producer
 // needs almost no registers, so it gives them back (setmaxnreg.dec to 40) and the consumers take
-// them (setmaxnreg.inc to 232; PTX ISA 9.7.19.5): 128*40 + 256*232 = 64,512 of the SM's 65,536.
+// them (setmaxnreg.inc to 232; PTX ISA 9.7.19.5). Registers move within the CTA's pool: what each
+// thread got at launch times the threads, 168 x 384 = 64,512 here (tc_hopper.cuh,
+// registers_at_launch), and 128*40 + 256*232 = 64,512 uses all of it.
 // That headroom pays for a tile twice as wide: 128 x 256, each consumer holding a 64 x 256
-// accumulator (128 fp32 registers per thread) and issuing m64n256k16 - half the shared-memory
-// traffic per multiply-add of a 128 x 128 tile.
+// accumulator (128 fp32 registers per thread) and issuing m64n256k16. Per multiply-add a consumer's
+// wgmma then reads 1/256 + 1/64 operand elements from shared memory instead of 1/128 + 1/64 (17 %
+// fewer: A's share does not shrink), and the CTA copies 25 % fewer bytes into shared memory
+// ((128 + 256) / (128 * 256) against (128 + 128) / (128 * 128)).
 //
-// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -25,7 +29,7 @@ constexpr int STAGES = 4;                                   // 4 x 48 KB
 constexpr int CONSUMERS = BLOCK_M / 64;                     // 2 consumer warpgroups
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;        // + 1 producer warpgroup = 384
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-static_assert(PRODUCER_REGS * WARPGROUP + CONSUMER_REGS * CONSUMERS * WARPGROUP <= 65536, "register file");
+static_assert(fits_register_pool(THREADS, PRODUCER_REGS, CONSUMER_REGS, CONSUMERS), "more than the CTA's register pool");
 
 struct Smem {
   bf16 a[STAGES][BLOCK_M * BLOCK_K];

@@ -8,14 +8,14 @@
 // consumers still write the last tile's results. The slot counter `it` runs over all slices the
 // CTA ever handles, so the parity formulas of stage 4 stay unchanged.
 //
-// Clusters (sm_90): CLUSTER = 2 CTAs on neighbouring SMs compute tiles (2p, n) and (2p+1, n),
-// which need the same slices of B. Each CTA loads half of B's boxes with .multicast::cluster, and
-// the copy engine writes them into both CTAs' shared memory and signals both CTAs' full barriers -
-// half the L2 -> SM traffic for B. The price: a slot may be refilled only when the consumers of
+// Clusters (sm_90): CLUSTER = 2 CTAs on two SMs of one GPC (the hardware places a cluster's CTAs in
+// one GPC) compute tiles (2p, n) and (2p+1, n), which need the same slices of B. Each CTA loads half
+// of B's boxes with .multicast::cluster, and the copy engine writes them into both CTAs' shared
+// memory and signals both CTAs' full barriers: B is read from L2 once for the two CTAs. The price: a slot may be refilled only when the consumers of
 // *both* CTAs are done with it, so each consumer warpgroup arrives on empty[s] in every CTA of
 // the cluster (mapa + remote arrive) and empty[s] counts CONSUMERS * CLUSTER arrivals.
 //
-// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -30,6 +30,7 @@ constexpr int CLUSTER = 2;                                  // CTAs sharing B by
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+static_assert(fits_register_pool(THREADS, PRODUCER_REGS, CONSUMER_REGS, CONSUMERS), "more than the CTA's register pool");
 
 struct Smem {
   bf16 a[STAGES][BLOCK_M * BLOCK_K];

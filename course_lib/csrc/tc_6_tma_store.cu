@@ -29,7 +29,7 @@
 //   instead (stream-K, tc_stream_k.cuh): every cluster gets the same number of slices, and a tile
 //   whose slices went to several clusters is finished by the one holding its first slice.
 //
-// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -45,6 +45,7 @@ constexpr int CLUSTER = 2;                                  // CTAs sharing B by
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+static_assert(fits_register_pool(THREADS, PRODUCER_REGS, CONSUMER_REGS, CONSUMERS), "more than the CTA's register pool");
 constexpr int C_BOX = 64;                                   // 64 x 64 bf16 boxes, 128-byte swizzle
 constexpr int C_HALF_COLS = BLOCK_N / 2;                    // columns staged per round
 constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;           // 2

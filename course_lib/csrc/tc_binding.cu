@@ -10,11 +10,16 @@ constexpr const char* DOC = "c = a @ b (bf16 in, fp32 accumulation, bf16 out) in
 using Launcher = void (*)(const tc::Gemm&, cudaStream_t);
 using PersistentLauncher = void (*)(const tc::Gemm&, cudaStream_t, int group_m, int max_ctas);
 
-void bind(pybind11::module_& m, const char* name, Launcher launcher) {
+// [excerpt bind]
+void bind(pybind11::module_& m, const char* name, Launcher launcher, bool any_shape = false) {
   m.def(
-      name, [launcher](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c) { tc::run(a, b, c, launcher); },
+      name,
+      [launcher, any_shape](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c) {
+        tc::run(a, b, c, launcher, any_shape);
+      },
       DOC);
 }
+// [/excerpt bind]
 
 // The persistent stages also take the tile order's group height and a cap on the grid.
 void bind(pybind11::module_& m, const char* name, PersistentLauncher launcher) {
@@ -44,6 +49,7 @@ void bind(pybind11::module_& m, const char* name, StreamKLauncher launcher) {
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  bind(m, "tc_0_mma_sync_minimal", tc::launch_tc_0_mma_sync_minimal, /*any_shape=*/true);
   bind(m, "tc_1_mma_sync", tc::launch_tc_1_mma_sync);
 #ifdef TC_WITH_SM90A
   m.attr("has_sm90a") = true;

@@ -12,21 +12,25 @@
 
 namespace tc {
 
-inline void check_operands(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c) {
+// `any_shape`: the kernel reads one element at a time (stage 0), so M, N, K and the alignment are free.
+inline void check_operands(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c,
+                           bool any_shape = false) {
   for (const torch::Tensor* t : {&a, &b, &c}) {
     TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kBFloat16 && t->dim() == 2 && t->is_contiguous(),
                 "tensor-core stages take contiguous 2-D bfloat16 CUDA tensors");
-    TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "tensor data must be 16-byte aligned");
+    TORCH_CHECK(any_shape || reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0,
+                "tensor data must be 16-byte aligned");
   }
   TORCH_CHECK(a.size(1) == b.size(0) && c.size(0) == a.size(0) && c.size(1) == b.size(1), "shapes do not match");
-  TORCH_CHECK(a.size(0) % 8 == 0 && a.size(1) % 8 == 0 && b.size(1) % 8 == 0, "M, N and K must be multiples of 8");
+  TORCH_CHECK(any_shape || (a.size(0) % 8 == 0 && a.size(1) % 8 == 0 && b.size(1) % 8 == 0),
+              "M, N and K must be multiples of 8");
   TORCH_CHECK(a.device() == b.device() && a.device() == c.device(), "all tensors must be on one device");
 }
 
 // Checks the tensors, then calls launch(gemm, stream) on the current CUDA stream of their device.
 template <typename Launch>
-void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Launch&& launch) {
-  check_operands(a, b, c);
+void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Launch&& launch, bool any_shape = false) {
+  check_operands(a, b, c, any_shape);
   const c10::cuda::CUDAGuard guard(a.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(a.device().index()).stream();
   const Gemm g{reinterpret_cast<const __nv_bfloat16*>(a.data_ptr()),

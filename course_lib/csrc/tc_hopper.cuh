@@ -19,7 +19,7 @@
 //   course_lib/kernels/tensor_cores.py has a pure-Python model of these formulas that the tests
 //   check against an explicit element-by-element layout.
 //
-// Notebook 05 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #pragma once
 
 #include <cstdint>
@@ -290,7 +290,17 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
 
 // ---- register reallocation between warpgroups (PTX ISA 9.7.19.5, setmaxnreg) ------------------
 // Takes effect only when the kernel has a register cap at entry (__launch_bounds__(threads, 1));
-// every warp of the warpgroup executes it.
+// every warp of the warpgroup executes it. The registers move within a pool kept per CTA (PTX ISA:
+// "A pool of available registers is maintained per-CTA"): what .dec gives back goes into it, and
+// .inc blocks until the pool holds enough. The pool starts as the registers every thread got at
+// launch times the CTA's threads - not the SM's 65,536: under __launch_bounds__(THREADS, 1) ptxas
+// gives each thread 65,536 / THREADS rounded down to a multiple of 8 (168 for 384 threads, a pool
+// of 64,512). A split that asks for more than the pool makes setmaxnreg.inc wait forever.
+__host__ __device__ constexpr int registers_at_launch(int threads) { return 65536 / threads / 8 * 8; }
+__host__ __device__ constexpr bool fits_register_pool(int threads, int producer_regs, int consumer_regs,
+                                                      int consumers) {
+  return producer_regs * WARPGROUP + consumer_regs * consumers * WARPGROUP <= registers_at_launch(threads) * threads;
+}
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));

@@ -4,7 +4,8 @@
 // Every launcher computes C = A * B for row-major bf16 matrices A (M x K), B (K x N) and C (M x N)
 // with fp32 accumulation, on `stream`, and throws std::runtime_error with the CUDA error text if
 // the launch fails. The caller guarantees: the pointers are device pointers aligned to 16 bytes and
-// M, N, K are multiples of 8 (the course's Python wrapper checks both before it calls).
+// M, N, K are multiples of 8 (the course's Python wrapper checks both before it calls) - except
+// for stage 0, which reads one element at a time and takes any shape.
 //
 // Nothing here includes torch: the stage files compile on their own with nvcc (the course's
 // compile test does that), and tc_binding.cu is the one file that knows about torch tensors.
@@ -22,6 +23,10 @@ struct Gemm {
   __nv_bfloat16* c;        // M x N
   int M, N, K;
 };
+
+// Stage 0: one mma.sync per warp and K step, its fragments loaded straight from global memory;
+// the only stage that takes any M, N and K (and any 2-byte alignment); sm_80 and newer.
+void launch_tc_0_mma_sync_minimal(const Gemm& g, cudaStream_t stream);
 
 // Stage 1: warp-level mma.sync (m16n8k16) fed by ldmatrix from shared memory; sm_80 and newer.
 void launch_tc_1_mma_sync(const Gemm& g, cudaStream_t stream);

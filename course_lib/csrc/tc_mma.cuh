@@ -7,6 +7,8 @@
 //   B (16 x 8):             b0 = B[2t..2t+1][g],  b1 = B[2t+8..2t+9][g]
 //   C (16 x 8, fp32):       c0,c1 = C[g][2t..2t+1], c2,c3 = C[g+8][2t..2t+1]
 // each register holding two bf16 values (the lower column / row in the lower half).
+//
+// Notebook 06 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +36,10 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "r"(addr));
 }
 
+// [excerpt mma-sync-wrapper]
 // d (16 x 8, fp32) += a (16 x 16, bf16) * b (16 x 8, bf16): one warp, one tensor-core instruction.
+// %0-%3 are d (read and written: "+f", a float register), %4-%7 the four registers of a and %8-%9
+// the two of b ("r": a 32-bit register, here two bf16 each); d is also the instruction's C.
 __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4],
                                                   uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -43,6 +48,7 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// [/excerpt mma-sync-wrapper]
 
 // Two floats rounded to bf16 and packed into one 32-bit register (the first in the lower half).
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {

@@ -1,8 +1,10 @@
-"""Tensor cores through a bundled CUDA C++ extension (notebook 05_tensor_cores).
+"""Tensor cores through a bundled CUDA C++ extension (notebooks 06_tensor_cores and
+07_hopper_tensor_cores).
 
-Six stages, each a real ``.cu`` file in ``course_lib/csrc/`` (shared helpers in ``tc_*.cuh``):
+Seven stages, each a real ``.cu`` file in ``course_lib/csrc/`` (shared helpers in ``tc_*.cuh``):
 
 =========================  ================================================================
+``tc_0_mma_sync_minimal``  one ``mma.sync.m16n8k16`` per warp, fragments loaded from global memory
 ``tc_1_mma_sync``          warp-level ``mma.sync.m16n8k16`` fed by ``ldmatrix`` (sm_80 and newer)
 ``tc_2_wgmma_tma``         Hopper ``wgmma`` reading shared memory that TMA filled, 128-byte swizzle
 ``tc_3_pipeline``          a ring of shared-memory slots on mbarriers (copies run ahead)
@@ -21,8 +23,9 @@ write the same bytes, and ``course_lib.check`` holds both to the bf16 tolerance.
 would double the bytes written and measure a different operation.
 
 Shapes: M, N and K must be multiples of 8 - the copy engine (TMA) needs every row of A, B and C to
-start on a 16-byte boundary. Beyond that any shape works: partial tiles at the edges are
-zero-filled on load and clipped on store by TMA (stages 2-6) or bounds-checked (stage 1).
+start on a 16-byte boundary, and stage 1 loads 16 bytes at a time. Beyond that any shape works:
+partial tiles at the edges are zero-filled on load and clipped on store by TMA (stages 2-6) or
+bounds-checked (stage 1). Stage 0 reads and writes one element at a time and takes any shape.
 
 On a machine with an NVIDIA GPU the extension is built on first use with
 ``torch.utils.cpp_extension.load`` (ninja, parallel jobs) into a cache outside the repository
@@ -36,6 +39,7 @@ kernels rely on (swizzle, wgmma descriptors, fragment layouts, tile order) that 
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import dataclasses
 import os
@@ -54,7 +58,9 @@ from course_lib.gemm import new_output, prepare
 from course_lib.registry import NotOnThisGPU, Stage, get_stage, register
 
 CSRC = Path(__file__).resolve().parent.parent / "csrc"
-NOTEBOOK = "05_tensor_cores"
+# The notebook that teaches each stage: mma.sync from CUDA C++ (06), then Hopper's wgmma path (07).
+NOTEBOOK_MMA_SYNC = "06_tensor_cores"
+NOTEBOOK_HOPPER = "07_hopper_tensor_cores"
 SHAPE_MULTIPLE = 8  # 16-byte rows for TMA: 8 bf16
 ALIGNMENT_BYTES = 16
 
@@ -89,6 +95,7 @@ class Design:
     smem_bytes: int  # shared memory per CTA (static or dynamic), including alignment slack
     min_arch: str  # "sm_80" or "sm_90a"
     cluster: int = 1
+    shape_multiple: int = SHAPE_MULTIPLE  # M, N, K must be multiples of this (1: any shape)
 
     @property
     def source(self) -> str:
@@ -99,12 +106,23 @@ class Design:
     def hopper(self) -> bool:
         return self.min_arch == "sm_90a"
 
+    @property
+    def notebook(self) -> str:
+        return NOTEBOOK_HOPPER if self.hopper else NOTEBOOK_MMA_SYNC
+
 
 def _ring(stages: int, block_m: int, block_n: int, block_k: int = 64, extra: int = 0) -> int:
     """Bytes of a ring of A and B slots, its two mbarriers per slot, staging, and 1 KB of slack."""
     return stages * (block_m + block_n) * block_k * 2 + 2 * 8 * stages + extra + 1024
 
 
+# Stage 0 stands before the staircase: the smallest correct use of the tensor cores, read line by
+# line in notebook 06. DESIGNS is the staircase (stages 1-6) that charts and tables walk;
+# ALL_DESIGNS has stage 0 too.
+MINIMAL = Design("tc_0_mma_sync_minimal", "mma.sync, fragments from global memory",
+                 "4 warps, each one 16x8 tile of C: per 16 of K one mma.sync.m16n8k16 whose A and B "
+                 "fragments each lane loads element by element from global memory (zero outside); "
+                 "no shared memory", (32, 16, 16), 128, 1, 0, "sm_80", shape_multiple=1)
 DESIGNS: tuple[Design, ...] = (
     Design("tc_1_mma_sync", "mma.sync + ldmatrix (warp-level)",
            "8 warps, each a 64x32 piece of C from 4x4 mma.sync.m16n8k16 per 16 of K; ldmatrix(.trans) "
@@ -129,7 +147,8 @@ DESIGNS: tuple[Design, ...] = (
            "swizzled shared memory and an asynchronous TMA store",
            (128, 256, 64), 384, 4, _ring(4, 128, 256, extra=2 * 2 * 64 * 64 * 2), "sm_90a", cluster=2),
 )
-DESIGN = {d.stage: d for d in DESIGNS}
+ALL_DESIGNS: tuple[Design, ...] = (MINIMAL,) + DESIGNS
+DESIGN = {d.stage: d for d in ALL_DESIGNS}
 BINDING = "tc_binding.cu"
 
 # ---- the extension (GPU only) ---------------------------------------------------------------
@@ -140,7 +159,7 @@ def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[
     """Sources, nvcc flags and extension name for a GPU the course treats as compute capability
     ``capability``: on Hopper every stage, for sm_90a; on other GPUs of sm_80 or newer stage 1 only.
 
-    ``ptx_only`` compiles stage 1 to PTX alone, which the driver compiles for the real GPU when the
+    ``ptx_only`` compiles stages 0-1 to PTX alone, which the driver compiles for the real GPU when the
     extension loads: how the course runs an older GPU's build on a newer one (COURSE_ASSUME_CAPABILITY).
     """
     major, minor = capability
@@ -148,11 +167,11 @@ def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[
         raise RuntimeError(f"the tensor-core stages need {BF16_TENSOR_CORES.name} (compute capability "
                            f"{BF16_TENSOR_CORES.where}), and this GPU is treated as {major}.{minor}")
     if HOPPER_SM90A.available(capability) and not ptx_only:
-        sources = [CSRC / d.source for d in DESIGNS] + [CSRC / BINDING]
+        sources = [CSRC / d.source for d in ALL_DESIGNS] + [CSRC / BINDING]
         flags = [SM90A, "-DTC_WITH_SM90A"]
         name = "course_tensor_cores_sm90a"
-    else:  # wgmma does not exist here (or is not assumed to): stage 1 only
-        sources = [CSRC / DESIGNS[0].source, CSRC / BINDING]
+    else:  # wgmma does not exist here (or is not assumed to): stages 0 and 1 only
+        sources = [CSRC / d.source for d in ALL_DESIGNS if not d.hopper] + [CSRC / BINDING]
         code = f"compute_{major}{minor}" if ptx_only else f"sm_{major}{minor}"
         flags = [f"-gencode=arch=compute_{major}{minor},code={code}"]
         name = f"course_tensor_cores_{code.replace('compute_', 'ptx')}"
@@ -250,13 +269,15 @@ def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, **knob
     """The GEMM function of a stage: check the operands, allocate C, launch. ``launcher()`` gives
     the function to launch (default: the extension's entry named for the stage), called as
     ``launch(a, b, c, **knobs)``; a knob that is callable is called for its value at launch."""
+    multiple = DESIGN[stage].shape_multiple
+
     def gemm(a: object, b: object) -> object:
-        ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=SHAPE_MULTIPLE)
+        ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=multiple)
         why = get_stage(stage).why_not_here("bf16")
         if why is not None:
             raise NotOnThisGPU(why)
         for name, t in (("a", ops.a), ("b", ops.b)):
-            if t.data_ptr() % ALIGNMENT_BYTES:
+            if multiple > 1 and t.data_ptr() % ALIGNMENT_BYTES:  # stage 0 reads element by element
                 raise ValueError(
                     f"{stage}: {name} does not start on a {ALIGNMENT_BYTES}-byte boundary (a view "
                     f"into a larger tensor?); pass {name}.clone()"
@@ -273,6 +294,7 @@ def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, **knob
     return gemm
 
 
+tc_0_mma_sync_minimal = make_gemm("tc_0_mma_sync_minimal")
 tc_1_mma_sync = make_gemm("tc_1_mma_sync")
 tc_2_wgmma_tma = make_gemm("tc_2_wgmma_tma")
 tc_3_pipeline = make_gemm("tc_3_pipeline")
@@ -282,6 +304,7 @@ tc_5_persistent = make_gemm("tc_5_persistent")
 # better than the grid derived from occupancy (stage 5's), at 4096^3 and at 8192^3.
 tc_6_tma_store = make_gemm("tc_6_tma_store", group_m=8, max_ctas=backend.sm_count)
 GEMMS = {
+    "tc_0_mma_sync_minimal": tc_0_mma_sync_minimal,
     "tc_1_mma_sync": tc_1_mma_sync,
     "tc_2_wgmma_tma": tc_2_wgmma_tma,
     "tc_3_pipeline": tc_3_pipeline,
@@ -295,18 +318,18 @@ STAGES = tuple(
     register(
         Stage(
             name=d.stage,
-            notebook=NOTEBOOK,
+            notebook=d.notebook,
             backend="cuda-extension",
             title=d.title,
             gemms={"bf16": GEMMS[d.stage]},
             gpu_only=True,
             needs=(HOPPER_SM90A,) if d.hopper else (BF16_TENSOR_CORES,),
-            shape_multiple=SHAPE_MULTIPLE,
-            sweep=(i == len(DESIGNS) - 1),
-            order=50 + i + 1,
+            shape_multiple=d.shape_multiple,
+            sweep=(d is DESIGNS[-1]),
+            order=50 + i,
         )
     )
-    for i, d in enumerate(DESIGNS)
+    for i, d in enumerate(ALL_DESIGNS)
 )
 
 
@@ -315,7 +338,7 @@ def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = No
                   use_cache: bool = True) -> compiler.CompileResult:
     """Compile one stage's .cu file to a cubin with ``nvcc -Xptxas -v`` (no GPU needed).
 
-    ``arch`` defaults to sm_90a (stage 1 also takes e.g. "sm_80"). Raises RuntimeError with the
+    ``arch`` defaults to sm_90a (stages 0 and 1 also take e.g. "sm_80"). Raises RuntimeError with the
     compiler's messages if it fails, or if nvcc is missing.
     """
     design = DESIGN[stage]
@@ -326,12 +349,14 @@ def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = No
                                   use_cache=use_cache)
 
 
-def compile_all(arch: str = "sm_90a", *, jobs: int | None = None,
+def compile_all(arch: str = "sm_90a", *, stages: Sequence[str] | None = None, jobs: int | None = None,
                 use_cache: bool = True) -> dict[str, compiler.CompileResult]:
-    """Compile every stage in parallel (nvcc processes); stage 1 for ``arch`` too."""
+    """Compile every stage (or ``stages``) in parallel (nvcc processes), for ``arch``; for an
+    architecture without wgmma (sm_80, ...) only the stages that run there."""
     nvcc = compiler.require_nvcc()
+    names = list(stages) if stages is not None else [d.stage for d in ALL_DESIGNS if arch == "sm_90a" or not d.hopper]
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
-        futures = {d.stage: pool.submit(compile_stage, d.stage, arch, nvcc=nvcc, use_cache=use_cache) for d in DESIGNS}
+        futures = {name: pool.submit(compile_stage, name, arch, nvcc=nvcc, use_cache=use_cache) for name in names}
         return {stage: f.result() for stage, f in futures.items()}
 
 
@@ -353,6 +378,25 @@ SASS_HIGHLIGHTS = {
 
 
 # ---- a pure-Python model of the address arithmetic --------------------------------------------
+def tc0_fragment_position(operand: str, lane: int, i: int) -> tuple[int, int]:
+    """(row, col) inside the 16 x 16 A, 16 x 8 B or 16 x 8 C tile of the element that register
+    element ``i`` of ``lane`` holds: stage 0's index formulas (a_row ... c_col in
+    tc_0_mma_sync_minimal.cu), written again in Python. A test holds them to the PTX ISA's layout
+    (course_lib.viz.fragments) and to the .cu's own functions compiled for the CPU."""
+    g, t = lane // 4, lane % 4  # the lane's group (0-7) and its place in the group (0-3)
+    if operand == "A":  # 8 bf16 per lane
+        return g + 8 * ((i // 2) % 2), 2 * t + i % 2 + 8 * (i // 4)
+    if operand == "B":  # 4 bf16 per lane
+        return 2 * t + i % 2 + 8 * (i // 2), g
+    if operand == "C":  # 4 fp32 per lane
+        return g + 8 * (i // 2), 2 * t + i % 2
+    raise ValueError(f"operand is 'A', 'B' or 'C', not {operand!r}")
+
+
+TC0_ELEMENTS = {"A": 8, "B": 4, "C": 4}  # register elements per lane
+
+
+
 # These functions restate, element by element, what the kernels and the hardware do, so the tests
 # can check that what TMA writes is what wgmma reads, on a machine without a GPU.
 SWIZZLE_ROW = 128  # bytes in one swizzled row
@@ -535,7 +579,7 @@ def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner:
 
 
 # ---- for the notebook ---------------------------------------------------------------------------
-# Notebook 05 prints parts of the sources, each between two marker lines that name it:
+# Notebooks 06 and 07 print parts of the sources, each between two marker lines that name it:
 #     // [excerpt ring-k-loop]
 #     ...
 #     // [/excerpt ring-k-loop]
@@ -598,25 +642,36 @@ def source_excerpt(stage_or_file: str | Path, name: str) -> str:
 
 
 def resource_table(results: dict[str, compiler.CompileResult]) -> str:
-    """ptxas's report for every kernel, one line each, as text."""
-    rows = [f"{'stage':<23}{'kernel':<24}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
+    """ptxas's report for every kernel, one line each, as text (at most 100 characters wide)."""
+    rows = [f"{'stage':<23}{'kernel':<20}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
     for stage, r in results.items():
         d = DESIGN[stage]
         for k in r.kernels:
             smem = k.static_smem_bytes or d.smem_bytes
             rows.append(
-                f"{stage:<23}{k.name:<24}{d.threads:>8}{k.registers:>6}{k.spill_store_bytes + k.spill_load_bytes:>8}"
+                f"{stage:<23}{k.name:<20}{d.threads:>8}{k.registers:>6}{k.spill_store_bytes + k.spill_load_bytes:>8}"
                 f"{k.stack_bytes:>7}{smem / 1024:>8.1f}KB  {d.block[0]}x{d.block[1]}x{d.block[2]}, {d.stages}"
             )
     return "\n".join(rows)
 
 
+def sass_mix_by_kernel(cubin: Path) -> dict[str, collections.Counter]:
+    """How often each SASS opcode occurs in each kernel of a cubin (demangled name -> counts): a file
+    with several kernels (primer_fp32.cu) counted kernel by kernel."""
+    out = {}
+    for part in re.split(r"\n\s*Function : ", compiler.sass(cubin))[1:]:
+        out[compiler.demangle(part.split()[0])] = collections.Counter(compiler.SASS_LINE.findall(part))
+    return out
+
+
 def instruction_table(results: dict[str, compiler.CompileResult],
                       opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
-    """How many of each highlighted SASS opcode every stage's cubin holds, as text."""
+    """How many of each highlighted SASS opcode every stage's cubin holds, as text (each column as
+    wide as its opcode: pick the opcodes to keep a table narrow)."""
     opcodes = list(opcodes)
-    rows = [f"{'stage':<23}" + "".join(f"{op:>11}" for op in opcodes)]
+    widths = [max(len(op) + 2, 6) for op in opcodes]
+    rows = [f"{'stage':<23}" + "".join(f"{op:>{w}}" for op, w in zip(opcodes, widths))]
     for stage, r in results.items():
         mix = compiler.sass_instruction_mix(r.cubin)
-        rows.append(f"{stage:<23}" + "".join(f"{mix[op]:>11}" for op in opcodes))
+        rows.append(f"{stage:<23}" + "".join(f"{mix[op]:>{w}}" for op, w in zip(opcodes, widths)))
     return "\n".join(rows)

@@ -8,7 +8,7 @@ of k and does TM * TN multiply-adds with them.
 Two kernels:
 
 * ``coarsened_2x2``: the German article's idea written correctly (its printed version's bugs are
-  listed in the notebook). A block of (TILE/2) x (TILE/2) threads computes a TILE x TILE tile of C,
+  listed in notebooks/deep_dives/source_articles.ipynb). A block of (TILE/2) x (TILE/2) threads computes a TILE x TILE tile of C,
   each thread the 2 x 2 outputs (ty + i*TILE/2, tx + j*TILE/2), copying four elements of each tile.
 * ``register_tiling``: the general form. A block of (BM/TM) * (BN/TN) threads computes a BM x BN
   tile of C, walking K in BK-deep slabs staged in shared memory; each thread keeps TM x TN

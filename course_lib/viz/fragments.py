@@ -1,6 +1,6 @@
 """Tensor-core fragments: which lane holds which matrix elements for mma.sync and wgmma.
 
-Notebook 05 calls::
+Notebooks 06 and 07 call::
 
     from course_lib.viz.fragments import fragment_map, fragments_widget, mma_m16n8k16, wgmma_m64nNk16_d
     mma_m16n8k16("A", lane=5, i=2)        # -> (9, 2): register a2 of lane 5 holds A[9, 2]

@@ -1,22 +1,25 @@
-"""Stage 04 — coalescing, bank conflicts, and the tiled GEMM written in Triton.
+"""Stages 04 and 05: Triton, from a vector add to the tiled GEMM and the fast kernel.
 
-Notebook: ``notebooks/04_coalescing_and_triton.ipynb``. Every kernel here runs on an NVIDIA GPU and,
-on the CPU backend, in Triton's interpreter (``TRITON_INTERPRET=1``, set by :mod:`course_lib.backend`).
+Notebooks: ``notebooks/04_coalescing_and_triton.ipynb`` (the vector add, the transpose, the tiled
+GEMM and the article's experiment) and ``notebooks/05_triton_fast_kernel.ipynb`` (tensor
+descriptors and the fast kernel). Every kernel here runs on an NVIDIA GPU and, on the CPU backend,
+in Triton's interpreter (``TRITON_INTERPRET=1``, set by :mod:`course_lib.backend`).
 
 Stages registered here (backend ``"triton"``; dtypes fp32 = exact IEEE fp32, tf32, fp16, bf16):
 
-``triton_tiled`` (:mod:`.tiled`)
+``triton_tiled`` (:mod:`.tiled`, notebook 04)
     The teaching kernel: one program per BLOCK_M x BLOCK_N tile of C, a loop over K, ``tl.dot``,
     plain pointer arithmetic, every load and store guarded by a mask (no ``% M`` wrap-around).
-``triton_tiled_descriptors`` (:mod:`.tiled`)
-    The same kernel reading and writing through tensor descriptors (``tl.make_tensor_descriptor``),
-    which replace the block pointers (``tl.make_block_ptr``) that Triton 3.9 removed. On a GPU a
-    descriptor is a TMA descriptor, which needs a 16-byte-aligned base address, 16-byte-aligned
-    row strides and a contiguous last dimension: inputs that break this get a ``ValueError``.
-``triton_tiled_transposed_b`` (:mod:`.article`)
+``triton_tiled_transposed_b`` (:mod:`.article`, notebook 04)
     The Russian article's "coalesced Y" experiment: B is first copied as B^T (row-major N x K), the
     kernel loads K-contiguous tiles of it and turns them back with ``tl.trans`` before ``tl.dot``.
-``triton_fast`` (:mod:`.fast`, :mod:`.autotune`)
+``triton_tiled_descriptors`` (:mod:`.tiled`, notebook 05)
+    The same kernel reading and writing through tensor descriptors (``tl.make_tensor_descriptor``).
+    Triton 3.8 deprecates the block pointers (``tl.make_block_ptr``) that descriptors replace and
+    3.9 removes them. On a GPU a descriptor is a TMA descriptor, which needs a 16-byte-aligned base
+    address, 16-byte-aligned row strides and a contiguous last dimension: inputs that break this
+    get a ``ValueError``.
+``triton_fast`` (:mod:`.fast`, :mod:`.autotune`, notebook 05)
     What Triton adds beyond the tile: grouped launch order (L2 reuse), per-dtype tile shapes,
     ``num_warps`` / ``num_stages``, tensor-descriptor (TMA) loads where the alignment allows (pointer
     loads otherwise), a persistent launch, and for TF32 a pre-transposed B; for shapes with few tiles,
@@ -24,10 +27,11 @@ Stages registered here (backend ``"triton"``; dtypes fp32 = exact IEEE fp32, tf3
     shape, among the candidates :func:`.autotune.shape_candidates` names for it; on the CPU it uses
     the first of :data:`FAST_CONFIGS`.
 
-Also here: plain data for the notebook's pictures (:mod:`.launch_order`; the addresses a warp reads
-from the article kernels' B tile in :mod:`.article`), the exercises (:mod:`.exercises`), and
-:mod:`.evidence`, which compiles the article's kernels for sm_90a *without a GPU* (Triton's wheel
-ships ptxas) and counts what the compiler made of them.
+Also here: the first Triton kernel, a vector add (:mod:`.vector_add`); plain data for the
+notebooks' pictures (:mod:`.launch_order`; the addresses a warp reads from the article kernels' B
+tile in :mod:`.article`), the exercises (:mod:`.exercises`), :mod:`.evidence`, which compiles the
+article's kernels for sm_90a *without a GPU* (Triton's wheel ships ptxas) and counts what the
+compiler made of them, and :mod:`.tables`, the notebooks' tables of recorded speeds.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from course_lib.kernels.coalescing_and_triton.autotune import (
 )
 from course_lib.kernels.coalescing_and_triton.common import (
     COURSE_DTYPES,
+    FAST_NOTEBOOK,
     INPUT_PRECISION,
     NOTEBOOK,
     descriptor_problem,
@@ -91,6 +96,7 @@ from course_lib.kernels.coalescing_and_triton.launch_order import (
     launch_order_grid,
     row_major_order,
 )
+from course_lib.kernels.coalescing_and_triton.tables import ratio_table
 from course_lib.kernels.coalescing_and_triton.tiled import (
     TILED_CONFIG,
     TileConfig,
@@ -101,6 +107,7 @@ from course_lib.kernels.coalescing_and_triton.tiled import (
     tiled_matmul_descriptors,
     tiled_matmul_kernel,
 )
+from course_lib.kernels.coalescing_and_triton.vector_add import VECTOR_BLOCK, vector_add, vector_add_kernel
 from course_lib.registry import Stage, register
 
 
@@ -118,13 +125,13 @@ def _per_dtype(fn: Callable, name: str, dtypes: Sequence[str] = COURSE_DTYPES) -
 
 TRITON_TILED = register(Stage(name="triton_tiled", notebook=NOTEBOOK, backend="triton", order=40,
                              title="Triton tiled (pointers + masks)", gemms=_per_dtype(tiled_matmul, "triton_tiled")))
-# check() rounds the descriptor stage's shapes up to multiples of 8: 16-byte rows for every course dtype.
-TRITON_TILED_DESCRIPTORS = register(Stage(name="triton_tiled_descriptors", notebook=NOTEBOOK, backend="triton", order=41,
-                                         title="Triton tiled (tensor descriptors)", shape_multiple=8,
-                                         gemms=_per_dtype(tiled_matmul_descriptors, "triton_tiled_descriptors")))
-TRITON_TILED_TRANSPOSED_B = register(Stage(name="triton_tiled_transposed_b", notebook=NOTEBOOK, backend="triton", order=42,
+TRITON_TILED_TRANSPOSED_B = register(Stage(name="triton_tiled_transposed_b", notebook=NOTEBOOK, backend="triton", order=41,
                                           title="Triton tiled, B pre-transposed (the article's experiment)",
                                           gemms=_per_dtype(tiled_matmul_transposed_b, "triton_tiled_transposed_b")))
-TRITON_FAST = register(Stage(name="triton_fast", notebook=NOTEBOOK, backend="triton", order=45, sweep=True,
+# check() rounds the descriptor stage's shapes up to multiples of 8: 16-byte rows for every course dtype.
+TRITON_TILED_DESCRIPTORS = register(Stage(name="triton_tiled_descriptors", notebook=FAST_NOTEBOOK, backend="triton", order=42,
+                                         title="Triton tiled (tensor descriptors)", shape_multiple=8,
+                                         gemms=_per_dtype(tiled_matmul_descriptors, "triton_tiled_descriptors")))
+TRITON_FAST = register(Stage(name="triton_fast", notebook=FAST_NOTEBOOK, backend="triton", order=45, sweep=True,
                             title="Triton fast (grouped, descriptors, tuned)",
                             gemms=_per_dtype(fast_matmul_autotuned, "triton_fast"), tuning_log=tuning_log))

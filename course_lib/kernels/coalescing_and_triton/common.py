@@ -1,5 +1,5 @@
-"""What every Triton kernel of notebook 04 shares: the dtypes, the precision argument of ``tl.dot``,
-and the wrapper's checks (32-bit offsets, the rules of tensor descriptors)."""
+"""What every Triton kernel of notebooks 04 and 05 shares: the dtypes, the precision argument of
+``tl.dot``, and the wrapper's checks (32-bit offsets, the rules of tensor descriptors)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import triton
 
 from course_lib import backend
 
-NOTEBOOK = "04_coalescing_and_triton"
+NOTEBOOK = "04_coalescing_and_triton"  # the tiled kernel and the article's experiment
+FAST_NOTEBOOK = "05_triton_fast_kernel"  # tensor descriptors and the fast kernel
 COURSE_DTYPES = ("fp32", "tf32", "fp16", "bf16")
 
 # tl.dot's input_precision per course dtype. "ieee": exact fp32 multiply-adds (on NVIDIA GPUs the

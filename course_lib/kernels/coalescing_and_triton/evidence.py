@@ -30,6 +30,36 @@ print(json.dumps([evidence.compile_counts(**case) for case in json.loads(sys.arg
 """
 
 
+def b_layout_in_words(layout: str) -> str:
+    """Triton's shared-memory layout of B's tile (a TTGIR string, as :func:`compile_counts` reads
+    it) in words: swizzled or not, and which index runs fastest in memory.
+
+    ``swizzled_shared<vec, perPhase, maxPhase, order>``: ``maxPhase = 1`` is no swizzle; otherwise
+    each row permutes its ``vec``-element chunks by an XOR, with ``maxPhase`` patterns. ``order``
+    lists the tile's dimensions fastest first. ``nvmma_shared<swizzlingByteWidth, transposed>`` is
+    the layout the tensor cores' ``wgmma`` reads, swizzled within rows of that many bytes;
+    ``transposed = true`` stores B's K x N tile K-major. The note "(then transposed in registers)"
+    means the buffer holds B^T's N x K tile, turned around after it is loaded.
+    """
+    import re
+
+    turned = "(then transposed in registers)" in layout
+    if layout.startswith("nvmma_shared"):
+        width = re.search(r"swizzlingByteWidth = (\d+)", layout)
+        k_major = "transposed = true" in layout
+        return (f"swizzled for wgmma ({width.group(1) if width else '?'}-byte rows), "
+                + ("k fastest (K-major)" if k_major else "n fastest"))
+    m = re.search(r"maxPhase = (\d+), order = \[(\d), (\d)\]", layout)
+    if not layout.startswith("swizzled_shared") or not m:
+        return layout
+    phases, fastest = int(m.group(1)), int(m.group(2))
+    # B's tile is K x N (dimension 1 is n); B^T's, before it is turned, is N x K (dimension 1 is k).
+    index = ("n", "k")[fastest] if turned else ("k", "n")[fastest]
+    words = "not swizzled" if phases == 1 else f"swizzled ({phases} patterns)"
+    words += ", k fastest (K-major)" if index == "k" else ", n fastest"
+    return words + (", B^T turned in registers" if turned else "")
+
+
 def compile_counts(kernel: str, dtype: str, precision: str, block: int, num_warps: int = 4,
                     num_stages: int = 3, arch: int = 90) -> dict[str, Any]:
     """Compile one of the article's kernels for ``sm_<arch>`` and count instructions (runs in a fresh process)."""
@@ -93,6 +123,7 @@ def compile_counts(kernel: str, dtype: str, precision: str, block: int, num_warp
         "LDS (shared loads)": total("LDS"),
         "LDS.128": ops.get("LDS.128", 0),
         "B tile in shared memory": b_layout,
+        "B tile in words": b_layout_in_words(b_layout),
         "layout conversions": ttgir.count("ttg.convert_layout"),
         "shared KiB": ck.metadata.shared // 1024,
     }

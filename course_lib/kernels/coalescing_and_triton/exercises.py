@@ -1,4 +1,4 @@
-"""Exercise 2 of notebook 04: the reference solution, and the wrapper that lets ``course_lib.check``
+"""Exercise 1 of notebook 04 (the K tail): the reference solution, and the wrapper that lets ``course_lib.check``
 test a learner's kernel."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def exercise_tail_solution_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """Exercise 2, reference solution: the K loop must also cover the last, partial K-block."""
+    """The K-tail exercise, reference solution: the K loop must also cover the last, partial K-block."""
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     ks = tl.arange(0, BLOCK_K)
@@ -35,7 +35,7 @@ def exercise_tail_solution_kernel(
 
 
 def exercise_gemm(kernel: Any, block: int = 32) -> Callable[[object, object], object]:
-    """Exercise 2: wrap a learner's kernel (signature of :func:`exercise_tail_solution_kernel`) as
+    """The K-tail exercise: wrap a learner's kernel (signature of :func:`exercise_tail_solution_kernel`) as
     an fp32 GEMM ``fn(a, b) -> c`` that ``course_lib.check`` can test."""
     def gemm(a: object, b: object) -> object:
         ops = prepare(a, b, stage="exercise", dtypes=("fp32",))
@@ -45,5 +45,5 @@ def exercise_gemm(kernel: Any, block: int = 32) -> Callable[[object, object], ob
                      BLOCK_M=block, BLOCK_N=block, BLOCK_K=block)
         return ops.give_back(c)
 
-    gemm.__name__ = f"exercise_gemm({getattr(kernel, '__name__', 'kernel')})"
+    gemm.__name__ = getattr(kernel, "__name__", "kernel")  # what check's messages call it
     return gemm

@@ -271,7 +271,7 @@ class FastConfig:
         return asdict(self)
 
 
-# Candidates per course dtype, each measured on the H200 against cuBLAS (notebook 04 shows how they
+# Candidates per course dtype, each measured on the H200 against cuBLAS (notebook 05 shows how they
 # compare). The first is what the CPU backend runs (the interpreter cannot time anything); on a GPU
 # every candidate is timed on the first call at each shape and the fastest kept.
 # * fp16 / bf16: 128 x 256 tiles, 8 warps (two warpgroups of wgmma on 64 rows each), 3-4 K-slices

@@ -1,5 +1,6 @@
 """The order in which programs compute the tiles of C, as plain data: the Python twin of the
-kernels' grouped order, what the programs in flight read, a picture, and Exercise 1's checker."""
+kernels' grouped order, what the programs in flight read, a picture, and the checker of
+notebook 05's first exercise."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def draw_launch_order(num_pid_m: int, num_pid_n: int, group_m: int, programs: in
 
 
 def check_launch_order(fn: Callable[[int, int, int, int], tuple[int, int]]) -> str:
-    """Exercise 1: check a learner's ``fn(pid, num_pid_m, num_pid_n, group_m) -> (pid_m, pid_n)``
+    """Notebook 05, exercise 1: check a learner's ``fn(pid, num_pid_m, num_pid_n, group_m) -> (pid_m, pid_n)``
     against :func:`grouped_order` on many grid shapes, including ones GROUP_M does not divide.
 
     Raises ``AssertionError`` naming the first program that lands on the wrong tile.
