@@ -76,7 +76,8 @@ def execute(path: Path, backend: str, out: Path | None, timeout: int) -> float:
     t0 = time.time()
     client.execute()
     _tidy(nb)
-    target = (out / path.relative_to(NOTEBOOK_DIR)) if out else path
+    where = path.relative_to(NOTEBOOK_DIR) if path.is_relative_to(NOTEBOOK_DIR) else Path(path.name)
+    target = (out / where) if out else path
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
     return time.time() - t0
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in notebook_paths(args.names):
         try:
             seconds = execute(path, args.backend, args.out, args.timeout)
-            print(f"{path.relative_to(NOTEBOOK_DIR)}: executed on the {args.backend} backend in {seconds:.0f} s", flush=True)
+            print(f"{path.relative_to(NOTEBOOK_DIR) if path.is_relative_to(NOTEBOOK_DIR) else path.name}: executed on the {args.backend} backend in {seconds:.0f} s", flush=True)
         except Exception as e:  # noqa: BLE001 - report every notebook, then fail
             failed.append(path.name)
             print(f"{path.name}: FAILED: {type(e).__name__}: {str(e)[-2000:]}", file=sys.stderr, flush=True)

@@ -47,6 +47,8 @@ SHAPE_RECORDING = ("2026-12-01_1950_rerecord_final_kernels", "final_rerecord")
 # read-flush timings and the stage-6 variant's tile widths and cluster sizes.
 SHAPE_LIMITS = "2026-12-01_1927_shape_limits"
 SHAPE_EXPLORE = ("2026-12-01_0940_shapes_explore_1", "2026-12-01_0955_shapes_explore_2")
+# Host time per call and the final kernels timed as called and in GPU time (experiments/gpu_host_time.py).
+HOST_TIME = "2026-12-01_2255_host_time_and_tc0"
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
@@ -204,7 +206,7 @@ def tensor_core_summary() -> dict:
     direct = [s for s in overlap["timeline"]["sizes"] if s["shape"][0] == 4096 and s["epilogue"] in ("serial", "direct")]
     return {
         "provenance": {
-            "what": "What notebook 05 shows of the tensor-core experiments on the H200",
+            "what": "What notebook 07 and the deep dive hopper_lab show of the tensor-core experiments on the H200",
             "made_by": "experiments/summarize.py",
             "runs": [f"experiments/runs/{n}.json" for n in (STREAM_K, NCU_4096, OVERLAP, TIMELINE)]
                     + [f"experiments/runs/{POWER}.csv"],
@@ -390,11 +392,48 @@ def cublas_kernels(text: str) -> dict[str, list[dict]]:
     return out
 
 
+def host_time_summary() -> dict:
+    """Host time per call of a small product, and per model shape each final kernel against cuBLAS
+    timed as called (``triton.testing.do_bench``) and in GPU time (``do_bench_cudagraph``)."""
+    run = json.loads((RUNS / HOST_TIME / "host_time.json").read_text())
+    prov = run["provenance"]
+    rows = {(r["label"], r["stage"], r["dtype"]): r for r in run["shapes"] if "as_called_us" in r}
+    shapes = []
+    for (label, stage, dtype), r in rows.items():
+        if stage == "cublas":
+            continue
+        c = rows.get((label, "cublas", "bf16" if dtype != "fp32" else "fp32")) or rows.get((label, "cublas", "bf16"))
+        entry = {k: r[k] for k in ("label", "M", "N", "K", "stage", "dtype", "phase")}
+        entry |= {"as_called_us": r["as_called_us"], "gpu_us": r["gpu_us"],
+                  "cublas_as_called_us": c["as_called_us"], "cublas_gpu_us": c["gpu_us"],
+                  "as_called_ratio": c["as_called_us"] / r["as_called_us"],
+                  "gpu_time_ratio": c["gpu_us"] / r["gpu_us"] if r["gpu_us"] and c["gpu_us"] else None}
+        if dtype == "fp32":  # cuBLAS was timed in bf16 only: no ratio in the same type
+            entry |= {"cublas_as_called_us": None, "cublas_gpu_us": None, "as_called_ratio": None, "gpu_time_ratio": None}
+        shapes.append(entry)
+    return {
+        "provenance": _gpu(prov) | {
+            "date": prov["date"], "python": prov["python"], "made_by": "experiments/summarize.py",
+            "runs": [f"experiments/runs/{HOST_TIME}/host_time.json"],
+            "what": "host time per call: a 64 x 64 x 64 product called 2000 times back to back, the wall time per "
+                    "call, best of 3 rounds; as called: triton.testing.do_bench (each call after an L2 flush, the "
+                    "host's time included when it is longer than the GPU's); GPU time: "
+                    "triton.testing.do_bench_cudagraph (the calls replayed from a CUDA graph); medians; cuBLAS "
+                    "(torch.matmul, bf16) timed the same way in the same run; ratio = cuBLAS's time / the kernel's",
+        },
+        "small_shape": run["small_shape"],
+        "host_us_per_call": run["host_us_per_call"],
+        "shapes": shapes,
+        "decode": [e for e in shapes if e["phase"] == "decode" and e["dtype"] == "bf16"],
+    }
+
+
 SUMMARIES = {
     "nvidia_h200_triton_summary.json": triton_summary,
     "nvidia_h200_tensor_core_summary.json": tensor_core_summary,
     "nvidia_h200_stage_profiles_summary.json": stage_profiles_summary,
     "nvidia_h200_shape_table_summary.json": shape_table_summary,
+    "nvidia_h200_host_time_summary.json": host_time_summary,
 }
 
 

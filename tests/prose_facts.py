@@ -583,3 +583,23 @@ def repeat(dtype: str, size: int, who: str = "triton_fast", stat: str = "median"
     """The six repeats of triton_fast and of cuBLAS against itself: % of cuBLAS."""
     row = next(r for r in results.summary("triton")["repeat"] if r["dtype"] == dtype and r["size"] == size)
     return 100 * row[who][stat]
+
+
+def host_us(name: str) -> float:
+    """Host time per call of the small product (µs), e.g. host_us('triton_fast bf16')."""
+    return results.summary("host_time")["host_us_per_call"][name]
+
+
+def host_decode_span(stage: str, what: str) -> tuple[float, float]:
+    """Over the decode rows timed for the host-time summary: ``what`` = "called" (% of cuBLAS, both as
+    called), "gpu" (% of cuBLAS, both in GPU time) or "slower" (how many times cuBLAS's time as called)."""
+    rows = [d for d in results.summary("host_time")["decode"] if d["stage"] == stage]
+    f = {"called": lambda d: 100 * d["as_called_ratio"], "gpu": lambda d: 100 * d["gpu_time_ratio"],
+         "slower": lambda d: 1 / d["as_called_ratio"]}[what]
+    return span(f(d) for d in rows)
+
+
+def cublas_decode_called_span() -> tuple[float, float]:
+    """cuBLAS's time at the decode rows as called (µs)."""
+    rows = {d["label"]: d["cublas_as_called_us"] for d in results.summary("host_time")["decode"]}
+    return span(rows.values())

@@ -62,10 +62,10 @@ def test_simulator_warning_is_silenced():
     assert r.returncode == 0 and "bogus" not in r.stderr
 
 
-def test_describe_is_one_line_with_versions(capsys):
+def test_describe_says_where_kernels_run_and_the_versions_in_short_lines(capsys):
     backend.describe()
     out = capsys.readouterr().out
-    assert out.count("\n") == 1
+    assert out.count("\n") == 2 and all(len(line) <= 100 for line in out.splitlines())
     for lib in backend.LIBRARIES:
         assert lib in out
     assert f"backend {backend.get().name}" in out
