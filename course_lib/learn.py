@@ -53,18 +53,21 @@ def _say(text: str) -> None:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.3g}" if isinstance(x, (int, float)) else repr(x)
+    """A number as a learner wrote it: integers exactly (1536, not 1.54e+03), others to 3 digits."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return repr(x)
+    if isinstance(x, int) or float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}" if abs(x) >= 10_000 else str(int(x))
+    return f"{x:.3g}"
 
 
 def compare_prediction(guess: float | None, measured: float, *, unit: str, explain: str = "") -> Verdict:
     """Say how a learner's prediction compares with what was measured (or recorded); the verdict's
     ``value`` is the ratio measured / predicted (None, and the verdict false, when nothing usable
     was predicted)."""
-    if guess is None:
-        _say(f"No prediction entered: set it in the cell above and run both cells again. "
-             f"Measured: {_fmt(measured)} {unit}.")
-        if explain:
-            _say(explain)
+    if guess is None:  # the measurement stays hidden until there is a prediction to compare it with
+        _say(f"No prediction entered: set it in the cell above ({unit}), then run both cells again "
+             "to see the measurement.")
         return Verdict(False)
     if not isinstance(guess, (int, float)) or not math.isfinite(guess) or guess <= 0:
         _say(f"A prediction is a positive number of {unit}, not {guess!r}.")

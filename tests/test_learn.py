@@ -5,8 +5,9 @@ from course_lib.kernels import naive
 
 
 def test_a_prediction_is_compared_with_the_measurement(capsys):
-    assert not learn.compare_prediction(None, 1.3, unit="TFLOP/s")
-    assert "No prediction entered" in capsys.readouterr().out
+    assert not learn.compare_prediction(None, 1.3, unit="TFLOP/s", explain="because")
+    out = capsys.readouterr().out
+    assert "No prediction entered" in out and "1.3" not in out and "because" not in out  # nothing given away
     assert learn.compare_prediction(1.0, 1.1, unit="TFLOP/s").value == 1.1
     assert "close: within 25 %" in capsys.readouterr().out
     assert learn.compare_prediction(1.0, 3.0, unit="TFLOP/s", explain="because").value == 3.0
@@ -28,6 +29,15 @@ def test_an_answer_is_checked(capsys):
     assert not learn.check_answer(0.11, 0.1, what="ratio", rel_tol=0.02)
     assert learn.check_answer((1, 2), (1, 2), what="tile")
     assert not learn.check_answer((2, 1), (1, 2), what="tile")
+
+
+def test_numbers_are_echoed_as_the_learner_wrote_them(capsys):
+    learn.check_answer(1536, 1536, what="N")
+    learn.check_answer(13825, 13824, what="loads")
+    out = capsys.readouterr().out
+    assert "1536 is right" in out and "13,825 is not it yet" in out  # not 1.54e+03, not 1.38e+04 for both
+    learn.check_answer(0.375, 2.67, what="reuse")
+    assert "0.375 is not it yet" in capsys.readouterr().out
 
 
 def test_source_is_shown_highlighted():
