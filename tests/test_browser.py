@@ -490,7 +490,8 @@ def _check_layout(box, where: str) -> dict:
     return layout
 
 
-# Before anything runs: every stored widget output of the (untrusted) notebook shows a picture.
+# Every stored widget output of the open notebook: how it is shown (before anything runs, an untrusted
+# notebook shows the picture stored beside the widget; reopened after a save, the restored widget).
 _UNRUN_WIDGETS = """() => {
     const panel = window.jupyterapp.shell.currentWidget;
     const out = [];
@@ -501,8 +502,9 @@ _UNRUN_WIDGETS = """() => {
             const o = cell.model.outputs.get(k).toJSON();
             if (!(o.data && o.data['""" + WIDGET_MIME + """'])) continue;
             const el = shown[k];
-            out.push({cell: index, mime: el ? el.getAttribute('data-mime-type') : null,
-                      image: !!(el && el.querySelector('img')), text: el ? (el.textContent || '').slice(0, 80) : ''});
+            const img = el && el.querySelector('img');
+            out.push({cell: index, mime: el ? el.getAttribute('data-mime-type') : null, image: !!img,
+                      picture: !!(img && img.complete && img.naturalWidth > 0), text: el ? (el.innerText || '').slice(0, 120) : ''});
         }
     });
     return out;
@@ -520,16 +522,13 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
     log_start = server_log.stat().st_size
     expected_widgets = len(_WIDGET_CELLS) - 1 if notebook == "viz_widgets.ipynb" else _widgets_stored(NOTEBOOK_DIR / notebook)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = _browser(pw, chromium)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})  # the smallest screen checked
-            page.set_default_timeout(TIMEOUT_S * 1000)
+            page = _page(browser)
             console_errors: list[str] = []
             page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
             try:
-                # A workspace of its own, reset: only this notebook is open, and it is the current tab.
-                page.goto(f"{base}/lab/workspaces/{Path(notebook).stem}/tree/{notebook}?reset&token={token}")
-                page.wait_for_function(f"(path) => {{ const s = ({_OUTPUT_STATE})(path); return s && s.status === 'idle'; }}", arg=notebook)
+                _open(page, base, token, notebook, Path(notebook).stem)
                 assert not page.evaluate(_DIRTY), f"{notebook}: marked modified as soon as it opened, untouched"
                 assert page.get_by_text("official Jupyter news").count() == 0, f"{notebook}: a news prompt covers the notebook"
                 if notebook != "viz_widgets.ipynb":
@@ -543,19 +542,8 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
                         page.screenshot(path=str(shots / "0_before_running.png"))
                 page.evaluate(_LISTEN_TO_KERNEL)
                 started = time.monotonic()
-                page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-                # Done when every cell ran, or when one failed (run-all stops there): idle, nothing queued.
-                page.wait_for_function(
-                    f"(path) => {{ const s = ({_RUN_STATE})(path); return s && s.status === 'idle' && s.running === 0"
-                    " && (s.executed === s.cells || s.errors.length > 0); }",
-                    arg=notebook, polling=500, timeout=RUN_TIMEOUT_S * 1000,
-                )
+                _run_all(page, notebook)
                 print(f"{notebook}: ran all cells in {time.monotonic() - started:.0f} s")
-                # Widgets render after the kernel is idle: wait until none says "Loading widget".
-                page.wait_for_function(
-                    "() => !Array.from(document.querySelectorAll('.jp-OutputArea-output')).some(e => (e.innerText || '').includes('Loading widget'))",
-                    polling=500,
-                )
                 state = page.evaluate(_RUN_STATE, notebook)
                 page.screenshot(path=str(shots / "1_after_run_all.png"))
                 assert state["errors"] == [], f"{notebook}: error output(s): {state['errors']}"
@@ -607,13 +595,23 @@ _LINE_ROWS = """() => {
 }"""
 
 
+def _page(browser):
+    """A page of 1400 x 900, the smallest screen the course is checked on."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.set_default_timeout(TIMEOUT_S * 1000)
+    return page
+
+
 def _open(page, base, token, notebook, workspace):
-    """Open ``notebook`` alone in a fresh workspace and wait until its kernel is idle."""
+    """Open ``notebook`` alone in a workspace of its own, reset (so it is the current tab), and wait
+    until its kernel is idle."""
     page.goto(f"{base}/lab/workspaces/{workspace}/tree/{notebook}?reset&token={token}")
     page.wait_for_function(f"(path) => {{ const s = ({_OUTPUT_STATE})(path); return s && s.status === 'idle'; }}", arg=notebook)
 
 
 def _run_all(page, notebook):
+    """Run every cell; done when every cell ran or one failed (run-all stops there), the kernel is
+    idle and no widget still says "Loading widget" (widgets render after the kernel is idle)."""
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function(
         f"(path) => {{ const s = ({_RUN_STATE})(path); return s && s.status === 'idle' && s.running === 0"
@@ -644,8 +642,7 @@ def test_a_printed_line_of_the_allowed_width_fits_beside_the_file_browser(lab):
     with sync_playwright() as pw:
         browser = _browser(pw, chromium)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(TIMEOUT_S * 1000)
+            page = _page(browser)
             _open(page, base, token, notebook, "line_width")
             _run_all(page, notebook)
             got = page.evaluate(_LINE_ROWS)
@@ -655,25 +652,6 @@ def test_a_printed_line_of_the_allowed_width_fits_beside_the_file_browser(lab):
         finally:
             browser.close()
             _shutdown_kernels(base, token)
-
-
-_REOPENED_WIDGETS = """() => {
-    const panel = window.jupyterapp.shell.currentWidget;
-    const out = [];
-    panel.content.widgets.forEach((cell, index) => {
-        if (cell.model.type !== 'code') return;
-        const shown = cell.outputArea.node.querySelectorAll('.jp-OutputArea-output');
-        for (let k = 0; k < cell.model.outputs.length; k++) {
-            const o = cell.model.outputs.get(k).toJSON();
-            if (!(o.data && o.data['""" + WIDGET_MIME + """'])) continue;
-            const el = shown[k];
-            const img = el && el.querySelector('img');
-            out.push({cell: index, mime: el ? el.getAttribute('data-mime-type') : null,
-                      picture: !!(img && img.complete && img.naturalWidth > 0), text: el ? (el.innerText || '').slice(0, 120) : ''});
-        }
-    });
-    return out;
-}"""
 
 
 def test_a_notebook_run_saved_and_reopened_shows_its_widgets(lab):
@@ -686,8 +664,7 @@ def test_a_notebook_run_saved_and_reopened_shows_its_widgets(lab):
     with sync_playwright() as pw:
         browser = _browser(pw, chromium)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(TIMEOUT_S * 1000)
+            page = _page(browser)
             _open(page, base, token, notebook, "save_1")
             _run_all(page, notebook)
             page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
@@ -700,14 +677,13 @@ def test_a_notebook_run_saved_and_reopened_shows_its_widgets(lab):
             _shutdown_kernels(base, token)  # the next day: the old kernel is gone
         browser = _browser(pw, chromium)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(TIMEOUT_S * 1000)
+            page = _page(browser)
             _open(page, base, token, notebook, "save_2")
             page.wait_for_timeout(2000)  # the widget manager restores the saved models
             # (Reopened, it is marked modified: ipywidgets' widget manager marks a notebook dirty
             # whenever it registers a widget model when saveState is on, restored models included.
             # A notebook as committed has no widget state and opens unmodified: the test above.)
-            shown = page.evaluate(_REOPENED_WIDGETS)
+            shown = page.evaluate(_UNRUN_WIDGETS)
             page.screenshot(path=str(ARTIFACTS / "reopened.png"))
             assert shown, f"{notebook}: no widget outputs after reopening"
             for w in shown:
