@@ -26,6 +26,11 @@ DEEP_DIVE_DIR = NOTEBOOK_DIR / "deep_dives"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
+def relative(path: Path) -> Path:
+    """Where a notebook lies under ``notebooks/`` ("deep_dives/triton_lab.ipynb"), or its name."""
+    return path.relative_to(NOTEBOOK_DIR) if path.is_relative_to(NOTEBOOK_DIR) else Path(path.name)
+
+
 def path_notebooks() -> list[Path]:
     """The learner's path, in course order: ``notebooks/NN_name.ipynb``."""
     return sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
@@ -41,8 +46,7 @@ def notebook_paths(names: list[str] | None = None) -> list[Path]:
     ``notebooks/`` starts with one of ``names`` ("04", "deep_dives/triton")."""
     paths = path_notebooks() + deep_dives()
     if names:
-        rel = lambda p: p.relative_to(NOTEBOOK_DIR).as_posix()  # noqa: E731
-        paths = [p for p in paths if any(rel(p).startswith(n) or p.name == n for n in names)]
+        paths = [p for p in paths if any(relative(p).as_posix().startswith(n) or p.name == n for n in names)]
         if not paths:
             raise SystemExit(f"no notebook matches {names} in {NOTEBOOK_DIR}")
     return paths
@@ -76,8 +80,7 @@ def execute(path: Path, backend: str, out: Path | None, timeout: int) -> float:
     t0 = time.time()
     client.execute()
     _tidy(nb)
-    where = path.relative_to(NOTEBOOK_DIR) if path.is_relative_to(NOTEBOOK_DIR) else Path(path.name)
-    target = (out / where) if out else path
+    target = (out / relative(path)) if out else path
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
     return time.time() - t0
@@ -96,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in notebook_paths(args.names):
         try:
             seconds = execute(path, args.backend, args.out, args.timeout)
-            print(f"{path.relative_to(NOTEBOOK_DIR) if path.is_relative_to(NOTEBOOK_DIR) else path.name}: executed on the {args.backend} backend in {seconds:.0f} s", flush=True)
+            print(f"{relative(path)}: executed on the {args.backend} backend in {seconds:.0f} s", flush=True)
         except Exception as e:  # noqa: BLE001 - report every notebook, then fail
             failed.append(path.name)
             print(f"{path.name}: FAILED: {type(e).__name__}: {str(e)[-2000:]}", file=sys.stderr, flush=True)

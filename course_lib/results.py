@@ -25,7 +25,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from course_lib.gemm import DTYPES
 
@@ -127,6 +127,33 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
             f"{r['tflops']:>9.1f}{r['cublas_tflops']:>9.1f}{100 * r['ratio_to_cublas']:>7.1f}%"
             + (f" *  recorded on {r['recorded_on']}" if r.get("recorded_on") else "")
         )
+    return "\n".join(lines)
+
+
+def ratio_table(runs: Sequence["Results"], stages: Sequence[str], size: int = 4096,
+                dtypes: Sequence[str] = DTYPES) -> str:
+    """Each stage as % of cuBLAS (and TFLOP/s) at ``size``³, one column per dtype, as text.
+
+    ``runs``: results objects (``.select(stage, dtype, shapes)`` and ``.provenance``), e.g. one
+    ``bench.compare`` per dtype, or the recording; the first says where the numbers come from."""
+    shape = (size, size, size)
+    rows: dict[tuple[str, str], dict] = {}
+    for run in runs:
+        for stage in stages:
+            for dtype in dtypes:
+                for r in run.select(stage, dtype, [shape]):
+                    rows[(stage, dtype)] = r
+    source = runs[0].provenance
+    where = f"measured here on {source['gpu']}" if source.get("live") else f"recorded on {source['gpu']}"
+    lines = [f"{where}, {size}³: % of cuBLAS (TFLOP/s); GPU time per call, L2 flushed,",
+             "each stage timed in alternating rounds with cuBLAS",
+             f"{'stage':<27}" + "".join(f"{d:>17}" for d in dtypes)]
+    for stage in stages:
+        cells = []
+        for dtype in dtypes:
+            r = rows.get((stage, dtype))
+            cells.append(f"{100 * r['ratio_to_cublas']:7.1f} % ({r['tflops']:5.1f})" if r else f"{'-':>17}")
+        lines.append(f"{stage:<27}" + "".join(f"{c:>17}" for c in cells))
     return "\n".join(lines)
 
 

@@ -85,7 +85,7 @@ def main() -> int:
         "cuda": torch.version.cuda, "python": platform.python_version(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "command": "python experiments/gpu_host_time.py", "calls": CALLS, "repeats": REPEATS,
-        "what": __doc__.split("\n\n")[1].strip(),
+        "what": __doc__.split("\n\n")[2].strip(),
     }
     host = {}
     for stage, dtype in (("torch.matmul", "bf16"), ("cublas", "bf16"), ("triton_fast", "bf16"),

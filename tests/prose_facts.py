@@ -288,12 +288,6 @@ def tr_ncu(kernel: str, key: str) -> float:
 
 
 # ---- 06, 07, hopper_lab
-def tc_ridge(dtype: str) -> float:
-    """The recording's ridge point in ``dtype``: best cuBLAS rate / copy bandwidth, FLOP per byte."""
-    c = recording().ceilings
-    return c["cublas_peak_tflops"][dtype] * 1e3 / c["copy_bandwidth_gbs"]
-
-
 def tc_factor(stage: str, before: str, n: int) -> float:
     """A step of the staircase: TFLOP/s of ``stage`` / TFLOP/s of ``before`` at n^3 (bf16)."""
     return tflops(stage, "bf16", n) / tflops(before, "bf16", n)
@@ -577,12 +571,6 @@ def decode_mb_span() -> tuple[float, float]:
     from course_lib.model_shapes import bytes_moved
 
     return span(bytes_moved(s.M, s.N, s.K, 2) / 1e6 for s in MODEL_SHAPES if s.phase == "decode")
-
-
-def repeat(dtype: str, size: int, who: str = "triton_fast", stat: str = "median") -> float:
-    """The six repeats of triton_fast and of cuBLAS against itself: % of cuBLAS."""
-    row = next(r for r in results.summary("triton")["repeat"] if r["dtype"] == dtype and r["size"] == size)
-    return 100 * row[who][stat]
 
 
 def host_us(name: str) -> float:

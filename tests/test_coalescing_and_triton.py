@@ -397,16 +397,6 @@ def test_b_layout_in_words():
         "swizzled (8 patterns), k fastest (K-major), B^T turned in registers"
 
 
-def test_ratio_table_fits_and_says_what_it_shows():
-    from course_lib import results
-
-    text = c04.ratio_table([results.course_recording()], ["triton_tiled", "triton_fast"])
-    lines = text.splitlines()
-    assert max(len(line) for line in lines) <= 100
-    assert lines[0].startswith("recorded on NVIDIA H200") and "GPU time" in lines[0]
-    assert lines[-1].startswith("triton_fast") and lines[-1].count("%") == 4
-
-
 def test_print_table(capsys):
     c04.print_table([{"a": 1, "bb": "x"}, {"a": 22, "bb": "yy"}])
     out = capsys.readouterr().out.splitlines()

@@ -116,14 +116,6 @@ def _markdown(path):
     return [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "markdown"]
 
 
-def _all_quotes() -> list[Quote]:
-    out = []
-    for path in NOTEBOOKS:
-        for i, src in _markdown(path):
-            out += quotes_in(src, f"{path.relative_to(path.parents[1] if path.parent.name == 'deep_dives' else path.parent)} cell {i}")
-    return out
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_quoted_number_says_what_its_file_says(path):
     ns = prose_facts.namespace()

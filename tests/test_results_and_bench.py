@@ -196,3 +196,11 @@ def test_readme_table_is_generated_from_the_results_file():
     assert report.main(["--check"]) == 0, "run python -m course_lib.report to regenerate README.md's table"
     table = report.headline_table(results.load())
     assert "| register_tiling | 03_thread_coarsening | fp32 |" in table
+
+
+def test_ratio_table_fits_and_says_what_it_shows():
+    text = results.ratio_table([results.course_recording()], ["triton_tiled", "triton_fast"])
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0].startswith("recorded on NVIDIA H200") and "GPU time" in lines[0]
+    assert lines[-1].startswith("triton_fast") and lines[-1].count("%") == 4

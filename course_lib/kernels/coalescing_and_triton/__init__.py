@@ -31,7 +31,7 @@ Also here: the first Triton kernel, a vector add (:mod:`.vector_add`); plain dat
 notebooks' pictures (:mod:`.launch_order`; the addresses a warp reads from the article kernels' B
 tile in :mod:`.article`), the exercises (:mod:`.exercises`), :mod:`.evidence`, which compiles the
 article's kernels for sm_90a *without a GPU* (Triton's wheel ships ptxas) and counts what the
-compiler made of them, and :mod:`.tables`, the notebooks' tables of recorded speeds.
+compiler made of them.
 """
 
 from __future__ import annotations
@@ -96,7 +96,6 @@ from course_lib.kernels.coalescing_and_triton.launch_order import (
     launch_order_grid,
     row_major_order,
 )
-from course_lib.kernels.coalescing_and_triton.tables import ratio_table
 from course_lib.kernels.coalescing_and_triton.tiled import (
     TILED_CONFIG,
     TileConfig,
