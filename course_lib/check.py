@@ -2,10 +2,13 @@
 
 ``check(gemm)`` runs a registered stage (or any callable ``fn(a, b) -> c``) on fresh random inputs
 for a list of shapes and compares the output with a float64 reference computed from the same
-(already rounded) inputs, by relative error ||C - R|| / ||R|| (Frobenius norms). Before every run
-the outputs the course's GEMMs allocate are poisoned with NaN, so an element the kernel never
-writes cannot pass. A failure raises ``AssertionError`` naming the shape, the seed that reproduces
-it, the worst element, its value and the reference value.
+(already rounded) inputs: by relative error ||C - R|| / ||R|| (Frobenius norms), and element by
+element against what rounding can explain (:func:`element_bound`). Before every run the outputs the
+course's GEMMs allocate are poisoned with NaN, so an element the kernel never writes cannot pass,
+and the inputs and outputs lie inside guard regions (:mod:`course_lib.guard`), so a read or write
+outside them is found and named. It runs every shape, then raises ``AssertionError`` listing each
+wrong one: the shape, the seed that reproduces it, and what was wrong (the worst element, its value
+and the reference value; the accesses outside the arrays).
 
 A registered stage that cannot run here (a GPU-only stage on the CPU backend, or a stage that needs
 a feature this GPU lacks, see :mod:`course_lib.features`) is not called: ``check`` returns a
@@ -20,8 +23,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from course_lib import backend
-from course_lib.gemm import TORCH_DTYPES, check_dtype_name, poisoned_outputs, random_inputs
+from course_lib import backend, guard
+from course_lib.gemm import TORCH_DTYPES, check_dtype_name, random_inputs
 from course_lib.registry import Stage, get_stage, stage_or_callable
 
 Shape = tuple[int, int, int]  # (M, N, K): a is M x K, b is K x N, c is M x N
@@ -124,56 +127,139 @@ class NotChecked:
         return f"not checked here: {self.reason}"
 
 
-def _fail(label: str, dtype: str, shape: Shape, seed: int, why: str) -> AssertionError:
-    M, N, K = shape
-    return AssertionError(
-        f"{label} ({dtype}) is wrong for M={M}, N={N}, K={K} "
-        f"(reproduce with course_lib.random_inputs({M}, {N}, {K}, {dtype!r}, seed={seed})): {why}"
-    )
+@dataclass(frozen=True)
+class Failure:
+    """What was wrong at one shape."""
+
+    shape: Shape
+    seed: int
+    dtype: str
+    why: str
+
+    def line(self) -> str:
+        M, N, K = self.shape
+        return (f"M={M}, N={N}, K={K} (reproduce with course_lib.random_inputs({M}, {N}, {K}, "
+                f"{self.dtype!r}, seed={self.seed})): {self.why}")
+
+
+class CheckFailure(AssertionError):
+    """``check`` found a GEMM wrong; ``failures`` lists every shape where it was, and why."""
+
+    def __init__(self, label: str, dtype: str, failures: Sequence[Failure], n_shapes: int) -> None:
+        self.label, self.dtype, self.failures, self.n_shapes = label, dtype, tuple(failures), n_shapes
+        if len(self.failures) == 1:
+            text = f"{label} ({dtype}) is wrong for {self.failures[0].line()}"
+        else:
+            text = f"{label} ({dtype}) is wrong for {len(self.failures)} of {n_shapes} shapes:\n" + "\n".join(
+                f"  {f.line()}" for f in self.failures)
+        super().__init__(text)
+
+
+# Element-wise bound. The norm bound above lets one wrong element hide among millions of right ones
+# (an element off by 3.0 in a bf16 GEMM of 1000 x 1003 x 517 moves the relative error by 1.3e-4), so
+# every element must also lie within what rounding can explain (Higham, "Accuracy and Stability of
+# Numerical Algorithms", sec. 3.1 and 3.5; Higham and Mary, "A New Approach to Probabilistic Rounding
+# Error Analysis", 2019):
+#   |C - R|[i, j] <= 2 u_out |R[i, j]| + 8 (u_mul + u_acc sqrt(K)) s[i, j],
+#   s[i, j] = sqrt(sum_k (A[i, k] B[k, j])^2),
+# where R is the float64 product of the (already rounded) inputs.
+# - u_out: rounding C once to its own type (unit roundoff 2^-24 fp32, 2^-11 fp16, 2^-8 bf16); factor 2
+#   for the value rounded being C's, not R's.
+# - u_mul: each product's relative error. 2^-24 for rounded fp32 products; 2 x 2^-10 for TF32, whose
+#   operands lose up to 2^-10 each (truncated, triton-lang/triton#4574); 0 for fp16 and bf16, whose
+#   products are exact in fp32.
+# - u_acc sqrt(K): the fp32 accumulator's rounding over K terms, with u_acc = 2^-22 (four times fp32's
+#   unit roundoff: tensor cores align a product sum before rounding it once, not per term).
+# Products and sums err independently and with random signs on random inputs, so their error grows
+# like their root-sum-square s, not like the sum of |A||B|; 8 standard deviations of such a bounded
+# sum are exceeded with probability below 2 exp(-32) ~ 3e-14 per element (Hoeffding), never at the
+# 2e7 elements of the largest shape. A wrong element - off by 3.0 in bf16, by far less in the others -
+# is outside it at every shape check uses (tests/test_check.py).
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "tf32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
+PRODUCT_ERROR = {"fp32": 2.0**-24, "tf32": 2.0**-9, "fp16": 0.0, "bf16": 0.0}
+ACCUMULATOR_ERROR = 2.0**-22
+
+
+def element_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, dtype: str) -> torch.Tensor:
+    """The largest error rounding can explain, element by element (see the comment above)."""
+    K = a.shape[1]
+    a64, b64 = a.double(), b.double()
+    s = torch.sqrt((a64 * a64) @ (b64 * b64))
+    u_out, u_mul = UNIT_ROUNDOFF[check_dtype_name(dtype)], PRODUCT_ERROR[dtype]
+    return 2 * u_out * ref.abs() + 8 * (u_mul + ACCUMULATOR_ERROR * math.sqrt(K)) * s + 1e-300
+
+
+def _value_problem(c64: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit: float,
+                   read_outside: bool = False) -> tuple[float, str | None]:
+    """(relative error, what is wrong with the values or None)."""
+    M, N = ref.shape
+    finite = torch.isfinite(c64)
+    if not bool(finite.all()):
+        i, j = (int(v) for v in torch.nonzero(~finite)[0])
+        n_bad = int((~finite).sum())
+        if read_outside:  # the guard regions around A and B hold NaN: the reads above explain it
+            return math.inf, f"so {n_bad} of {M * N} elements of C are NaN"
+        return math.inf, (
+            f"{n_bad} of {M * N} elements are not finite, first C[{i}, {j}] = {c64[i, j].item()} "
+            f"(reference {ref[i, j].item():.6g}); C is filled with NaN before the run, so NaN means "
+            "the kernel never wrote that element, or computed it from memory outside A or B"
+        )
+    diff = (c64 - ref).abs()
+    ref_norm = float(torch.linalg.norm(ref))
+    rel = float(torch.linalg.norm(c64 - ref)) / ref_norm if ref_norm > 0 else float(diff.max())
+    if not rel <= limit:
+        i, j = divmod(int(torch.argmax(diff)), N)
+        return rel, (
+            f"relative error {rel:.3e} > tolerance {limit:.1e}; worst element C[{i}, {j}] = "
+            f"{c64[i, j].item():.6g}, reference {ref[i, j].item():.6g}"
+        )
+    excess = diff / element_bound(a, b, ref, dtype)
+    if bool((excess > 1).any()):
+        n_bad = int((excess > 1).sum())
+        i, j = divmod(int(torch.argmax(excess)), N)
+        return rel, (
+            f"{n_bad} element{'s' if n_bad != 1 else ''} wrong by more than rounding explains, worst "
+            f"C[{i}, {j}] = {c64[i, j].item():.6g}, reference {ref[i, j].item():.6g} (off by "
+            f"{diff[i, j].item():.3g}, at most {diff[i, j].item() / excess[i, j].item():.2g} allowed there)"
+        )
+    return rel, None
 
 
 def check_one(
     fn: Callable, shape: Shape, dtype: str, *, seed: int, label: str = "gemm", tol: float | None = None
 ) -> ShapeResult:
-    """Run ``fn`` once on fresh inputs of ``shape`` and compare with the float64 reference."""
+    """Run ``fn`` once on fresh inputs of ``shape`` and compare with the float64 reference.
+
+    The inputs and the output lie inside guard regions (:mod:`course_lib.guard`): what the kernel
+    read or wrote outside them is reported with the values' errors. Raises :class:`CheckFailure`."""
     M, N, K = shape
+
+    def fail(why: str) -> CheckFailure:
+        return CheckFailure(label, dtype, [Failure(shape, seed, dtype, why)], 1)
+
     a, b = random_inputs(M, N, K, dtype, seed=seed)
-    with poisoned_outputs():
-        c = fn(a, b)
+    with guard.guarded() as g:
+        try:
+            c = fn(g.place(a, "A"), g.place(b, "B"))
+        except IndexError as e:  # numba's simulator: a thread indexed outside an array
+            raise fail(guard.describe_index_error(e)) from None
+        stray = g.violations()
     if not isinstance(c, torch.Tensor):
         try:
             c = torch.as_tensor(c)
         except Exception as e:  # noqa: BLE001 - reported as a failure of the GEMM, with its cause
-            raise _fail(label, dtype, shape, seed, f"returned {type(c).__name__}, not a matrix ({e})")
+            raise fail(f"returned {type(c).__name__}, not a matrix ({e})") from None
     if tuple(c.shape) != (M, N):
-        raise _fail(label, dtype, shape, seed, f"returned shape {tuple(c.shape)}, expected ({M}, {N})")
+        raise fail("; ".join(stray + [f"returned shape {tuple(c.shape)}, expected ({M}, {N})"]))
     want = TORCH_DTYPES[dtype]
     if c.dtype != want:
-        raise _fail(label, dtype, shape, seed, f"returned {c.dtype}, expected {want}")
+        raise fail("; ".join(stray + [f"returned {c.dtype}, expected {want}"]))
     ref = a.double() @ b.double()
-    c64 = c.to(device=ref.device, dtype=torch.float64)
-    finite = torch.isfinite(c64)
-    if not bool(finite.all()):
-        i, j = (int(v) for v in torch.nonzero(~finite)[0])
-        n_bad = int((~finite).sum())
-        raise _fail(
-            label, dtype, shape, seed,
-            f"{n_bad} of {M * N} elements are not finite, first C[{i}, {j}] = {c64[i, j].item()} "
-            f"(reference {ref[i, j].item():.6g}); outputs are poisoned with NaN before each run, "
-            "so NaN usually means the kernel never wrote that element",
-        )
-    diff = (c64 - ref).abs()
-    ref_norm = float(torch.linalg.norm(ref))
-    rel = float(torch.linalg.norm(c64 - ref)) / ref_norm if ref_norm > 0 else float(diff.max())
     limit = tolerance(dtype, K) if tol is None else tol
-    if not rel <= limit:
-        flat = int(torch.argmax(diff))
-        i, j = divmod(flat, N)
-        raise _fail(
-            label, dtype, shape, seed,
-            f"relative error {rel:.3e} > tolerance {limit:.1e}; worst element C[{i}, {j}] = "
-            f"{c64[i, j].item():.6g}, reference {ref[i, j].item():.6g}",
-        )
+    rel, problem = _value_problem(c.to(device=ref.device, dtype=torch.float64), ref, a, b, dtype, limit,
+                                  read_outside=any(v.startswith("read") for v in stray))
+    if stray or problem:
+        raise fail("; ".join(stray + ([problem] if problem else [])))
     return ShapeResult(shape, seed, rel, limit)
 
 
@@ -188,9 +274,9 @@ def check(
     """Check a GEMM against a float64 reference on fresh random inputs.
 
     ``gemm`` is a stage name, a :class:`Stage` or any callable ``fn(a, b) -> c``. ``seed`` fixes the
-    inputs (shape i uses ``seed + i``); without it every call draws new ones. Raises
-    ``AssertionError`` on the first wrong shape; returns a :class:`CheckReport` otherwise, or a
-    :class:`NotChecked` for a stage that cannot run here.
+    inputs (shape i uses ``seed + i``); without it every call draws new ones. Runs every shape, then
+    raises :class:`CheckFailure` (an ``AssertionError``) listing each wrong one; returns a
+    :class:`CheckReport` otherwise, or a :class:`NotChecked` for a stage that cannot run here.
     """
     check_dtype_name(dtype)
     if isinstance(gemm, (str, Stage)):
@@ -204,10 +290,16 @@ def check(
         shapes = default_shapes(multiple)
     if not shapes:
         raise ValueError("check needs at least one shape (M, N, K)")
-    base = int(torch.randint(0, 2**31, (1,)).item()) if seed is None else int(seed)
-    results = []
-    for i, shape in enumerate(shapes):
+    for shape in shapes:
         if len(shape) != 3 or min(shape) < 1:
             raise ValueError(f"a shape is (M, N, K) with every dimension >= 1, not {shape!r}")
-        results.append(check_one(fn, tuple(int(v) for v in shape), dtype, seed=base + i, label=label, tol=tol))
+    base = int(torch.randint(0, 2**31, (1,)).item()) if seed is None else int(seed)
+    results, failures = [], []
+    for i, shape in enumerate(shapes):
+        try:
+            results.append(check_one(fn, tuple(int(v) for v in shape), dtype, seed=base + i, label=label, tol=tol))
+        except CheckFailure as f:
+            failures.extend(f.failures)
+    if failures:
+        raise CheckFailure(label, dtype, failures, len(shapes))
     return CheckReport(label, dtype, tuple(results))

@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from course_lib import backend
+from course_lib import backend, guard
 
 # The course's names for the arithmetic a GEMM does. "fp32" means exact IEEE fp32 multiply-adds;
 # "tf32" means fp32 inputs rounded to TensorFloat-32 (10-bit mantissa) inside the tensor cores,
@@ -146,7 +146,8 @@ def prepare(
 
 # ---- output allocation -----------------------------------------------------------------------
 # course_lib.check poisons every output with NaN before a GEMM runs, so an element the kernel never
-# writes cannot pass by holding an old (perhaps correct) value left in recycled memory.
+# writes cannot pass by holding an old (perhaps correct) value left in recycled memory; it also
+# places the output inside guard regions (course_lib.guard), so a write outside it is seen.
 _poison_depth = 0
 
 
@@ -162,14 +163,23 @@ def poisoned_outputs() -> Iterator[None]:
 
 
 def poisoning() -> bool:
-    return _poison_depth > 0
+    return _poison_depth > 0 or guard.active() is not None
+
+
+def new_array(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | str, name: str = "C") -> torch.Tensor:
+    """A kernel's output array: uninitialised; NaN while ``check`` runs, inside guard regions
+    while a guard is active."""
+    g = guard.active()
+    if g is not None:
+        return g.output(tuple(shape), dtype, device, name=name)
+    if poisoning():
+        return torch.full(tuple(shape), math.nan, dtype=dtype, device=device)
+    return torch.empty(tuple(shape), dtype=dtype, device=device)
 
 
 def new_output(M: int, N: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
-    """The output matrix of a GEMM: uninitialised, or NaN while ``check`` runs."""
-    if poisoning():
-        return torch.full((M, N), math.nan, dtype=dtype, device=device)
-    return torch.empty((M, N), dtype=dtype, device=device)
+    """The output matrix C of a GEMM (see :func:`new_array`)."""
+    return new_array((M, N), dtype, device)
 
 
 def random_inputs(

@@ -7,7 +7,7 @@ LIB = Path(__file__).resolve().parent.parent / "course_lib"
 
 LAYERS = [
     {"backend", "features"},
-    {"gemm", "timing", "compiler", "model_shapes"},
+    {"gemm", "guard", "timing", "compiler", "model_shapes"},
     {"registry", "kernels"},
     {"check", "results", "bench", "plots", "report", "notebooks", "viz", "learn", "jupyter"},
 ]

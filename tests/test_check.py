@@ -1,5 +1,6 @@
 """course_lib.check catches wrong kernels and accepts right ones."""
 
+import importlib
 import math
 
 import numpy as np
@@ -7,8 +8,10 @@ import pytest
 import torch
 
 from course_lib import check
-from course_lib.check import CPU_SHAPES, default_shapes, tolerance
-from course_lib.gemm import new_output, prepare
+from course_lib.check import CPU_SHAPES, GPU_SHAPES, default_shapes, tolerance
+from course_lib.gemm import new_output, prepare, random_inputs
+
+check_mod = importlib.import_module("course_lib.check")  # the module; course_lib.check is the function
 
 
 def _right(a, b):
@@ -136,3 +139,71 @@ def test_every_registered_stage_has_its_own_title():
 
     titles = [s.title for s in registry.stages()]
     assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+
+
+# ---- the element-wise bound ------------------------------------------------------------------
+def _computed_as_a_kernel_would(a: torch.Tensor, b: torch.Tensor, dtype: str) -> torch.Tensor:
+    """C as a right kernel computes it: fp32 sums (TF32: truncated operands), rounded to C's type."""
+    if dtype == "tf32":
+        return _tf32_truncated(a) @ _tf32_truncated(b)
+    return (a.float() @ b.float()).to(a.dtype)
+
+
+def _problem(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, dtype: str):
+    ref = a.double() @ b.double()
+    return check_mod._value_problem(c.double(), ref, a, b, dtype, tolerance(dtype, a.shape[1]))[1]
+
+
+def _one_wrong_element(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """C with its largest element (where rounding allows the most) off by 3.0."""
+    wrong = c.clone()
+    i, j = divmod(int(torch.argmax((a.double() @ b.double()).abs())), c.shape[1])
+    wrong[i, j] = (wrong[i, j].double() + 3.0).to(c.dtype)
+    return wrong
+
+
+def test_one_wrong_element_fails_where_the_norm_alone_lets_it_pass():
+    # The example that passed before: bf16, 1000 x 1003 x 517, one element off by 3.0.
+    a, b = random_inputs(1000, 1003, 517, "bf16", seed=0)
+    c = _computed_as_a_kernel_would(a, b, "bf16")
+    assert _problem(c, a, b, "bf16") is None
+    wrong = _one_wrong_element(c, a, b)
+    ref = a.double() @ b.double()
+    assert float(torch.linalg.norm(wrong.double() - ref) / torch.linalg.norm(ref)) < tolerance("bf16", 517)
+    assert "1 element wrong by more than rounding explains" in _problem(wrong, a, b, "bf16")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["fp32", "tf32", "fp16", "bf16"])
+def test_one_wrong_element_fails_in_every_dtype_at_every_size_check_uses(dtype):
+    for M, N, K in GPU_SHAPES:  # the CPU shapes and the GPU's, up to 4095 x 4097 x 1023
+        a, b = random_inputs(M, N, K, dtype, seed=M + N + K)
+        c = _computed_as_a_kernel_would(a, b, dtype)
+        assert _problem(c, a, b, dtype) is None, (dtype, (M, N, K), "a right result must pass")
+        i, j = divmod(int(torch.argmax((a.double() @ b.double()).abs())), N)
+        problem = _problem(_one_wrong_element(c, a, b), a, b, dtype)  # by the norm (small C) or element
+        assert problem is not None and (f"worst element C[{i}, {j}]" in problem or f"worst C[{i}, {j}]" in problem), (
+            dtype, (M, N, K), problem)
+
+
+def test_the_element_bound_grows_with_k_and_the_type():
+    a, b = random_inputs(8, 8, 64, "fp32", seed=1)
+    ref = a.double() @ b.double()
+    bounds = {d: float(check_mod.element_bound(a, b, ref, d).max()) for d in ("fp32", "tf32", "fp16", "bf16")}
+    assert bounds["fp32"] < bounds["fp16"] < bounds["bf16"] and bounds["fp32"] < bounds["tf32"]
+    a2, b2 = torch.ones(1, 4096), torch.ones(4096, 1)  # s = sqrt(K): the bound grows with K
+    ref2 = a2.double() @ b2.double()
+    assert float(check_mod.element_bound(a2, b2, ref2, "fp32")) > 50 * float(check_mod.element_bound(a2[:, :1], b2[:1], a2[:, :1].double() @ b2[:1].double(), "fp32"))
+
+
+def test_every_failing_shape_is_listed():
+    def wrong_unless_square(a, b):
+        c = a @ b
+        if a.shape[0] != b.shape[1]:
+            c = c + 1
+        return c
+
+    with pytest.raises(check_mod.CheckFailure) as e:
+        check(wrong_unless_square, shapes=[(3, 3, 4), (3, 5, 7), (6, 6, 2), (2, 9, 9)])
+    assert [f.shape for f in e.value.failures] == [(3, 5, 7), (2, 9, 9)]
+    assert "is wrong for 2 of 4 shapes" in str(e.value)

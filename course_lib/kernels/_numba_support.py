@@ -23,7 +23,7 @@ import traceback
 
 import torch
 
-from course_lib import backend
+from course_lib import backend, guard
 
 # Hopper (compute capability 9.0) limits, from the CUDA C++ Programming Guide's table of technical
 # specifications per compute capability: 1024 threads per block; 48 KB of *static* shared memory
@@ -38,12 +38,17 @@ def cdiv(n: int, d: int) -> int:
 
 
 def kernel_array(t: torch.Tensor):
-    """A view of ``t`` that a numba.cuda kernel can take (no copy)."""
+    """A view of ``t`` that a numba.cuda kernel can take (no copy). While ``course_lib.check`` runs
+    on the simulator, an array it guards is handed over as a :class:`~course_lib.guard.NamedArray`,
+    which names itself when a thread indexes outside it."""
     if backend.get().is_gpu:
         from numba import cuda
 
         return cuda.as_cuda_array(t.detach())
-    return t.detach().numpy()
+    ary = t.detach().numpy()
+    g = guard.active()
+    name = g.name_of(t) if g is not None else None
+    return guard.NamedArray(ary, name) if name is not None else ary
 
 
 def check_launch(stage: str, block: tuple[int, ...], shared_bytes: int = 0) -> None:

@@ -1,0 +1,322 @@
+"""Guard regions: find a kernel that reads or writes outside its arrays, every time, and name it.
+
+While :func:`guarded` is active (``course_lib.check`` and the exercises turn it on), each operand a
+check hands to a GEMM (:meth:`Guard.place`) and each output the GEMM allocates
+(:func:`course_lib.gemm.new_output`) lies inside a larger buffer whose margins, the *guard regions*,
+hold NaN. What a kernel does outside its arrays then becomes visible on every backend:
+
+* **Triton's interpreter** (the CPU backend): every load and store passes through the interpreter's
+  builder; while a guard is active the addresses of its active lanes are compared with the buffers,
+  so "read 3 elements past the end of A" is found even when the value read is never used.
+* **numba's CUDA simulator** (the CPU backend): numba kernels are handed, instead of bare NumPy
+  arrays, views that know their name (:class:`NamedArray`); an index outside the array raises
+  :class:`OutOfBounds` naming the array, the index, the thread and the source line, where the
+  simulator would raise a bare ``IndexError`` from deep inside its thread machinery.
+* **A GPU**: nothing intercepts the accesses, but a write outside C lands in a guard region and
+  changes it, which :meth:`Guard.violations` reports after the run; a read from a guard region brings
+  NaN into the result.
+
+After the run, :meth:`Guard.violations` also reports an operand the kernel changed (a kernel writes C,
+never A or B).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+import math
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from course_lib import backend
+
+# Elements of margin on each side of every guarded array. A masked load that forgets the K tail
+# reads up to BLOCK_K rows past the end of B (BLOCK_K x N elements); 2^16 covers every tile the
+# course uses at the sizes check runs on the CPU (at most 128 x 512).
+GUARD_ELEMENTS = 1 << 16
+_SENTINEL = math.nan
+
+
+@dataclass
+class _Buffer:
+    name: str
+    storage: torch.Tensor  # the whole 1-D buffer, guard regions included
+    view: torch.Tensor  # the array the kernel is given
+    original: torch.Tensor | None  # a copy of an operand, to see whether the kernel changed it
+
+    @property
+    def itemsize(self) -> int:
+        return self.view.element_size()
+
+    @property
+    def start(self) -> int:  # address of the array's first element
+        return self.view.data_ptr()
+
+    @property
+    def numel(self) -> int:
+        return self.view.numel()
+
+    @property
+    def shape_text(self) -> str:
+        return " x ".join(str(v) for v in self.view.shape)
+
+
+@dataclass
+class _Stray:
+    """Accesses of one kind to one side of one array: how many distinct elements, how far out."""
+
+    elements: set = field(default_factory=set)
+
+    def add(self, offsets: np.ndarray) -> None:
+        self.elements.update(int(v) for v in np.unique(offsets))
+
+
+class Guard:
+    """The guarded buffers of one GEMM call and what the kernel did outside them."""
+
+    def __init__(self) -> None:
+        self.buffers: list[_Buffer] = []
+        self._stray: dict[tuple[str, str, str], _Stray] = {}  # (array, 'read'/'write', side)
+        self._lock = threading.Lock()
+
+    # ---- making the arrays ----------------------------------------------------------------
+    def _new(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device, fill: float) -> _Buffer:
+        n = math.prod(shape)
+        storage = torch.full((n + 2 * GUARD_ELEMENTS,), _SENTINEL, dtype=dtype, device=device)
+        view = storage[GUARD_ELEMENTS:GUARD_ELEMENTS + n].view(shape)
+        view.fill_(fill)
+        buf = _Buffer(name, storage, view, None)
+        self.buffers.append(buf)
+        return buf
+
+    def place(self, t: torch.Tensor, name: str) -> torch.Tensor:
+        """A copy of operand ``t`` inside a guarded buffer (contiguous, as ``t`` was made)."""
+        buf = self._new(name, tuple(t.shape), t.dtype, t.device, 0.0)
+        buf.view.copy_(t)
+        buf.original = t.clone()
+        return buf.view
+
+    def output(self, shape: tuple[int, ...], dtype: torch.dtype, device, name: str = "C") -> torch.Tensor:
+        """An output array, inside a guarded buffer, poisoned with NaN."""
+        return self._new(name, shape, dtype, device, math.nan).view
+
+    def name_of(self, t) -> str | None:
+        """The name of the guarded array ``t`` is a view of (None for anything else)."""
+        ptr = t.data_ptr() if isinstance(t, torch.Tensor) else t.__array_interface__["data"][0]
+        for buf in self.buffers:
+            if buf.start <= ptr < buf.start + buf.numel * buf.itemsize:
+                return buf.name
+        return None
+
+    # ---- what the kernel did -----------------------------------------------------------------
+    def note(self, addresses: np.ndarray, kind: str) -> None:
+        """Record the addresses one load or store of Triton's interpreter touched (active lanes)."""
+        if addresses.size == 0:
+            return
+        addresses = addresses.astype(np.int64, copy=False)
+        for buf in self.buffers:
+            lo = buf.storage.data_ptr()
+            hi = lo + buf.storage.numel() * buf.itemsize
+            inside = addresses[(addresses >= lo) & (addresses < hi)]
+            if inside.size == 0:
+                continue
+            offsets = (inside - buf.start) // buf.itemsize
+            for side, sel in (("before", offsets < 0), ("after", offsets >= buf.numel)):
+                if sel.any():
+                    with self._lock:
+                        self._stray.setdefault((buf.name, kind, side), _Stray()).add(offsets[sel])
+
+    def violations(self) -> list[str]:
+        """What the kernel did outside its arrays (and to its operands), one sentence each."""
+        out = []
+        for buf in self.buffers:
+            guard = torch.cat([buf.storage[:GUARD_ELEMENTS], buf.storage[GUARD_ELEMENTS + buf.numel:]])
+            changed = int((~torch.isnan(guard.float())).sum())
+            for kind in ("read", "write"):
+                for side in ("before", "after"):
+                    stray = self._stray.get((buf.name, kind, side))
+                    if stray is not None:
+                        out.append(_describe(buf, kind, side, stray.elements))
+            if changed and not any(k == (buf.name, "write", s) for k in self._stray for s in ("before", "after")):
+                out.append(f"wrote {changed} element{'s' if changed != 1 else ''} outside {buf.name} "
+                           f"(into the memory around it)")
+            if buf.original is not None and not _same(buf.view, buf.original):
+                out.append(f"changed the operand {buf.name} (a GEMM reads A and B and writes only C)")
+        return out
+
+
+def _same(x: torch.Tensor, y: torch.Tensor) -> bool:
+    return bool(torch.equal(x.view(torch.uint8) if x.element_size() == 1 else x, y))
+
+
+def _describe(buf: _Buffer, kind: str, side: str, elements: set) -> str:
+    n = len(elements)
+    verb = "read" if kind == "read" else "wrote"
+    what = f"{n} element{'s' if n != 1 else ''}"
+    if side == "after":
+        far = max(elements) - buf.numel + 1
+        where = f"past the end of {buf.name}" + (f" (up to {far} beyond its last element)" if far > n else "")
+    else:
+        far = -min(elements)
+        where = f"before the start of {buf.name}" + (f" (up to {far} before its first element)" if far > n else "")
+    return f"{verb} {what} {where}, which is {buf.shape_text}"
+
+
+_ACTIVE: Guard | None = None
+
+
+def active() -> Guard | None:
+    """The guard of the GEMM call now running under :func:`guarded`, if any."""
+    return _ACTIVE
+
+
+@contextlib.contextmanager
+def guarded() -> Iterator[Guard]:
+    """Within this block, operands placed with :meth:`Guard.place` and outputs made by
+    ``new_output`` lie in guarded buffers, and Triton's interpreter reports stray accesses."""
+    global _ACTIVE
+    if _ACTIVE is not None:
+        raise RuntimeError("guarded() does not nest: one GEMM call is checked at a time")
+    _ACTIVE = Guard()
+    _hook_triton_interpreter()
+    try:
+        yield _ACTIVE
+    finally:
+        _ACTIVE = None
+
+
+# ---- Triton's interpreter -------------------------------------------------------------------
+_HOOKED = False
+
+
+def _hook_triton_interpreter() -> None:
+    """Have the interpreter's loads and stores tell the active guard where they went (once; a no-op
+    while no guard is active). On a GPU the interpreter is not used and nothing is hooked."""
+    global _HOOKED
+    if _HOOKED or backend.get().is_gpu:
+        return
+    try:
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover - Triton is a dependency of the course
+        return
+    builder = interpreter.InterpreterBuilder
+    load, store = builder.create_masked_load, builder.create_masked_store
+
+    def _addresses(ptrs, mask) -> np.ndarray:
+        data = np.asarray(ptrs.data)
+        m = np.broadcast_to(np.asarray(mask.data, dtype=bool), data.shape)
+        return data[m]
+
+    def create_masked_load(self, ptrs, mask, *args, **kwargs):
+        if _ACTIVE is not None:
+            _ACTIVE.note(_addresses(ptrs, mask), "read")
+        return load(self, ptrs, mask, *args, **kwargs)
+
+    def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
+        if _ACTIVE is not None:
+            _ACTIVE.note(_addresses(ptrs, mask), "write")
+        return store(self, ptrs, value, mask, *args, **kwargs)
+
+    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
+    _HOOKED = True
+
+
+# ---- numba's simulator ----------------------------------------------------------------------
+class OutOfBounds(IndexError):
+    """A numba kernel indexed outside an array on the simulator (raised by :class:`NamedArray`)."""
+
+
+_GPU_WOULD = {
+    "read": "on a GPU this read raises no error: it returns whatever lies there in memory, or stops "
+            "the program with an illegal-address error",
+    "write": "on a GPU this write raises no error: it overwrites whatever lies there in memory, or "
+             "stops the program with an illegal-address error",
+}
+
+
+class NamedArray:
+    """A NumPy array handed to a numba kernel on the simulator that names itself when indexed
+    outside its bounds. Reads and writes inside the bounds go straight to the array."""
+
+    __slots__ = ("_ary", "_name")
+
+    def __init__(self, ary: np.ndarray, name: str) -> None:
+        self._ary, self._name = ary, name
+
+    def _fail(self, idx, kind: str):
+        key = idx if isinstance(idx, tuple) else (idx,)
+        shown = ", ".join(str(int(k)) if isinstance(k, (int, np.integer)) else repr(k) for k in key)
+        shape = " x ".join(str(v) for v in self._ary.shape)
+        shape = f"{shape} elements long" if self._ary.ndim == 1 else shape
+        t = threading.current_thread()
+        who = _who(tuple(t.threadIdx), tuple(t.blockIdx)) if hasattr(t, "threadIdx") else ""
+        return OutOfBounds(
+            f"{who}{'read' if kind == 'read' else 'wrote'} {self._name}[{shown}], but {self._name} is {shape}{_source_line()}; "
+            f"{_GPU_WOULD[kind]}"
+        )
+
+    def __getitem__(self, idx):
+        try:
+            value = self._ary[idx]
+        except IndexError:
+            raise self._fail(idx, "read") from None
+        return NamedArray(value, self._name) if isinstance(value, np.ndarray) and value.ndim else value
+
+    def __setitem__(self, idx, value) -> None:
+        try:
+            self._ary[idx] = value
+        except IndexError:
+            raise self._fail(idx, "write") from None
+
+    def __getattr__(self, name):
+        return getattr(self._ary, name)  # shape, size, dtype, ndim, ...
+
+    def __len__(self) -> int:
+        return len(self._ary)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._ary, dtype=dtype)
+
+
+def _who(thread: tuple[int, ...], block: tuple[int, ...]) -> str:
+    """``thread (x, y) of block (x, y) `` (three numbers each where z is used)."""
+    n = 3 if thread[2] or block[2] else 2
+    return f"thread {tuple(int(v) for v in thread[:n])} of block {tuple(int(v) for v in block[:n])} "
+
+
+def _source_line() -> str:
+    """`` (line N: <code>)`` for the kernel line that made the access (the first frame outside this
+    module and numba's simulator); in a notebook, N counts from the top of the cell."""
+    from numba.cuda import simulator
+
+    sim_dir = os.path.dirname(simulator.__file__)
+    f = sys._getframe(2)
+    while f is not None and (f.f_code.co_filename == __file__ or f.f_code.co_filename.startswith(sim_dir)):
+        f = f.f_back
+    if f is None:
+        return ""
+    text = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f" (line {f.f_lineno}: {text})" if text else ""
+
+
+_SIM_PREFIX = re.compile(r"^tid=\[(\d+), (\d+), (\d+)\] ctaid=\[(\d+), (\d+), (\d+)\]:?\s*")
+
+
+def describe_index_error(e: IndexError) -> str:
+    """One sentence for an ``IndexError`` a kernel raised on numba's simulator: the simulator puts
+    ``tid=[x, y, z] ctaid=[x, y, z]:`` before the message, which a :class:`NamedArray` already says
+    in words."""
+    text = str(e)
+    m = _SIM_PREFIX.match(text)
+    rest = text[m.end():] if m else text
+    if isinstance(e, OutOfBounds) or rest.startswith("thread "):
+        return rest
+    who = _who(tuple(int(v) for v in m.groups()[:3]), tuple(int(v) for v in m.groups()[3:])) if m else ""
+    return f"{who}indexed outside an array ({rest}); {_GPU_WOULD['read'].replace('this read', 'such an access')}"
