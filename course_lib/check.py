@@ -189,6 +189,10 @@ def element_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, dtype: st
     return 2 * u_out * ref.abs() + 8 * (u_mul + ACCUMULATOR_ERROR * math.sqrt(K)) * s + 1e-300
 
 
+NAN_NOTE = ("C is filled with NaN before the run, so NaN means the kernel never wrote that element, or "
+            "computed it from memory outside A or B")
+
+
 def _value_problem(c64: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit: float,
                    read_outside: bool = False) -> tuple[float, str | None]:
     """(relative error, what is wrong with the values or None)."""
@@ -201,8 +205,7 @@ def _value_problem(c64: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit
             return math.inf, f"so {n_bad} of {M * N} elements of C are NaN"
         return math.inf, (
             f"{n_bad} of {M * N} elements are not finite, first C[{i}, {j}] = {c64[i, j].item()} "
-            f"(reference {ref[i, j].item():.6g}); C is filled with NaN before the run, so NaN means "
-            "the kernel never wrote that element, or computed it from memory outside A or B"
+            f"(reference {ref[i, j].item():.6g}); {NAN_NOTE}"
         )
     diff = (c64 - ref).abs()
     ref_norm = float(torch.linalg.norm(ref))

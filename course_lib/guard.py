@@ -309,14 +309,20 @@ def _source_line() -> str:
 _SIM_PREFIX = re.compile(r"^tid=\[(\d+), (\d+), (\d+)\] ctaid=\[(\d+), (\d+), (\d+)\]:?\s*")
 
 
-def describe_index_error(e: IndexError) -> str:
-    """One sentence for an ``IndexError`` a kernel raised on numba's simulator: the simulator puts
-    ``tid=[x, y, z] ctaid=[x, y, z]:`` before the message, which a :class:`NamedArray` already says
-    in words."""
-    text = str(e)
+def simulator_message(text: str) -> tuple[str, str]:
+    """(``thread (x, y) of block (x, y) `` or "", the rest) of an exception message from numba's
+    simulator, which puts ``tid=[x, y, z] ctaid=[x, y, z]:`` before the message of any exception a
+    kernel's thread raises."""
     m = _SIM_PREFIX.match(text)
-    rest = text[m.end():] if m else text
+    if not m:
+        return "", text
+    return _who(tuple(int(v) for v in m.groups()[:3]), tuple(int(v) for v in m.groups()[3:])), text[m.end():]
+
+
+def describe_index_error(e: IndexError) -> str:
+    """One sentence for an ``IndexError`` a kernel raised on numba's simulator (a
+    :class:`NamedArray`'s message already says it all in words)."""
+    who, rest = simulator_message(str(e))
     if isinstance(e, OutOfBounds) or rest.startswith("thread "):
         return rest
-    who = _who(tuple(int(v) for v in m.groups()[:3]), tuple(int(v) for v in m.groups()[3:])) if m else ""
     return f"{who}indexed outside an array ({rest}); {_GPU_WOULD['read'].replace('this read', 'such an access')}"

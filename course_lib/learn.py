@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Any
+from typing import Any, Sequence
 
 
 def show_source(obj: Any, language: str = "python"):
@@ -45,20 +45,41 @@ class Verdict:
         pass
 
 
-def _say(text: str) -> None:
-    """Print in lines that fit JupyterLab's output area (a longer line wraps mid-word there)."""
+def say(text: str, indent: int = 0) -> None:
+    """Print in lines that fit JupyterLab's output area (a longer line wraps mid-word there);
+    ``indent`` spaces before every line, two more before the continuation lines."""
     import textwrap  # noqa: PLC0415
 
-    print(textwrap.fill(text, width=96, break_on_hyphens=False))
+    pad = " " * indent
+    print(textwrap.fill(text, width=96, initial_indent=pad, subsequent_indent=pad + ("  " if indent else ""),
+                        break_on_hyphens=False, break_long_words=False))
 
 
-def _fmt(x: float) -> str:
-    """A number as a learner wrote it: integers exactly (1536, not 1.54e+03), others to 3 digits."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
+def fmt(x: Any) -> str:
+    """A value as a learner would have typed it: integers in full (1536, 50352128; not 1.54e+03),
+    other numbers to six significant digits (0.375, 2.6667), sets and tuples element by element."""
+    if isinstance(x, bool) or isinstance(x, str):
         return repr(x)
-    if isinstance(x, int) or float(x).is_integer() and abs(x) < 1e15:
-        return f"{int(x):,}" if abs(x) >= 10_000 else str(int(x))
-    return f"{x:.3g}"
+    if isinstance(x, (int, float)):
+        if isinstance(x, int) or float(x).is_integer() and abs(x) < 1e15:
+            return str(int(x))
+        return f"{x:.6g}"
+    if isinstance(x, (set, frozenset)):
+        return "{" + ", ".join(fmt(v) for v in sorted(x, key=repr)) + "}"
+    if isinstance(x, tuple):
+        return "(" + ", ".join(fmt(v) for v in x) + ("," if len(x) == 1 else "") + ")"
+    return repr(x)
+
+
+def _matches(answer: Any, value: Any, rel_tol: float) -> bool:
+    """Whether ``answer`` is ``value``: numbers within ``rel_tol``, anything else by equality."""
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (answer, value))
+    if numeric:
+        return math.isclose(answer, value, rel_tol=rel_tol, abs_tol=0.0 if rel_tol else 1e-12)
+    try:
+        return bool(answer == value)
+    except Exception:  # noqa: BLE001 - an answer of another kind is simply not this one
+        return False
 
 
 def compare_prediction(guess: float | None, measured: float, *, unit: str, explain: str = "") -> Verdict:
@@ -66,32 +87,39 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     ``value`` is the ratio measured / predicted (None, and the verdict false, when nothing usable
     was predicted)."""
     if guess is None:  # the measurement stays hidden until there is a prediction to compare it with
-        _say(f"No prediction entered: set it in the cell above ({unit}), then run both cells again "
+        say(f"No prediction entered: set it in the cell above ({unit}), then run both cells again "
              "to see the measurement.")
         return Verdict(False)
     if not isinstance(guess, (int, float)) or not math.isfinite(guess) or guess <= 0:
-        _say(f"A prediction is a positive number of {unit}, not {guess!r}.")
+        say(f"A prediction is a positive number of {unit}, not {guess!r}.")
         return Verdict(False)
     ratio = measured / guess
     verdict = ("close: within 25 %" if 0.8 <= ratio <= 1.25
                else f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
                else f"the measurement is {1 / ratio:.2g}x below your prediction")
-    _say(f"You predicted {_fmt(guess)} {unit}; measured {_fmt(measured)} {unit} — {verdict}.")
+    say(f"You predicted {fmt(guess)} {unit}; measured {fmt(measured)} {unit} — {verdict}.")
     if explain:
-        _say(explain)
+        say(explain)
     return Verdict(True, ratio)
 
 
-def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0, hint: str = "") -> Verdict:
+def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0, hint: str = "",
+                 wrong: Sequence[tuple[Any, str]] = ()) -> Verdict:
     """Check an exercise's answer: numbers within ``rel_tol``, anything else by equality. Prints
-    whether it is right (and ``hint`` when it is not); the verdict is true only for a right answer."""
+    whether it is right; when it is not, what the answer means if it is one of the likely ``wrong``
+    ones (value, meaning) - a value within the same ``rel_tol`` counts - and otherwise ``hint``.
+    The verdict is true only for a right answer."""
     if answer is None:
-        _say(f"{what}: no answer yet — set it in the cell above and run this cell again.")
+        say(f"{what}: no answer yet — set it in the cell above and run this cell again.")
         return Verdict(False)
-    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (answer, expected))
-    ok = math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=0.0 if rel_tol else 1e-12) if numeric else answer == expected
-    if ok:
-        _say(f"{what}: {_fmt(answer)} is right.")
+    within = f" (within {rel_tol:.0%})" if rel_tol >= 0.01 else ""
+    if _matches(answer, expected, rel_tol):
+        say(f"{what}: {fmt(answer)} is right{within}.")
+        return Verdict(True)
+    meaning = next((m for value, m in wrong if _matches(answer, value, rel_tol)), None)
+    if meaning is not None:
+        say(f"{what}: {fmt(answer)} is not it: {meaning}")
     else:
-        _say(f"{what}: {_fmt(answer)} is not it yet." + (f" Hint: {hint}" if hint else ""))
-    return Verdict(bool(ok))
+        counts = f" (answers within {rel_tol:.0%} of it count)" if within else ""
+        say(f"{what}: {fmt(answer)} is not it yet{counts}." + (f" Hint: {hint}" if hint else ""))
+    return Verdict(False)

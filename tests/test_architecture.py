@@ -9,7 +9,7 @@ LAYERS = [
     {"backend", "features"},
     {"gemm", "guard", "timing", "compiler", "model_shapes"},
     {"registry", "kernels"},
-    {"check", "results", "bench", "plots", "report", "notebooks", "viz", "learn", "jupyter"},
+    {"check", "results", "bench", "plots", "report", "notebooks", "viz", "learn", "jupyter", "exercises"},
 ]
 
 

@@ -35,9 +35,28 @@ def test_numbers_are_echoed_as_the_learner_wrote_them(capsys):
     learn.check_answer(1536, 1536, what="N")
     learn.check_answer(13825, 13824, what="loads")
     out = capsys.readouterr().out
-    assert "1536 is right" in out and "13,825 is not it yet" in out  # not 1.54e+03, not 1.38e+04 for both
+    assert "1536 is right" in out and "13825 is not it yet" in out  # not 1.54e+03, not 1.38e+04 for both
     learn.check_answer(0.375, 2.67, what="reuse")
     assert "0.375 is not it yet" in capsys.readouterr().out
+    learn.check_answer(50352128, 50352128, what="bytes", rel_tol=0.02)
+    assert "50352128 is right (within 2%)" in capsys.readouterr().out
+    learn.check_answer(2.6667, 8 / 3, what="reuse", rel_tol=0.02)
+    learn.check_answer({"a", "d"}, {"a", "b", "d"}, what="shapes")
+    out = capsys.readouterr().out
+    assert "2.6667 is right" in out and "{'a', 'd'} is not it yet" in out
+
+
+def test_a_likely_wrong_answer_is_diagnosed(capsys):
+    wrong = [(0.375, "that is TM + TN over TM x TN: the formula upside down"), (8.73, "round up")]
+    assert not learn.check_answer(0.375, 8 / 3, what="reuse", rel_tol=0.02, wrong=wrong, hint="count reads")
+    out = capsys.readouterr().out
+    assert "0.375 is not it: that is TM + TN over TM x TN" in out and "count reads" not in out
+    assert not learn.check_answer(0.376, 8 / 3, what="reuse", rel_tol=0.02, wrong=wrong)  # within rel_tol
+    assert "upside down" in capsys.readouterr().out
+    assert not learn.check_answer(1.0, 8 / 3, what="reuse", rel_tol=0.02, wrong=wrong, hint="count reads")
+    out = capsys.readouterr().out
+    assert "not it yet (answers within 2% of it count). Hint: count reads" in out
+    assert learn.check_answer(8 / 3, 8 / 3, what="reuse", rel_tol=0.02, wrong=wrong)
 
 
 def test_source_is_shown_highlighted():

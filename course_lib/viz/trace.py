@@ -71,6 +71,25 @@ class Access(NamedTuple):
     filename: str
     line: int
     instance: int  # how many times this thread had made this same access (same source spot) before
+    epoch: int  # how many cuda.syncthreads() this thread had passed when it made the access
+
+
+@dataclass(frozen=True)
+class Race:
+    """Two threads of ``block`` touching one shared element between the same two barriers."""
+
+    block: tuple[int, int, int]
+    array: str
+    index: tuple[int, ...]
+    store: Access  # a write to it
+    other: Access  # another thread's access to it
+
+    def describe(self) -> str:
+        idx = ", ".join(map(str, self.index))
+        verb = "wrote" if self.other.kind == "store" else "read"
+        return (f"thread {self.store.thread[:2]} wrote {self.array}[{idx}] (line {self.store.line}) and "
+                f"thread {self.other.thread[:2]} {verb} it (line {self.other.line}) with no "
+                f"cuda.syncthreads() between them, in block {self.block[:2]}")
 
 
 @dataclass(frozen=True)
@@ -163,6 +182,29 @@ class Trace:
             })
         return rows
 
+    def races(self, limit: int = 3) -> list[Race]:
+        """Shared-memory races: two threads of one block touching one element, at least one of them
+        writing, with no ``cuda.syncthreads()`` between them (both made the access between the same
+        two barriers). Whatever order the simulator happened to run them in, on a GPU either may come
+        first. Returns up to ``limit`` of them, the first in program order."""
+        by_element: dict[tuple, dict[int, list[Access]]] = defaultdict(lambda: defaultdict(list))
+        for a in self.accesses:
+            if a.space == "shared":
+                by_element[(a.block, a.array, a.index, a.epoch)][a.tid].append(a)
+        found = []
+        for (block, array, index, epoch), per_thread in by_element.items():
+            if len(per_thread) < 2:
+                continue
+            writers = [acc[0] for acc in per_thread.values() if any(x.kind == "store" for x in acc)]
+            if not writers:
+                continue
+            w = min(writers, key=lambda a: a.tid)
+            other = next((acc[0] for tid, acc in sorted(per_thread.items()) if tid != w.tid), None)
+            first_store = next(x for x in per_thread[w.tid] if x.kind == "store")
+            found.append(Race(block, array, index, first_store, other))
+        found.sort(key=lambda r: (r.block[::-1], r.store.epoch, r.store.seq))
+        return found[:limit]
+
     def describe(self) -> str:
         lines = [
             f"trace of {self.kernel}[grid={self.grid[:2]}, block={self.block[:2]}]: {len(self.accesses)} "
@@ -196,6 +238,10 @@ class _Recorder:
         self.seq: dict[tuple, int] = defaultdict(int)
         self.site_count: dict[tuple, int] = defaultdict(int)
         self.who: dict = {}
+        self.epoch: dict = defaultdict(int)  # simulator thread -> barriers passed
+
+    def barrier(self) -> None:
+        self.epoch[threading.current_thread()] += 1
 
     def _caller(self):
         """The frame of the kernel (or device function) code that made the access."""
@@ -221,6 +267,7 @@ class _Recorder:
         self.raw.append((
             who[0], who[1], tid, tid // WARP_SIZE, tid % WARP_SIZE, arr._name, arr._space, kind, index,
             byte_offset, arr._ary.itemsize, seq, f.f_code.co_filename if f else "?", f.f_lineno if f else -1, instance,
+            self.epoch[t],
         ))
 
     def accesses(self) -> list[Access]:
@@ -401,6 +448,10 @@ def trace_kernel(kernel, grid, block, *args, names: tuple[str, ...] | None = Non
         def __init__(self, grid_dim, block_dim, dynshared_size):
             super().__init__(grid_dim, block_dim, dynshared_size)
             self._shared = _TracingShared(self._shared, rec, arrays)
+
+        def syncthreads(self):
+            super().syncthreads()
+            rec.barrier()  # after the wait: what this thread does next is in the next epoch
 
     with _LAUNCH_LOCK:
         original = sim_kernel.FakeCUDAModule

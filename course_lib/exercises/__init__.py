@@ -1,0 +1,288 @@
+"""The notebooks' exercises: questions whose answer is checked, and puzzles where you write the code.
+
+Each path notebook has a module here under its own name (``exercises.naive`` for ``01_naive``, ...)
+holding its exercises. A notebook uses them in three cells, in this order:
+
+1. the cell where you answer: ``my_loads = None`` (a number to set), or a starter kernel with
+   ``# TODO`` lines to fill;
+2. the check: ``ex.global_loads.check(my_loads)`` or ``ex.tiled_kernel.check(my_kernel)``;
+3. below it, the solution: ``ex.tiled_kernel.solution()`` (the course's own code) or a collapsed
+   text.
+
+What a check compares with is computed here, from the course's models and kernels, never in the
+notebook above the check. The likely wrong answers of a question come with what each means. A puzzle
+runs your code on inputs you have not seen - every shape, edge shapes included - through the same
+guard regions as ``course_lib.check`` (reads and writes outside the arrays are named) and, where the
+notebook is about memory, traces it and compares with the course's kernel.
+
+Checks print and return a :class:`~course_lib.learn.Verdict`; they never raise, so a notebook runs
+top to bottom whatever you entered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from course_lib import learn
+from course_lib.learn import Verdict, say
+
+
+@dataclass(frozen=True)
+class Question:
+    """An exercise with one checked answer.
+
+    ``expected`` computes the answer from the course's models when the check runs. ``wrong`` lists
+    likely wrong answers, each with what it means: a value, or a function of the expected answer
+    that gives one (e.g. the same count in the wrong unit)."""
+
+    what: str
+    expected: Callable[[], Any]
+    rel_tol: float = 0.0
+    hint: str = ""
+    wrong: Sequence[tuple[Any, str]] = ()
+
+    def check(self, answer: Any) -> Verdict:
+        want = self.expected()
+        if isinstance(want, dict):  # several parts, each checked on its own
+            if not isinstance(answer, dict) or set(answer) != set(want):
+                say(f"{self.what}: answer with a dict of {', '.join(map(repr, want))}, as in the cell above.")
+                return Verdict(False)
+            ok = [learn.check_answer(answer[k], v, what=f"{self.what}, {k}", rel_tol=self.rel_tol, hint=self.hint)
+                  for k, v in want.items()]
+            return Verdict(all(ok))
+        wrong = [(v(want) if callable(v) else v, meaning) for v, meaning in self.wrong]
+        return learn.check_answer(answer, want, what=self.what, rel_tol=self.rel_tol, hint=self.hint, wrong=wrong)
+
+
+@dataclass(frozen=True)
+class FunctionPuzzle:
+    """A puzzle whose answer is a plain Python function, compared with the course's model on every
+    input of ``cases``. A learner's function that agrees with one of the ``known_wrong`` functions
+    on every case is told what that function does wrong."""
+
+    title: str
+    reference: Callable
+    cases: Callable[[], Sequence[tuple]]
+    show: Callable[[tuple], str]  # how one case reads in a message
+    known_wrong: Sequence[tuple[Callable, str]] = ()
+    reveal: Any = None  # what solution() shows (defaults to the reference)
+
+    def check(self, fn: Callable) -> Verdict:
+        if fn is None:
+            say(f"{self.title}: no function yet — write it in the cell above and run this cell again.")
+            return Verdict(False)
+        cases = list(self.cases())
+        got = {}
+        for case in cases:
+            try:
+                got[case] = fn(*case)
+            except Exception as e:  # noqa: BLE001 - a learner's function may raise anything
+                say(f"{self.title}: your function raised {type(e).__name__} for {self.show(case)}: {e}")
+                return Verdict(False)
+        wrong = [c for c in cases if not _same(got[c], self.reference(*c))]
+        if not wrong:
+            say(f"{self.title}: solved — right on all {len(cases)} cases.")
+            return Verdict(True)
+        for known, meaning in self.known_wrong:
+            if all(_same(got[c], known(*c)) for c in cases):
+                say(f"{self.title}: not yet — {meaning}")
+                break
+        else:
+            say(f"{self.title}: not yet — wrong on {len(wrong)} of {len(cases)} cases.")
+        for c in wrong[:3]:
+            say(f"  {self.show(c)}: yours gives {learn.fmt(got[c])}, the model {learn.fmt(self.reference(*c))}")
+        return Verdict(False)
+
+    def solution(self):
+        return learn.show_source(self.reveal if self.reveal is not None else self.reference)
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+            return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return bool(a == b)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+@dataclass
+class Report:
+    """What a kernel puzzle's check found, printed as a few short lines."""
+
+    title: str
+    lines: list[tuple[int, str]] = field(default_factory=list)
+    solved: bool = False
+
+    def add(self, text: str, indent: int = 2) -> None:
+        self.lines.append((indent, text))
+
+    def show(self) -> Verdict:
+        say(self.title)
+        for indent, text in self.lines:
+            say(text, indent=indent)
+        return Verdict(self.solved)
+
+
+Shape = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class NumbaGemmPuzzle:
+    """A puzzle where you write a numba GEMM kernel ``kernel(a, b, c)``.
+
+    ``check(kernel)`` runs it through ``launch(kernel, a, b)`` on every shape of ``shapes`` with
+    ``course_lib.check`` (fresh inputs, NaN-poisoned C, guard regions), then traces one launch of
+    ``grid`` x ``block`` threads on ``trace_shape`` and compares its memory accesses with the course's
+    kernel ``reference``: sectors per warp request for each global load and store, the bank-conflict
+    degree of the shared-memory accesses, and shared-memory races (a missing barrier)."""
+
+    title: str
+    launch: Callable
+    reference: Any
+    shapes: Sequence[Shape]
+    trace_shape: Shape
+    grid: tuple[int, int]
+    block: tuple[int, int]
+    reveal: Any = None
+
+    def check(self, kernel) -> Verdict:
+        report = Report(f"{self.title}, checked on {len(self.shapes)} shapes you have not seen:")
+        if kernel is None:
+            say(f"{self.title}: no kernel yet — write it in the cell above and run this cell again.")
+            return Verdict(False)
+        right = _gemm_shapes(report, lambda a, b: self.launch(kernel, a, b), self.shapes)
+        if right is None:  # it never wrote C, or did not run at all: nothing to trace yet
+            return report.show()
+        clean = _compare_traces(report, kernel, self.reference, self.trace_shape, self.grid, self.block)
+        report.solved = right and clean
+        if report.solved:
+            report.add("Solved: right on every shape, and its memory accesses cost no more than the "
+                       "course's kernel.", 0)
+        return report.show()
+
+    def solution(self):
+        return learn.show_source(self.reveal if self.reveal is not None else self.reference)
+
+
+def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> bool | None:
+    """Check ``fn`` on ``shapes``, report every wrong one; True if all were right, None if ``fn``
+    never wrote C or did not run."""
+    from course_lib.check import CheckFailure, check  # noqa: PLC0415 - check imports exercises' peers
+
+    try:
+        check(fn, shapes=list(shapes))
+    except CheckFailure as f:
+        unwritten = [x for x in f.failures if _never_written(x)]
+        if len(unwritten) == len(shapes):
+            report.add("Not solved yet: on every shape C was never written (every element still "
+                       "holds the NaN it was filled with). Fill in the TODO lines.")
+            return None
+        report.add(f"right on {len(shapes) - len(f.failures)} of {len(shapes)} shapes; wrong on these:")
+        notes: list[str] = []
+        for x in f.failures:
+            why, note = _split_note(x.why)
+            if note and note not in notes:
+                notes.append(note)
+            report.add(f"{x.shape}: {why}", 4)
+        for note in notes:
+            report.add(note[0].upper() + note[1:] + ".", 4)
+        return False
+    except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
+        from course_lib.guard import simulator_message  # noqa: PLC0415
+
+        who, text = simulator_message(str(e))
+        report.add(f"Not solved yet: your kernel did not run: {who}raised {type(e).__name__}: {_first_line(text)}")
+        return None
+    report.add(f"right on all {len(shapes)} shapes")
+    return True
+
+
+def _never_written(failure) -> bool:
+    M, N, _ = failure.shape
+    return failure.why.startswith(f"{M * N} of {M * N} elements are not finite")
+
+
+def _split_note(why: str) -> tuple[str, str]:
+    """Split a finding from the explanation that ``check`` gives with it (the same on every shape,
+    so a puzzle prints it once): what a GPU would have done, what NaN in C means."""
+    from course_lib.check import NAN_NOTE  # noqa: PLC0415
+
+    for marker in ("; on a GPU", f"; {NAN_NOTE}"):
+        head, sep, tail = why.partition(marker)
+        if sep:
+            return head, (sep + tail)[2:]
+    return why, ""
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+_REFERENCE_TRACES: dict = {}
+
+
+def trace_gemm(kernel, shape: Shape, grid, block):
+    import torch  # noqa: PLC0415
+
+    from course_lib.gemm import random_inputs  # noqa: PLC0415
+    from course_lib.viz.trace import trace_kernel  # noqa: PLC0415
+
+    M, N, K = shape
+    a, b = random_inputs(M, N, K, seed=0)
+    args = [t.cpu().numpy() for t in (a, b, torch.zeros(M, N))]
+    return trace_kernel(kernel, grid, block, *args, names=("A", "B", "C"))
+
+
+def _memory_costs(trace) -> dict[tuple[str, str], float]:
+    """Per (array, load/store) of global memory: mean sectors per warp request; for shared memory,
+    per load/store over all its arrays: the worst conflict degree."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for r in trace.requests():
+        if r.space == "global":
+            out.setdefault((r.array, r.kind), []).append(r.coalescing().n_sectors)
+        else:
+            out.setdefault(("shared", r.kind), []).append(r.banks().conflict_degree)
+    return {k: (max(v) if k[0] == "shared" else sum(v) / len(v)) for k, v in out.items()}
+
+
+def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block) -> bool:
+    """Trace ``kernel`` and the course's ``reference`` on one launch; report races and memory costs."""
+    key = (id(reference), shape, tuple(grid), tuple(block))
+    if key not in _REFERENCE_TRACES:
+        _REFERENCE_TRACES[key] = trace_gemm(reference, shape, grid, block)
+    ref = _REFERENCE_TRACES[key]
+    try:
+        mine = trace_gemm(kernel, shape, grid, block)
+    except Exception as e:  # noqa: BLE001 - reported, the check goes on
+        from course_lib.guard import simulator_message  # noqa: PLC0415
+
+        who, text = simulator_message(str(e))
+        report.add(f"The trace stopped: {who}raised {type(e).__name__}: {_first_line(text)}")
+        return False
+    clean = True
+    races = mine.races(limit=2)
+    if races:
+        clean = False
+        report.add("Races in shared memory (a barrier is missing; on a GPU the result can change "
+                   "from run to run):")
+        for race in races:
+            report.add(race.describe(), 4)
+    want, got = _memory_costs(ref), _memory_costs(mine)
+    parts = []
+    for (array, kind), target in want.items():
+        have = got.get((array, kind))
+        what = f"{'shared' if array == 'shared' else array} {kind}s"
+        unit = "-way" if array == "shared" else (" sector" if have == 1 else " sectors")
+        if have is None:
+            parts.append(f"{what}: none (course's {target:g}{unit})")
+            clean = False
+            continue
+        worse = have > target * 1.01
+        clean = clean and not worse
+        parts.append(f"{what} {have:.3g}{unit}{' (course ' + format(target, '.3g') + ')' if worse else ''}")
+    report.add("Traced on one launch, per warp request: " + "; ".join(parts) +
+               ("" if clean or races else " — more than the course's kernel needs."))
+    return clean

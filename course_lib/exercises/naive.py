@@ -1,0 +1,61 @@
+"""Exercises of notebook ``01_naive``: the naive kernel written by you, the source article's port,
+and the sectors of a warp."""
+
+from __future__ import annotations
+
+from course_lib.check import CheckFailure, check
+from course_lib.exercises import NumbaGemmPuzzle, Question
+from course_lib.kernels import naive
+
+# The shapes a puzzle's kernel is checked on: check's own awkward ones (1 x 1 x 1, sizes off every
+# tile, one row, one column, K = 1) and a few more - a whole number of blocks, a grid wider than tall.
+PUZZLE_SHAPES = ((1, 1, 1), (3, 5, 7), (33, 17, 40), (1, 45, 19), (37, 1, 21), (9, 11, 1), (16, 32, 16), (20, 50, 3))
+
+naive_kernel = NumbaGemmPuzzle(
+    title="Your naive kernel",
+    launch=naive.launch,
+    reference=naive.naive_kernel,
+    shapes=PUZZLE_SHAPES,
+    trace_shape=(32, 32, 8),
+    grid=(2, 2),
+    block=(16, 16),
+)
+
+# Exercise 1: which of these shapes does the source article's port compute correctly?
+ARTICLE_SHAPES = {"a": (4, 4, 4), "b": (6, 4, 4), "c": (4, 3, 6), "d": (1, 3, 6), "e": (3, 5, 7)}
+
+
+def _port_is_right(shape) -> bool:
+    try:
+        check(lambda a, b: naive.run_flat(naive.article_port_kernel, a, b), shapes=[shape], seed=0)
+    except CheckFailure:
+        return False
+    return True
+
+
+article_shapes = Question(
+    what="the shapes the port gets right",
+    expected=lambda: {name for name, shape in ARTICLE_SHAPES.items() if _port_is_right(shape)},
+    hint="in a row-major M x K matrix, how far apart are two rows?",
+    wrong=[
+        ({"a"}, "the port is right for more than square shapes: what matters is which strides agree."),
+        ({"a", "b"}, "close: look again at a single row (M = 1), where the row stride is never used."),
+        ({"a", "d"}, "close: when K = N, the port's stride for A happens to be the right one, whatever M."),
+        ({"a", "b", "c", "d", "e"}, "check found shapes where it is wrong; read how it indexes A."),
+    ],
+)
+
+
+def _warp_sectors() -> dict[str, float]:
+    """Sectors per warp request of the naive kernel's loads of A and B and store of C, 32 x 8 blocks."""
+    from course_lib.exercises import trace_gemm  # noqa: PLC0415
+
+    tr = trace_gemm(naive.naive_kernel, (32, 32, 8), (1, 4), (32, 8))
+    return {r["array"].lower(): r["mean"] for r in tr.summary()}
+
+
+warp_sectors = Question(
+    what="sectors per warp request",
+    expected=_warp_sectors,
+    hint="with 32 x 8 blocks a warp is one row of 32 threads; a sector holds 8 floats",
+)
