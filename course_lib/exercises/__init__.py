@@ -55,8 +55,20 @@ class Question:
         return learn.check_answer(answer, want, what=self.what, rel_tol=self.rel_tol, hint=self.hint, wrong=wrong)
 
 
+class Puzzle:
+    """A puzzle: you write code (a kernel, a function), ``check`` runs it on cases you do not see,
+    ``solution`` shows the course's own code. (tests/test_exercises*.py give each puzzle wrong
+    solutions it must reject.)"""
+
+    def check(self, answer) -> Verdict:  # pragma: no cover - every puzzle defines it
+        raise NotImplementedError
+
+    def solution(self):  # pragma: no cover
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class FunctionPuzzle:
+class FunctionPuzzle(Puzzle):
     """A puzzle whose answer is a plain Python function, compared with the course's model on every
     input of ``cases``. A learner's function that agrees with one of the ``known_wrong`` functions
     on every case is told what that function does wrong."""
@@ -129,7 +141,7 @@ Shape = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
-class NumbaGemmPuzzle:
+class NumbaGemmPuzzle(Puzzle):
     """A puzzle where you write a numba GEMM kernel ``kernel(a, b, c)``.
 
     ``check(kernel)`` runs it through ``launch(kernel, a, b)`` on every shape of ``shapes`` with
