@@ -168,10 +168,15 @@ class NumbaGemmPuzzle(Puzzle):
         if right is None:  # it never wrote C, or did not run at all: nothing to trace yet
             return report.show()
         clean = _compare_traces(report, kernel, self.reference, self.trace_shape, self.grid, self.block)
+        if right:
+            _compiled(report, kernel, self.reference)
         report.solved = right and clean
         if report.solved:
             report.add("Solved: right on every shape, and its memory accesses cost no more than the "
                        "course's kernel.", 0)
+        elif right:
+            report.add("Right on every shape, but not solved yet: where a line says (course ...), your "
+                       "kernel makes more memory requests, or costlier ones, than it needs.", 0)
         return report.show()
 
     def solution(self):
@@ -248,16 +253,30 @@ def trace_gemm(kernel, shape: Shape, grid, block):
     return trace_kernel(kernel, grid, block, *args, names=("A", "B", "C"))
 
 
-def _memory_costs(trace) -> dict[tuple[str, str], float]:
-    """Per (array, load/store) of global memory: mean sectors per warp request; for shared memory,
-    per load/store over all its arrays: the worst conflict degree."""
+def _memory_costs(trace) -> dict[tuple[str, str], tuple[int, float]]:
+    """Per global array and load/store: (warp requests, mean sectors per request); for shared
+    memory, per load/store over all its arrays: (warp requests, worst conflict degree)."""
     out: dict[tuple[str, str], list[float]] = {}
     for r in trace.requests():
         if r.space == "global":
             out.setdefault((r.array, r.kind), []).append(r.coalescing().n_sectors)
         else:
             out.setdefault(("shared", r.kind), []).append(r.banks().conflict_degree)
-    return {k: (max(v) if k[0] == "shared" else sum(v) / len(v)) for k, v in out.items()}
+    return {k: (len(v), max(v) if k[0] == "shared" else sum(v) / len(v)) for k, v in out.items()}
+
+
+def _cost_text(key: tuple[str, str], mine: tuple[int, float] | None, course: tuple[int, float]) -> tuple[str, bool]:
+    """One measure of the trace in words, and whether it is worse than the course's kernel's."""
+    array, kind = key
+    what = f"{'shared' if array == 'shared' else array} {kind}s"
+    if mine is None:
+        return f"{what}: none (the course's kernel makes {course[0]})", True
+    (n, cost), (n_ref, cost_ref) = mine, course
+    unit = "-way" if array == "shared" else (" sector" if cost == 1 else " sectors")
+    more, worse_cost = n > n_ref * 1.01, cost > cost_ref * 1.01
+    text = f"{what}: {n} request{'s' if n != 1 else ''}{' (course ' + str(n_ref) + ')' if more else ''}, "
+    text += f"{cost:.3g}{unit}{' (course ' + format(cost_ref, '.3g') + ')' if worse_cost else ''}"
+    return text, more or worse_cost
 
 
 def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block) -> bool:
@@ -283,18 +302,32 @@ def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block
         for race in races:
             report.add(race.describe(), 4)
     want, got = _memory_costs(ref), _memory_costs(mine)
-    parts = []
-    for (array, kind), target in want.items():
-        have = got.get((array, kind))
-        what = f"{'shared' if array == 'shared' else array} {kind}s"
-        unit = "-way" if array == "shared" else (" sector" if have == 1 else " sectors")
-        if have is None:
-            parts.append(f"{what}: none (course's {target:g}{unit})")
-            clean = False
-            continue
-        worse = have > target * 1.01
+    report.add("Traced on one launch, per warp request (course = the course's kernel, where yours costs more):")
+    for key, course in want.items():
+        text, worse = _cost_text(key, got.get(key), course)
         clean = clean and not worse
-        parts.append(f"{what} {have:.3g}{unit}{' (course ' + format(target, '.3g') + ')' if worse else ''}")
-    report.add("Traced on one launch, per warp request: " + "; ".join(parts) +
-               ("" if clean or races else " — more than the course's kernel needs."))
+        report.add(text, 4)
     return clean
+
+
+def _compiled(report: Report, kernel, reference) -> None:
+    """On a GPU: the registers and local memory (spills) per thread the compiler gave your kernel and
+    the course's. (Without a GPU numba compiles nothing: the simulator runs the Python source.)"""
+    from course_lib import backend  # noqa: PLC0415
+
+    if not backend.get().is_gpu:
+        return
+    try:
+        mine, course = (_resources(k) for k in (kernel, reference))
+    except Exception as e:  # noqa: BLE001 - an optional extra: say why it is missing
+        report.add(f"(the compiler's report could not be read: {type(e).__name__}: {_first_line(str(e))})")
+        return
+    report.add(f"Compiled for this GPU: {mine[0]} registers per thread, {mine[1]} bytes of local memory "
+               f"(spills); the course's kernel: {course[0]} and {course[1]}.")
+
+
+def _resources(kernel) -> tuple[int, int]:
+    """(registers, local-memory bytes) per thread of a numba kernel's one compiled specialisation."""
+    regs, local = kernel.get_regs_per_thread(), kernel.get_local_mem_per_thread()
+    pick = (lambda v: max(v.values())) if isinstance(regs, dict) else (lambda v: v)
+    return int(pick(regs)), int(pick(local))

@@ -96,16 +96,21 @@ def coarsened_2x2_kernel(a, b, c):
         c[r1, c1] = acc11
 
 
-def coarsened_2x2(a, b):
-    """C = A @ B; each thread computes 2 x 2 outputs of a 32 x 32 tile (the article's idea, fixed)."""
-    stage = "coarsened_2x2"
+def launch_2x2(kernel, a, b, *, stage: str = "your kernel"):
+    """Run a 2 x 2-per-thread kernel ``kernel(a, b, c)`` as ``fn(a, b) -> c``: blocks of 16 x 16
+    threads, one per 32 x 32 tile of C."""
     ops = prepare(a, b, stage=stage, dtypes=("fp32",))
     block = (COARSE_THREADS, COARSE_THREADS)
     check_launch(stage, block, shared_bytes=2 * COARSE_TILE * COARSE_TILE * FLOAT32_BYTES)
     c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
     grid = (cdiv(ops.N, COARSE_TILE), cdiv(ops.M, COARSE_TILE))
-    coarsened_2x2_kernel[grid, block](kernel_array(ops.a), kernel_array(ops.b), kernel_array(c))
+    kernel[grid, block](kernel_array(ops.a), kernel_array(ops.b), kernel_array(c))
     return ops.give_back(c)
+
+
+def coarsened_2x2(a, b):
+    """C = A @ B; each thread computes 2 x 2 outputs of a 32 x 32 tile (the article's idea, fixed)."""
+    return launch_2x2(coarsened_2x2_kernel, a, b, stage="coarsened_2x2")
 
 
 # ---- register tiling, generated ---------------------------------------------------------------

@@ -72,6 +72,7 @@ class Access(NamedTuple):
     line: int
     instance: int  # how many times this thread had made this same access (same source spot) before
     epoch: int  # how many cuda.syncthreads() this thread had passed when it made the access
+    column: int  # where on its line the access's expression starts (two accesses may share a line)
 
 
 @dataclass(frozen=True)
@@ -143,9 +144,9 @@ class Trace:
         groups: dict[tuple, list[Access]] = defaultdict(list)
         for a in self.accesses:
             if (array is None or a.array == array) and (kind is None or a.kind == kind) and (space is None or a.space == space) and (line is None or a.line == line):
-                groups[(a.block[::-1], a.warp, a.filename, a.line, a.array, a.kind, a.instance)].append(a)
+                groups[(a.block[::-1], a.warp, a.filename, a.line, a.column, a.array, a.kind, a.instance)].append(a)
         out = []
-        for key in sorted(groups, key=lambda k: (k[0], k[1], k[6], k[3])):
+        for key in sorted(groups, key=lambda k: (k[0], k[1], k[7], k[3], k[4])):
             accs = sorted(groups[key], key=lambda a: a.lane)
             first = accs[0]
             out.append(WarpRequest(
@@ -258,7 +259,8 @@ class _Recorder:
                 return  # touched outside a simulated thread (e.g. by host code): not GPU traffic
             who = self.who[t] = (tuple(t.blockIdx), tuple(t.threadIdx), t.thread_id)
         f = self._caller()
-        site = (who, _site(f) if f else None, arr._name, kind)
+        where = _site(f) if f else None
+        site = (who, where, arr._name, kind)
         instance = self.site_count[site]
         self.site_count[site] = instance + 1
         seq = self.seq[who]
@@ -267,7 +269,7 @@ class _Recorder:
         self.raw.append((
             who[0], who[1], tid, tid // WARP_SIZE, tid % WARP_SIZE, arr._name, arr._space, kind, index,
             byte_offset, arr._ary.itemsize, seq, f.f_code.co_filename if f else "?", f.f_lineno if f else -1, instance,
-            self.epoch[t],
+            self.epoch[t], where[1][2] if where and where[1][2] is not None else -1,
         ))
 
     def accesses(self) -> list[Access]:

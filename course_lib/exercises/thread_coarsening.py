@@ -1,0 +1,76 @@
+"""Exercises of notebook ``03_thread_coarsening``: the 2 x 2 kernel's inner loop written by you, a
+register tile's threads and shared memory, its reuse per load, and a bank conflict."""
+
+from __future__ import annotations
+
+from course_lib.exercises import NumbaGemmPuzzle, Question
+from course_lib.exercises.naive import PUZZLE_SHAPES
+from course_lib.kernels import thread_coarsening as coarsening
+from course_lib.viz import banks
+
+coarsened_kernel = NumbaGemmPuzzle(
+    title="Your 2 x 2 kernel",
+    launch=coarsening.launch_2x2,
+    reference=coarsening.coarsened_2x2_kernel,
+    shapes=PUZZLE_SHAPES,
+    trace_shape=(32, 32, 32),
+    grid=(1, 1),
+    block=(coarsening.COARSE_THREADS, coarsening.COARSE_THREADS),
+)
+
+# Exercise 1: a register tile's threads and shared memory, by hand.
+CONFIG = coarsening.RegisterTileConfig(BM=64, BN=128, TM=4, TN=8)
+
+threads = Question(
+    what="threads per block",
+    expected=lambda: CONFIG.threads,
+    hint="one thread per TM x TN piece of the BM x BN tile",
+    wrong=[(CONFIG.BM * CONFIG.BN, "that is one thread per output; each thread computes TM x TN of them.")],
+)
+
+shared_bytes = Question(
+    what="shared bytes per block",
+    expected=lambda: CONFIG.shared_bytes,
+    hint="two slabs of BK = 8 rows: A's rows are BM + 4 words, B's BN words, 4 bytes a word",
+    wrong=[
+        (8 * (CONFIG.BM + CONFIG.BN) * 4, "that leaves out the 4 words of padding on each of A's rows."),
+        (8 * (CONFIG.BM + 4 + CONFIG.BN), "that counts words; a word is 4 bytes."),
+    ],
+)
+
+
+# Exercise 2: multiply-adds per value read from shared memory, for 8 x 4 outputs per thread.
+def _reuse_8x4() -> float:
+    cfg = coarsening.SWEEP_CONFIGS["register_tiling_8x4_128"]
+    return cfg.TM * cfg.TN / (cfg.TM + cfg.TN)
+
+
+reuse = Question(
+    what="multiply-adds per value (8 x 4)",
+    expected=_reuse_8x4,
+    rel_tol=0.02,
+    hint="per step of k a thread reads TM values of A and TN of B and does TM x TN multiply-adds",
+    wrong=[
+        (lambda want: 1 / want, "that is values read per multiply-add: the ratio upside down."),
+        (32, "that is the multiply-adds per step of k; divide by the values read for them."),
+        (12, "that is the values read per step of k; how many multiply-adds do they feed?"),
+    ],
+)
+
+
+# Exercise 3: the 2 x 2 kernel's read of a_tile[ty + 16 * i, k].
+def _a_read(pitch: int, k: int = 0):
+    """One warp (lane l has ty = l // 16; the lanes of a row read one word) reading A's tile."""
+    return banks.bank_access([4 * (pitch * (lane // 16) + k) for lane in range(32)], 4)
+
+
+passes = Question(
+    what="passes of the A read",
+    expected=lambda: _a_read(coarsening.COARSE_TILE).conflict_degree,
+    hint="two rows of threads, 32 words apart; lanes of one row read one word",
+    wrong=[
+        (1, "the lanes of one row share a word (a broadcast), but the two rows' words are 32 apart: which banks?"),
+        (32, "the 16 lanes of a row read one word together, a broadcast: count distinct words per bank."),
+        (16, "the 16 lanes of a row read one word together, a broadcast: count distinct words per bank."),
+    ],
+)

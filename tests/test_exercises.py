@@ -1,0 +1,289 @@
+"""The puzzles of notebooks 01-03 (numba kernels written by the learner) and the questions of 00-03:
+the course's solution passes, the unfilled starter is told to fill it in, and realistic wrong
+solutions fail with the message that names their mistake."""
+
+from __future__ import annotations
+
+import linecache
+import textwrap
+
+import pytest
+from numba import cuda, float32
+
+from course_lib.exercises import gpu_execution_model, naive, shared_memory_tiling, thread_coarsening
+
+
+def _kernel(source: str, name: str):
+    """A @cuda.jit kernel from source text, with its lines known to linecache (the check names them)."""
+    text = "from numba import cuda, float32\nTILE = 16\nT, H = 32, 16\n\n" + textwrap.dedent(source)
+    filename = f"<test kernel {name}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    namespace: dict = {"cuda": cuda, "float32": float32}
+    exec(compile(text, filename, "exec"), namespace)
+    return namespace[name]
+
+
+def _variant(source: str, name: str, *edits: tuple[str, str]):
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new)
+    return _kernel(source, name)
+
+
+def _check(puzzle, kernel, capsys) -> tuple[bool, str]:
+    """The verdict, and what the check printed with its line breaks undone."""
+    verdict = puzzle.check(kernel)
+    return bool(verdict), " ".join(capsys.readouterr().out.split())
+
+
+# ---- 01: the naive kernel ----------------------------------------------------------------------
+NAIVE = """
+@cuda.jit
+def k(a, b, c):
+    col, row = cuda.grid(2)
+    M, K = a.shape
+    N = b.shape[1]
+    if row < M and col < N:
+        acc = float32(0.0)
+        for kk in range(K):
+            acc += a[row, kk] * b[kk, col]
+        c[row, col] = acc
+"""
+NAIVE_STARTER = """
+@cuda.jit
+def k(a, b, c):
+    col, row = cuda.grid(2)
+    M, K = a.shape
+    N = b.shape[1]
+    pass
+"""
+
+
+def test_naive_puzzle_accepts_a_right_kernel_and_says_so(capsys):
+    ok, out = _check(naive.naive_kernel, _kernel(NAIVE, "k"), capsys)
+    assert ok and "right on all 8 shapes" in out and "Solved" in out
+    ok, out = _check(naive.naive_kernel, naive.naive_kernel.reference, capsys)
+    assert ok
+
+
+def test_naive_puzzle_tells_the_unfilled_starter_to_fill_it_in(capsys):
+    ok, out = _check(naive.naive_kernel, _kernel(NAIVE_STARTER, "k"), capsys)
+    assert not ok and "C was never written" in out and "Fill in the TODO lines" in out
+    ok, out = _check(naive.naive_kernel, None, capsys)
+    assert not ok and "no kernel yet" in out
+
+
+def test_naive_puzzle_names_half_a_bounds_check(capsys):
+    wrong = _variant(NAIVE, "k", ("if row < M and col < N:", "if row < M:"))
+    ok, out = _check(naive.naive_kernel, wrong, capsys)
+    assert not ok and "read B[0, " in out and "but B is" in out and "acc += a[row, kk] * b[kk, col]" in out
+    assert "On a GPU this read raises no error" in out  # what a GPU would have done, said once
+
+
+def test_naive_puzzle_names_a_loop_over_the_wrong_dimension(capsys):
+    wrong = _variant(NAIVE, "k", ("for kk in range(K):", "for kk in range(N):"))
+    ok, out = _check(naive.naive_kernel, wrong, capsys)
+    assert not ok and "wrong on these" in out
+    assert "but A is" in out or "but B is" in out  # N > K reads past a row of A or past B's end
+    assert "relative error" in out  # N < K leaves terms out
+
+
+def test_naive_puzzle_finds_x_along_the_rows(capsys):
+    wrong = _variant(NAIVE, "k", ("col, row = cuda.grid(2)", "row, col = cuda.grid(2)"))
+    ok, out = _check(naive.naive_kernel, wrong, capsys)
+    assert not ok and "never wrote that element" in out  # the grid is laid out for x along columns
+    assert "A loads: 256 requests, 16 sectors (course 2)" in out  # and its loads are not coalesced
+
+
+def test_naive_puzzle_finds_a_missing_store(capsys):
+    wrong = _variant(NAIVE, "k", ("        c[row, col] = acc\n", "        pass\n"))
+    ok, out = _check(naive.naive_kernel, wrong, capsys)
+    assert not ok and "C was never written" in out
+
+
+def test_naive_puzzle_reports_a_kernel_that_does_not_run(capsys):
+    wrong = _variant(NAIVE, "k", ("acc += a[row, kk] * b[kk, col]", "acc += a[row, kk] * bb[kk, col]"))
+    ok, out = _check(naive.naive_kernel, wrong, capsys)
+    assert not ok and "did not run" in out and "NameError" in out and "tid=" not in out
+
+
+# ---- 02: the tiled kernel, and a transposed tile without conflicts ------------------------------
+TILED = """
+@cuda.jit
+def k(a, b, c):
+    a_tile = cuda.shared.array((TILE, TILE), float32)
+    b_tile = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    M, K = a.shape
+    N = b.shape[1]
+    acc = float32(0.0)
+    for k0 in range(0, K, TILE):
+        a_tile[ty, tx] = a[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)
+        b_tile[ty, tx] = b[k0 + ty, col] if k0 + ty < K and col < N else float32(0.0)
+        cuda.syncthreads()
+        for kk in range(TILE):
+            acc += a_tile[ty, kk] * b_tile[kk, tx]
+        cuda.syncthreads()
+    if row < M and col < N:
+        c[row, col] = acc
+"""
+
+
+def test_tiled_puzzle_accepts_a_right_kernel(capsys):
+    ok, out = _check(shared_memory_tiling.tiled_kernel, _kernel(TILED, "k"), capsys)
+    assert ok and "Solved" in out and "Races" not in out
+
+
+def test_tiled_puzzle_finds_a_missing_first_barrier(capsys):
+    wrong = _variant(TILED, "k", ("        cuda.syncthreads()\n        for kk", "        for kk"))
+    ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
+    assert not ok and "Races in shared memory" in out and "with no cuda.syncthreads() between them" in out
+
+
+def test_tiled_puzzle_finds_a_missing_second_barrier(capsys):
+    wrong = _variant(TILED, "k", ("            acc += a_tile[ty, kk] * b_tile[kk, tx]\n        cuda.syncthreads()\n",
+                                  "            acc += a_tile[ty, kk] * b_tile[kk, tx]\n"))
+    ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
+    assert not ok and "Races in shared memory" in out
+
+
+def test_tiled_puzzle_names_loads_without_their_edge_check(capsys):
+    wrong = _variant(TILED, "k", ("a[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)", "a[row, k0 + tx]"))
+    ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
+    assert not ok and "read A[" in out and "but A is" in out
+
+
+def test_tiled_puzzle_finds_operands_read_from_global_memory_in_the_inner_loop(capsys):
+    wrong = _variant(TILED, "k", ("acc += a_tile[ty, kk] * b_tile[kk, tx]",
+                                  "acc += (a[row, k0 + kk] if row < M and k0 + kk < K else float32(0.0)) * b_tile[kk, tx]"))
+    ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
+    assert not ok and "right on all 8 shapes" in out
+    assert "A loads: " in out and "(course 64)" in out and "not solved yet" in out
+
+
+def test_tiled_puzzle_finds_the_articles_transposed_store(capsys):
+    wrong = _variant(TILED, "k", ("b_tile[ty, tx] = b[k0 + ty, col]", "b_tile[tx, ty] = b[k0 + ty, col]"))
+    ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
+    assert not ok and "relative error" in out
+
+
+TRANSPOSED = TILED.replace("b_tile[ty, tx] = b[k0 + ty, col]", "b_tile[tx, ty] = b[k0 + ty, col]").replace(
+    "b_tile[kk, tx]", "b_tile[tx, kk]")
+
+
+def test_transposed_tile_puzzle_accepts_padding(capsys):
+    padded = _variant(TRANSPOSED, "k", ("b_tile = cuda.shared.array((TILE, TILE), float32)",
+                                        "b_tile = cuda.shared.array((TILE, TILE + 1), float32)"))
+    ok, out = _check(shared_memory_tiling.transposed_b, padded, capsys)
+    assert ok and "Solved" in out
+
+
+@pytest.mark.parametrize("shape, degree", [("(TILE, TILE)", 8), ("(TILE + 1, TILE)", 8), ("(TILE, 2 * TILE)", 16)])
+def test_transposed_tile_puzzle_reports_the_conflicts_left(capsys, shape, degree):
+    # unpadded; padding added to the wrong dimension; a pitch of 32 words, a multiple of 32
+    wrong = _variant(TRANSPOSED, "k", ("b_tile = cuda.shared.array((TILE, TILE), float32)",
+                                       f"b_tile = cuda.shared.array({shape}, float32)"))
+    ok, out = _check(shared_memory_tiling.transposed_b, wrong, capsys)
+    assert not ok and "right on all 8 shapes" in out
+    assert f"shared loads: 2048 requests, {degree}-way (course 1)" in out
+
+
+# ---- 03: the 2 x 2 kernel ---------------------------------------------------------------------------
+COARSE = """
+@cuda.jit
+def k(a, b, c):
+    a_tile = cuda.shared.array((T, T), float32)
+    b_tile = cuda.shared.array((T, T), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row0, col0 = cuda.blockIdx.y * T, cuda.blockIdx.x * T
+    M, K = a.shape
+    N = b.shape[1]
+    acc00 = acc01 = acc10 = acc11 = float32(0.0)
+    for k0 in range(0, K, T):
+        for i in range(2):
+            for j in range(2):
+                r, cc = ty + i * H, tx + j * H
+                a_tile[r, cc] = a[row0 + r, k0 + cc] if row0 + r < M and k0 + cc < K else float32(0.0)
+                b_tile[r, cc] = b[k0 + r, col0 + cc] if k0 + r < K and col0 + cc < N else float32(0.0)
+        cuda.syncthreads()
+        for kk in range(T):
+            a0, a1 = a_tile[ty, kk], a_tile[ty + H, kk]
+            b0, b1 = b_tile[kk, tx], b_tile[kk, tx + H]
+            acc00 += a0 * b0
+            acc01 += a0 * b1
+            acc10 += a1 * b0
+            acc11 += a1 * b1
+        cuda.syncthreads()
+    r0, c0 = row0 + ty, col0 + tx
+    if r0 < M and c0 < N:
+        c[r0, c0] = acc00
+    if r0 < M and c0 + H < N:
+        c[r0, c0 + H] = acc01
+    if r0 + H < M and c0 < N:
+        c[r0 + H, c0] = acc10
+    if r0 + H < M and c0 + H < N:
+        c[r0 + H, c0 + H] = acc11
+"""
+
+
+def test_coarsened_puzzle_accepts_a_right_kernel(capsys):
+    ok, out = _check(thread_coarsening.coarsened_kernel, _kernel(COARSE, "k"), capsys)
+    assert ok and "Solved" in out
+
+
+def test_coarsened_puzzle_counts_shared_loads_that_are_not_reused(capsys):
+    wrong = _variant(COARSE, "k", ("            acc00 += a0 * b0\n", "            acc00 += a_tile[ty, kk] * b_tile[kk, tx]\n"),
+                     ("            acc11 += a1 * b1\n", "            acc11 += a_tile[ty + H, kk] * b_tile[kk, tx + H]\n"))
+    ok, out = _check(thread_coarsening.coarsened_kernel, wrong, capsys)
+    assert not ok and "right on all 8 shapes" in out and "shared loads: 2048 requests (course 1024)" in out
+
+
+def test_coarsened_puzzle_names_a_store_past_the_edge(capsys):
+    wrong = _variant(COARSE, "k", ("    if r0 + H < M and c0 + H < N:\n", "    if r0 + H < M:\n"))
+    ok, out = _check(thread_coarsening.coarsened_kernel, wrong, capsys)
+    assert not ok and "wrote C[" in out and "On a GPU this write raises no error" in out
+
+
+def test_coarsened_puzzle_finds_outputs_one_row_apart(capsys):
+    wrong = _variant(COARSE, "k", ("a0, a1 = a_tile[ty, kk], a_tile[ty + H, kk]", "a0, a1 = a_tile[ty, kk], a_tile[ty + 1, kk]"))
+    ok, out = _check(thread_coarsening.coarsened_kernel, wrong, capsys)
+    assert not ok and "relative error" in out
+
+
+# ---- questions: the expected answer comes from the library, likely wrong ones are explained --------
+def test_questions_know_their_answers():
+    assert naive.article_shapes.expected() == {"a", "b", "d"}
+    assert naive.warp_sectors.expected() == {"a": 1, "b": 4, "c": 4}
+    assert shared_memory_tiling.global_loads.expected() == 13824
+    assert shared_memory_tiling.reads_per_element.expected() == 3
+    assert (thread_coarsening.threads.expected(), thread_coarsening.shared_bytes.expected()) == (256, 6272)
+    assert thread_coarsening.reuse.expected() == pytest.approx(32 / 12)
+    assert thread_coarsening.passes.expected() == 2
+    assert gpu_execution_model.first_two_wave_n.expected() == 1536
+
+
+@pytest.mark.parametrize("question, answer, meaning", [
+    (naive.article_shapes, {"a"}, "more than square shapes"),
+    (shared_memory_tiling.global_loads, 221184, "the naive kernel's count"),
+    (shared_memory_tiling.global_loads, 1536, "counts one block"),
+    (shared_memory_tiling.reads_per_element, 16, "from shared memory per block"),
+    (thread_coarsening.reuse, 0.375, "upside down"),
+    (thread_coarsening.shared_bytes, 6144, "leaves out the 4 words of padding"),
+    (thread_coarsening.passes, 1, "which banks"),
+    (gpu_execution_model.first_two_wave_n, 1408, "still fits in one wave"),
+])
+def test_a_likely_wrong_answer_is_explained(capsys, question, answer, meaning):
+    assert not question.check(answer)
+    out = capsys.readouterr().out
+    assert "is not it:" in out and meaning in " ".join(out.split())
+
+
+def test_a_right_answer_is_right_and_a_part_answer_is_checked_part_by_part(capsys):
+    assert thread_coarsening.reuse.check(2.667)
+    assert not naive.warp_sectors.check({"a": 1, "b": 4, "c": 2})
+    out = capsys.readouterr().out
+    assert "2.667 is right" in out and "sectors per warp request, c: 2 is not it yet" in out
+    assert not naive.warp_sectors.check(4)
+    assert "answer with a dict of 'a', 'b', 'c'" in capsys.readouterr().out
