@@ -50,6 +50,10 @@ class Stage:
     sweep: bool = False  # recording runs measure this stage over the whole size sweep
     variant_of: str | None = None  # a parameter variant of another stage (recorded at one size only)
     order: int = 0  # position in the course (charts sort by it)
+    # True where the GEMM may add partial sums in its 16-bit output type (cuBLAS does, as PyTorch
+    # allows by default: torch.backends.cuda.matmul.allow_{fp16,bf16}_reduced_precision_reduction);
+    # course_lib.check then allows that rounding too. The course's kernels sum in fp32.
+    rounds_partial_sums: bool = False
     # For a stage that picks its configuration per shape at run time: what it picked so far in this
     # process, one dict per shape with "chosen" and "candidates_ms" (recordings keep it).
     tuning_log: Callable[[], list[dict]] | None = field(default=None, repr=False)
@@ -169,6 +173,7 @@ CUBLAS = register(
         title="cuBLAS (torch.matmul)",
         gemms={d: _cublas(d) for d in DTYPES},
         order=-1,
+        rounds_partial_sums=True,
     )
 )
 

@@ -93,7 +93,7 @@ def fake_gpu(monkeypatch):
             row = dict(h200.select(gemm, dtype, [shape])[0])
             return {k: v for k, v in row.items() if k != "recorded_on"}
 
-        def fake_check_one(fn, shape, dtype, *, seed, label="gemm", tol=None):
+        def fake_check_one(fn, shape, dtype, *, seed, label="gemm", tol=None, rounds_partial_sums=False):
             calls.append((label, dtype))
             return check.ShapeResult(shape, seed, 0.0, 1.0)
 

@@ -207,3 +207,16 @@ def test_every_failing_shape_is_listed():
         check(wrong_unless_square, shapes=[(3, 3, 4), (3, 5, 7), (6, 6, 2), (2, 9, 9)])
     assert [f.shape for f in e.value.failures] == [(3, 5, 7), (2, 9, 9)]
     assert "is wrong for 2 of 4 shapes" in str(e.value)
+
+
+def test_partial_sums_rounded_in_16_bits_are_allowed_only_where_a_stage_says_so():
+    # What cuBLAS bf16 did on the H200 (split-K partial sums added in bf16): errors of about 2 u s.
+    a, b = random_inputs(200, 300, 517, "bf16", seed=3)
+    ref = a.double() @ b.double()
+    s = torch.sqrt((a.double() ** 2) @ (b.double() ** 2))
+    c = (ref + 1.9 * 2.0**-8 * s * torch.sign(torch.randn(ref.shape, generator=torch.Generator().manual_seed(0),
+                                                                    dtype=torch.float64))).to(torch.bfloat16)
+    assert "wrong by more than rounding explains" in check_mod._value_problem(c.double(), ref, a, b, "bf16", 1.0)[1]
+    assert check_mod._value_problem(c.double(), ref, a, b, "bf16", 1.0, rounds_partial_sums=True)[1] is None
+    from course_lib.registry import get_stage
+    assert get_stage("cublas").rounds_partial_sums and not get_stage("triton_fast").rounds_partial_sums

@@ -175,7 +175,7 @@ TRANSPOSED = TILED.replace("b_tile[ty, tx] = b[k0 + ty, col]", "b_tile[tx, ty] =
 
 def test_transposed_tile_puzzle_accepts_padding(capsys):
     padded = _variant(TRANSPOSED, "k", ("b_tile = cuda.shared.array((TILE, TILE), float32)",
-                                        "b_tile = cuda.shared.array((TILE, TILE + 1), float32)"))
+                                        "b_tile = cuda.shared.array((TILE, 17), float32)"))
     ok, out = _check(shared_memory_tiling.transposed_b, padded, capsys)
     assert ok and "Solved" in out
 

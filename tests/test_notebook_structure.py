@@ -46,9 +46,50 @@ def test_a_path_notebook_teaches_checks_and_sums_up(path):
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert markdown[0].startswith(f"# {path.name[:2]} · "), f"{path.name}: the title is '# {path.name[:2]} · ...'"
     assert "**What you will learn**" in markdown[0], f"{path.name}: the first cell says what it teaches"
-    assert "learn.check_answer(" in code, f"{path.name}: no exercise whose answer is checked"
+    assert re.search(r"\bex\.\w+\.check\(", code), f"{path.name}: no exercise whose answer is checked"
     assert any("<summary>Solution</summary>" in m for m in markdown), f"{path.name}: no solution to reveal"
     assert any(m.startswith("## Takeaways") for m in markdown), f"{path.name}: no takeaways"
+
+
+def _exercise_module(nb):
+    """The course_lib.exercises module a notebook imports as ``ex`` (None if it imports none)."""
+    import importlib
+
+    for cell in nb.cells:
+        m = re.search(r"from course_lib\.exercises import (\w+) as ex\b", cell.source) if cell.cell_type == "code" else None
+        if m:
+            return importlib.import_module(f"course_lib.exercises.{m[1]}")
+    return None
+
+
+@pytest.mark.parametrize("path", PATH, ids=lambda p: p.stem)
+def test_exercises_are_checked_by_the_library_and_solved_below_their_check(path):
+    """Every exercise is checked by its notebook's module in course_lib.exercises, which computes
+    the answer (a check cell computes nothing the learner could read); from notebook 01 on the
+    learner writes code for at least one puzzle; no solution is shown above its check."""
+    from course_lib.exercises import Puzzle
+
+    nb = nbformat.read(path, as_version=4)
+    module = _exercise_module(nb)
+    assert module is not None and module.__name__.endswith(path.stem[3:]), (
+        f"{path.name}: imports its exercises as `from course_lib.exercises import {path.stem[3:]} as ex`")
+    code_cells = [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    assert not any("learn.check_answer(" in src for _, src in code_cells), (
+        f"{path.name}: an answer is checked in the notebook; give it a Question in {module.__name__}")
+    checks = {m[1]: i for i, src in code_cells for m in re.finditer(r"\bex\.(\w+)\.check\(", src)}
+    for name in checks:
+        assert hasattr(module, name), f"{path.name}: {module.__name__} has no exercise {name!r}"
+    puzzles = [n for n in checks if isinstance(getattr(module, n), Puzzle)]
+    if path.name[:2] != "00":
+        assert puzzles, f"{path.name}: no puzzle (code the learner writes, checked by course_lib.exercises)"
+    for name, at in checks.items():
+        shown = [i for i, src in code_cells if f"ex.{name}.solution()" in src]
+        assert all(i > at for i in shown), f"{path.name}: the solution of {name} is shown above its check"
+    for i, cell in enumerate(nb.cells[:-1]):
+        if cell.cell_type == "markdown" and "<summary>Solution</summary>" in cell.source:
+            nxt = nb.cells[i + 1].source
+            assert not re.search(r"\bmy_\w+\s*=\s*None", nxt), (
+                f"{path.name}: cell {i} reveals a solution above the cell where the learner answers")
 
 
 @pytest.mark.parametrize("path", PATH, ids=lambda p: p.stem)

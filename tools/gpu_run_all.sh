@@ -17,6 +17,8 @@
 #              and as this GPU -> $OUT/assume.log, $OUT/notebooks_assume.tgz
 #   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
 #              memcheck/racecheck/synccheck over every tensor-core stage -> $OUT/sanitize.log
+#   check      course_lib.check on every stage and dtype at the GPU's shapes -> $OUT/check.log
+#   exercises  every puzzle's own solution through its check, on the GPU -> $OUT/exercises.log
 #
 # The experiments (the Triton sweep, stage 6's scheduling knobs and timeline, Nsight Compute) are
 # experiments/run_on_gpu.sh's.
@@ -82,8 +84,16 @@ for section in "$@"; do
         sanitize "numba kernels" tools/gpu_sanitize_numba.py memcheck racecheck
         sanitize "tensor-core stages" tools/gpu_sanitize_tensor_cores.py memcheck racecheck synccheck
         ;;
+    check)
+        timeout 540 python3 tools/gpu_check.py >"$OUT/check.log" 2>&1 || status=1
+        grep -E "FAILED|stages," "$OUT/check.log"
+        ;;
+    exercises)
+        timeout 300 python3 tools/gpu_exercises.py >"$OUT/exercises.log" 2>&1 || status=1
+        grep -E "^---|not accepted|Solved|solved" "$OUT/exercises.log" | tail -n 40
+        ;;
     *)
-        echo "unknown section $section (record, hosttime, notebooks, assume, sanitize)"
+        echo "unknown section $section (record, hosttime, notebooks, assume, sanitize, check, exercises)"
         exit 2
         ;;
     esac

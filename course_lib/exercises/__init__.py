@@ -92,6 +92,9 @@ class FunctionPuzzle(Puzzle):
             except Exception as e:  # noqa: BLE001 - a learner's function may raise anything
                 say(f"{self.title}: your function raised {type(e).__name__} for {self.show(case)}: {e}")
                 return Verdict(False)
+        if all(v is None for v in got.values()):  # the starter, as committed
+            say(f"{self.title}: not solved yet: your function returns None — fill in the TODO lines.")
+            return Verdict(False)
         wrong = [c for c in cases if not _same(got[c], self.reference(*c))]
         if not wrong:
             say(f"{self.title}: solved — right on all {len(cases)} cases.")

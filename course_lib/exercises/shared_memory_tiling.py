@@ -10,6 +10,7 @@ from course_lib.exercises.naive import PUZZLE_SHAPES
 from course_lib.kernels import shared_memory_tiling as tiling
 
 TILE = 16  # the puzzles' tile: blocks of 16 x 16 threads
+PADDED = TILE + 1  # a padded row; numba compiles a shared array's shape only from constants, not from TILE + 1
 
 
 def _launch(kernel, a, b):
@@ -33,7 +34,7 @@ def transposed_b_padded_kernel(a, b, c):
     """The tiled kernel with B's tile stored transposed (b_tile[x, y] holds B[k0 + y, col0 + x]) and
     read as stored, its rows padded to TILE + 1 words so that a column spreads over the banks."""
     a_tile = cuda.shared.array((TILE, TILE), float32)
-    b_tile = cuda.shared.array((TILE, TILE + 1), float32)  # one unused word per row: the padding
+    b_tile = cuda.shared.array((TILE, PADDED), float32)  # one unused word per row: the padding
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     row = cuda.blockIdx.y * TILE + ty

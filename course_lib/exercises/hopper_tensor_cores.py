@@ -1,0 +1,185 @@
+"""Exercises of notebook ``07_hopper_tensor_cores``: the 128-byte swizzle (you write it), one swizzled
+address, a descriptor's LBO for another box, and the register budget of warp specialisation.
+
+Every expected answer comes from the course's Python model of TMA and ``wgmma``
+(``course_lib.kernels.tensor_cores``: ``tma_box_offset``, ``make_descriptor``,
+``wgmma_mn_major_address``) or from the register arithmetic of ``setmaxnreg``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from course_lib.exercises import FunctionPuzzle, Question
+from course_lib.kernels import tensor_cores as tc
+from course_lib.learn import Verdict, say
+
+BOX_ROWS, BOX_COLS = 64, 64  # a TMA box of 64 rows of 64 bf16 (128 bytes each)
+ROW_BYTES, CHUNK = tc.SWIZZLE_ROW, 16
+
+
+# ---- the puzzle: the 128-byte swizzle -------------------------------------------------------------
+
+def swizzle_offset(row: int, col: int) -> int:
+    """Byte offset of bf16 element (row, col) in a TMA box of 64 columns with the 128-byte swizzle."""
+    byte = 2 * col                                  # bf16: 2 bytes, so a row is 64 x 2 = 128 bytes
+    chunk, within = byte // 16, byte % 16           # which 16-byte chunk of the row, where in it
+    return 128 * row + 16 * (chunk ^ (row % 8)) + within   # the chunk moves; rows 8 apart repeat
+
+
+def _no_xor(row, col):
+    return ROW_BYTES * row + 2 * col
+
+
+def _xor_with_row(row, col):
+    return ROW_BYTES * row + CHUNK * ((2 * col // CHUNK) ^ row) + 2 * col % CHUNK
+
+
+def _xor_on_bytes(row, col):
+    return ROW_BYTES * row + ((2 * col) ^ (row % 8))
+
+
+def _four_bytes(row, col):
+    return ROW_BYTES * row + CHUNK * ((4 * col // CHUNK) ^ (row % 8)) + 4 * col % CHUNK
+
+
+def _chunk_start_only(row, col):
+    return ROW_BYTES * row + CHUNK * ((2 * col // CHUNK) ^ (row % 8))
+
+
+swizzle = FunctionPuzzle(
+    title="Your swizzle",
+    reference=tc.tma_box_offset,
+    cases=lambda: [(r, c) for r in range(BOX_ROWS) for c in range(BOX_COLS)],
+    show=lambda case: f"element ({case[0]}, {case[1]})",
+    known_wrong=[
+        (_no_xor, "that is the plain row-major offset: the swizzle is missing (chunk c of row r goes to "
+                  "chunk c ^ (r % 8))."),
+        (_xor_with_row, "the XOR takes row % 8, not the row: from row 8 on your chunk index runs past 7, "
+                        "out of the row (the pattern repeats every 8 rows, 1024 bytes)."),
+        (_xor_on_bytes, "the XOR moves whole 16-byte chunks: XOR the chunk index (byte // 16) with "
+                        "row % 8, not the byte offset."),
+        (_four_bytes, "a bf16 element is 2 bytes, not 4: 64 of them make the 128-byte row."),
+        (_chunk_start_only, "right chunk, but the element's place inside its chunk (byte % 16) is "
+                            "missing."),
+    ],
+    reveal=swizzle_offset,
+)
+
+
+# ---- exercise 1: one swizzled address -------------------------------------------------------------
+
+ELEMENT = (5, 20)
+
+swizzled_offset = Question(
+    what="offset of element (5, 20)",
+    expected=lambda: tc.tma_box_offset(*ELEMENT),
+    hint="find the 16-byte chunk of the unswizzled offset, XOR it with the row mod 8",
+    wrong=[
+        (_no_xor(*ELEMENT), "that is the offset without the swizzle: XOR its 16-byte chunk with row % 8."),
+        (_xor_on_bytes(*ELEMENT), "the XOR moves the 16-byte chunk: XOR the chunk index, not the byte "
+                                  "offset, with row % 8."),
+        (_four_bytes(*ELEMENT), "that counts 4 bytes an element; bf16 is 2."),
+        (_chunk_start_only(*ELEMENT), "that is the start of the right chunk; add the element's byte "
+                                      "inside it."),
+        (tc.tma_box_offset(*ELEMENT) - ROW_BYTES * ELEMENT[0], "that is the offset inside row 5; the "
+                                                                "box's start is 5 rows of 128 bytes earlier."),
+    ],
+)
+
+
+# ---- exercise 2: a descriptor's LBO for boxes of 32 x 64 ------------------------------------------
+
+SLICE_ROWS = 32  # rows of K in a box, instead of the kernels' 64
+
+
+def _misread(lbo: int, box_rows: int):
+    """For each element (n, k) of a 16 x 256 slice of B, columns 64 and up first: whether ``wgmma``,
+    given a descriptor with this LBO (and the kernels' SBO), reads it from another place than TMA
+    wrote it, with boxes of ``box_rows`` x 64."""
+    desc = tc.make_descriptor(0, lbo, tc.B_SBO)
+    box_bytes = box_rows * ROW_BYTES
+    for n in [*range(64, 256), *range(64)]:
+        for k in range(16):
+            yield tc.wgmma_mn_major_address(desc, n, k) != (n // 64) * box_bytes + tc.tma_box_offset(k, n % 64)
+
+
+def lbo_mismatches(lbo: int, box_rows: int = SLICE_ROWS) -> int:
+    """How many of the 4096 elements of a 16 x 256 slice ``wgmma`` reads from the wrong place."""
+    return sum(_misread(lbo, box_rows))
+
+
+@lru_cache(maxsize=None)
+def right_lbo(box_rows: int = SLICE_ROWS) -> int:
+    """The LBO (a multiple of 16 bytes up to 16384) with which wgmma reads every element where TMA
+    wrote it."""
+    return next(lbo for lbo in range(16, 16385, 16) if not any(_misread(lbo, box_rows)))
+
+
+@dataclass(frozen=True)
+class _LboQuestion(Question):
+    """Says, for a wrong LBO, how many elements wgmma would read from the wrong place."""
+
+    def check(self, answer) -> Verdict:
+        verdict = super().check(answer)
+        if not verdict and isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < 1 << 18:
+            say(f"  with LBO = {answer}: {lbo_mismatches(answer)} of 4096 elements read from the wrong place")
+        return verdict
+
+
+box_lbo = _LboQuestion(
+    what="LBO for 32 x 64 boxes",
+    expected=right_lbo,
+    hint="LBO is the byte step from one group of 64 columns of B to the next: where does TMA put them?",
+    wrong=[
+        (tc.B_LBO, "that is the kernels' LBO, for boxes of 64 rows; these boxes have 32."),
+        (tc.B_SBO, "that is SBO, the step to the next 8 rows of K; LBO steps to the next 64 columns."),
+        (ROW_BYTES, "that is one row of a box; LBO steps over a whole box."),
+        (16 * ROW_BYTES, "that is the 16 rows of one wgmma's slice; LBO steps over a whole box (32 rows)."),
+    ],
+)
+
+
+# ---- exercise 3: the register budget of a variant of stage 4 --------------------------------------
+
+REGS_PER_SM = 65536
+THREADS = 384           # three warpgroups, __launch_bounds__(384, 1)
+PRODUCER_THREADS, CONSUMER_THREADS = 128, 256
+VARIANT_PRODUCER_REGS = 32
+
+
+def _round8(x: float) -> int:
+    return int(x) // 8 * 8
+
+
+def registers_at_launch(threads: int = THREADS) -> int:
+    """What ptxas gives each thread under __launch_bounds__(threads, 1): the SM's registers shared
+    out, rounded down to a multiple of 8."""
+    return _round8(REGS_PER_SM // threads)
+
+
+def consumer_registers(producer_regs: int = VARIANT_PRODUCER_REGS, pool: int | None = None) -> int:
+    """Registers per consumer thread that setmaxnreg can give when the producer keeps
+    ``producer_regs``: what the CTA's pool (registers at launch x threads) has left, shared out over
+    the consumers, rounded down to a multiple of 8."""
+    pool = registers_at_launch() * THREADS if pool is None else pool
+    return _round8((pool - PRODUCER_THREADS * producer_regs) / CONSUMER_THREADS)
+
+
+register_budget = Question(
+    what="registers per consumer thread",
+    expected=consumer_registers,
+    hint="the pool is (registers at launch) x 384 threads; subtract the producer's, share out, round down",
+    wrong=[
+        (consumer_registers(pool=REGS_PER_SM), f"that shares out the SM's {REGS_PER_SM:,} registers; "
+                                               f"setmaxnreg moves registers within the CTA's pool, "
+                                               f"{registers_at_launch()} x {THREADS}."),
+        ((registers_at_launch() * THREADS - PRODUCER_THREADS * VARIANT_PRODUCER_REGS) / CONSUMER_THREADS,
+         "setmaxnreg takes multiples of 8: round down."),
+        (consumer_registers(producer_regs=0), "the producer keeps its 32 registers per thread: subtract "
+                                              "them from the pool first."),
+        (registers_at_launch(), "that is what every thread gets at launch; setmaxnreg moves what the "
+                                "producer gives back to the consumers."),
+    ],
+)

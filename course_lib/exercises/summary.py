@@ -1,0 +1,431 @@
+"""Exercises of notebook ``08_summary``: plan a tile and split-K for real shapes with the wave model
+(you write the plan), a tile's intensity, waves at 6144³, the largest square in one wave, the decode
+roof.
+
+Every expected answer comes from the course's models (``course_lib.viz.waves``, the shape table of
+``course_lib.model_shapes``, the recorded copy bandwidth); the recording's own choices are printed
+beside a plan, labelled as recorded.
+
+The plan model (``estimate``) is the wave model of notebook 00 with two costs added, each from a
+number the course measured or built:
+
+* a program runs one tile (or one range of K of a tile) on one SM; programs run in waves of 132;
+* a 128 x 128 tile works at :data:`HALF_TILE_RATE` of the 128 x 256 tile's rate: the recording's
+  ``triton_fast`` candidates at the prefill rows where both tiles fill their waves (a test holds the
+  number to the recording);
+* every program also fills its pipeline and stores its tile, worth :data:`FILL_SLICES` K-slices of
+  64 (``triton_fast``'s bf16 pipeline depth); a range of a split tile also writes its fp32 partial
+  tile and the last range reads it back: as long as loading that many bytes of operands takes
+  (:func:`partial_slices`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, Sequence
+
+from course_lib import learn
+from course_lib.exercises import Puzzle, Question
+from course_lib.kernels import tensor_cores as tc
+from course_lib.learn import Verdict, say
+from course_lib.model_shapes import MODEL_SHAPES, ModelShape, bytes_moved
+from course_lib.viz import waves
+
+SMS = waves.H200.sms
+BF16 = 2
+
+# ---- the plan puzzle: a tile and split-K per shape, scored by the wave model ----------------------
+
+TILES = ((128, 256), (128, 128))
+SPLITS = (1, 2, 4)
+BLOCK_K = 64
+FILL_SLICES = 3          # triton_fast's bf16 pipeline depth (num_stages of FAST_CONFIGS["bf16"][0])
+HALF_TILE_RATE = 0.9     # a 128 x 128 tile's rate per SM, relative to 128 x 256 (see the docstring)
+GOAL = 0.92              # a plan passes where it reaches this share of the best plan the model allows
+
+
+def partial_slices(block_m: int, block_n: int) -> float:
+    """K-slices of operand loads that writing a tile's fp32 partial sums and reading them back cost."""
+    return 2 * block_m * block_n * 4 / ((block_m + block_n) * BLOCK_K * BF16)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What the wave model says of one plan at one shape."""
+
+    shape: tuple[int, int, int]
+    plan: tuple[int, int, int]
+    programs: int
+    waves: int
+    busy: float          # programs / (waves x 132): the share of the SMs' time with a program
+    useful: float        # the share of the tiles' area inside C
+    rate: float          # the tile's rate per SM, relative to 128 x 256
+    k_share: float       # the share of a program's time spent on its own K-slices
+
+    @property
+    def score(self) -> float:
+        """The share of the GPU's time doing useful work at the big tile's rate."""
+        return self.busy * self.useful * self.rate * self.k_share
+
+    def describe(self) -> str:
+        bm, bn, split = self.plan
+        text = (f"{bm}x{bn}, split {split}: {self.programs} programs in {self.waves} "
+                f"wave{'s' if self.waves != 1 else ''}, SMs {100 * self.busy:.0f} % busy")
+        if split > 1:
+            slices = math.ceil(self.shape[2] / BLOCK_K) / split
+            text += f", ranges of {slices:.3g} K-slices"
+        return text
+
+
+def estimate(M: int, N: int, K: int, block_m: int, block_n: int, split_k: int) -> Estimate:
+    """The plan (block_m, block_n, split_k) at M x N x K under the wave model (module docstring)."""
+    tiles = waves.gemm_waves(M, N, block_m, block_n, occupancy=1)
+    run = waves.waves(tiles.blocks * split_k, 1)
+    per_range = math.ceil(K / BLOCK_K) / split_k
+    overhead = FILL_SLICES + (partial_slices(block_m, block_n) if split_k > 1 else 0.0)
+    return Estimate(
+        shape=(M, N, K), plan=(block_m, block_n, split_k), programs=run.blocks, waves=run.waves,
+        busy=run.efficiency, useful=M * N / (tiles.blocks * block_m * block_n),
+        rate=1.0 if (block_m, block_n) == TILES[0] else HALF_TILE_RATE,
+        k_share=per_range / (per_range + overhead),
+    )
+
+
+def best_estimate(M: int, N: int, K: int) -> Estimate:
+    """The best plan the model allows at M x N x K (the bigger tile, then fewer splits, on a tie)."""
+    return max((estimate(M, N, K, bm, bn, s) for bm, bn in TILES for s in SPLITS), key=lambda e: e.score)
+
+
+def plan(M: int, N: int, K: int) -> tuple[int, int, int]:
+    """The course's plan: whole 128 x 256 tiles while they keep the SMs at least 80 % busy (stage
+    6's rule); otherwise split K in two where it is long (at least 32 K-slices of 64), else halve
+    the tile."""
+    programs = math.ceil(M / 128) * math.ceil(N / 256)
+    busy = programs / (math.ceil(programs / 132) * 132)   # waves are whole: round up
+    if busy >= 0.8:
+        return (128, 256, 1)
+    if math.ceil(K / 64) >= 32:
+        return (128, 256, 2)
+    return (128, 128, 1)
+
+
+def plan_shapes() -> list[ModelShape]:
+    """The shapes a plan is checked on: every prefill and training row of the shape table."""
+    return [s for s in MODEL_SHAPES if s.phase != "decode"]
+
+
+@lru_cache(maxsize=1)
+def recorded_choices() -> dict[tuple[int, int, int], str]:
+    """What ``triton_fast`` bf16 chose at each shape in the course's H200 recording (autotuning),
+    as its configuration's label ("128x256x64 g8 w8 s3 persistent split2", "... splitK2")."""
+    from course_lib import results  # noqa: PLC0415
+
+    tuning = results.summary("shape_table")["triton_fast_tuning"]
+    return {(t["M"], t["N"], t["K"]): t["chosen"] for t in tuning if t["dtype"] == "bf16"}
+
+
+def recorded_plan(label: str) -> tuple[int, int, int]:
+    """A recorded configuration as a plan: its tile and its split-K ranges ("split2" without the K
+    is the epilogue stored in two halves, not split-K)."""
+    block_m, block_n = (int(v) for v in label.split()[0].split("x")[:2])
+    split = next((int(w[len("splitK"):]) for w in label.split() if w.startswith("splitK")), 1)
+    return block_m, block_n, split
+
+
+def _always_biggest(M, N, K):
+    return (128, 256, 1)
+
+
+def _split_when_few(M, N, K):  # few tiles: split, whatever K
+    programs = math.ceil(M / 128) * math.ceil(N / 256)
+    return (128, 256, 2) if programs / (math.ceil(programs / 132) * 132) < 0.8 else (128, 256, 1)
+
+
+def _always_half(M, N, K):
+    return (128, 128, 1)
+
+
+def _split_when_k_long(M, N, K):  # split wherever K is long, whether the tiles fill the SMs or not
+    return (128, 256, 2) if math.ceil(K / 64) >= 32 else (128, 256, 1)
+
+
+PLAN_WRONG: tuple[tuple[Callable, str], ...] = (
+    (_always_biggest, "always the biggest tile. Where its tiles leave most of the last wave empty, or "
+                      "are fewer than the SMs, more programs keep more SMs busy: a smaller tile, or "
+                      "split-K. (Waves are whole: round tiles / 132 up.)"),
+    (_split_when_few, "split-K where K is short: every range pays for its fp32 partial tile and for "
+                      f"refilling the pipeline, about {FILL_SLICES + partial_slices(*TILES[0]):.0f} "
+                      "K-slices; with a dozen slices that costs more than the idle SMs. Split only "
+                      f"where K is long (stage 6: {tc.STREAM_K_MIN_SLICES} slices or more)."),
+    (_always_half, "always the 128 x 128 tile: where the big tiles already fill their waves, the "
+                   f"smaller tile only costs (it works at {HALF_TILE_RATE:g} of the big tile's rate)."),
+    (_split_when_k_long, "split-K where the tiles already fill the SMs: the extra programs add waves "
+                         "and every range pays for its partial tile. Split only when whole tiles leave "
+                         "SMs idle."),
+)
+
+
+def _valid(p: Any) -> bool:
+    return (isinstance(p, (tuple, list)) and len(p) == 3 and all(isinstance(v, numbers.Integral) for v in p)
+            and (int(p[0]), int(p[1])) in TILES and int(p[2]) in SPLITS)
+
+
+def _plan_text(p: Sequence[int]) -> str:
+    return f"{p[0]}x{p[1]}, split {p[2]}"
+
+
+@dataclass(frozen=True)
+class PlanPuzzle(Puzzle):
+    """You write ``plan(M, N, K) -> (block_m, block_n, split_k)``; the check scores it with the wave
+    model at every shape of :func:`plan_shapes` and asks for at least :data:`GOAL` of the best plan
+    the model allows at each. A plan that matches one of ``known_wrong`` everywhere is told what that
+    plan does wrong. Solved or not, what ``triton_fast`` chose in the recording is printed beside."""
+
+    title: str
+    reference: Callable
+    known_wrong: Sequence[tuple[Callable, str]] = ()
+
+    def check(self, fn: Callable) -> Verdict:
+        if fn is None:
+            say(f"{self.title}: no function yet — write it in the cell above and run this cell again.")
+            return Verdict(False)
+        shapes = plan_shapes()
+        returned = {}
+        for s in shapes:
+            try:
+                returned[s.shape] = fn(*s.shape)
+            except Exception as e:  # noqa: BLE001 - a learner's function may raise anything
+                say(f"{self.title}: your function raised {type(e).__name__} at {s.label} {s.shape}: {e}")
+                return Verdict(False)
+        if all(p is None for p in returned.values()):  # the starter, as committed
+            say(f"{self.title}: not solved yet: your function returns None — fill in the TODO lines.")
+            return Verdict(False)
+        plans = {}
+        for s in shapes:
+            p = returned[s.shape]
+            if not _valid(p):
+                say(f"{self.title}: at {s.label} {s.shape} your function returns {learn.fmt(p)}; a plan is "
+                    f"(block_m, block_n, split_k) with a tile of {TILES[0]} or {TILES[1]} and split_k "
+                    f"1, 2 or 4.")
+                return Verdict(False)
+            plans[s.shape] = tuple(int(v) for v in p)
+        mine = {s.shape: estimate(*s.shape, *plans[s.shape]) for s in shapes}
+        best = {s.shape: best_estimate(*s.shape) for s in shapes}
+        low = [s for s in shapes if mine[s.shape].score < GOAL * best[s.shape].score]
+        if not low:
+            say(f"{self.title}: solved — at least {100 * GOAL:.0f} % of the model's best plan at all "
+                f"{len(shapes)} shapes.")
+            self._table(shapes, plans, mine, best)
+            return Verdict(True)
+        meaning = next((m for known, m in self.known_wrong
+                        if all(tuple(known(*c)) == plans[c] for c in plans)), None)
+        say(f"{self.title}: not yet — below {100 * GOAL:.0f} % of the model's best plan at {len(low)} of "
+            f"{len(shapes)} shapes" + (f": {meaning}" if meaning else "."))
+        recorded = recorded_choices()
+        for s in low[:3]:
+            m, b = mine[s.shape], best[s.shape]
+            say(f"{s.label} {s.shape}: yours reaches {100 * m.score / b.score:.0f} % of the best", indent=2)
+            say(f"yours: {m.describe()}", indent=4)
+            say(f"best:  {b.describe()}", indent=4)
+            if s.shape in recorded:
+                say(f"recorded on the H200: triton_fast bf16 ran {_plan_text(recorded_plan(recorded[s.shape]))}",
+                    indent=4)
+        return Verdict(False)
+
+    def _table(self, shapes, plans, mine, best) -> None:
+        recorded = recorded_choices()
+        say(f"{'shape':<17}{'your plan':<18}{'of best':>8}   triton_fast bf16 (recorded on the H200)")
+        for s in shapes:
+            share = 100 * mine[s.shape].score / best[s.shape].score
+            ran = _plan_text(recorded_plan(recorded[s.shape])) if s.shape in recorded else "-"
+            say(f"{s.label:<17}{_plan_text(plans[s.shape]):<18}{share:>6.0f} %   {ran}")
+
+    def solution(self):
+        return learn.show_source(self.reference)
+
+
+tile_plan = PlanPuzzle(title="Your plan", reference=plan, known_wrong=PLAN_WRONG)
+
+
+# ---- exercise 1: a tile's intensity, and which side of the ridge --------------------------------
+
+TILE = (192, 192)  # cuBLAS's tile at gpt2 qkv 2k (notebook 08, Nsight Compute)
+
+
+def tile_intensity(block_m: int, block_n: int, itemsize: int = BF16) -> float:
+    """FLOP per byte of a block_m x block_n tile: 2 BM BN K operations for K (BM + BN) elements."""
+    return 2 * block_m * block_n / (itemsize * (block_m + block_n))
+
+
+def bf16_ridge() -> float:
+    """FLOP per byte at the bf16 ridge: the best cuBLAS bf16 rate over the copy bandwidth."""
+    from course_lib import results  # noqa: PLC0415
+
+    rec = results.load()
+    return rec.ceilings["cublas_peak_tflops"]["bf16"] / (rec.ceilings["copy_bandwidth_gbs"] / 1000)
+
+
+intensity_192 = Question(
+    what="intensity of a 192 x 192 bf16 tile (FLOP/byte)",
+    expected=lambda: tile_intensity(*TILE),
+    rel_tol=0.01,
+    hint="2 x 192 x 192 x K FLOP over (192 + 192) x K elements of 2 bytes",
+    wrong=[
+        (lambda want: tile_intensity(*TILE, itemsize=4), "that counts 4 bytes an element (or multiply-"
+                                                         "adds, not FLOP): bf16 is 2 bytes, a multiply-add "
+                                                         "2 FLOP."),
+        (lambda want: tile_intensity(*TILE, itemsize=1), "that is FLOP per element; per byte, divide by "
+                                                         "2 bytes."),
+        (lambda want: 2 * TILE[0] * TILE[1] / (BF16 * TILE[0] * TILE[1]), "the tile reads K (BM + BN) "
+                                                                          "elements, not K BM BN."),
+    ],
+)
+
+ridge_side = Question(
+    what="left or right of the bf16 ridge",
+    expected=lambda: "left" if tile_intensity(*TILE) < bf16_ridge() else "right",
+    hint="compare with the bf16 ridge printed in the roofline section",
+    wrong=[
+        ("right", "the bf16 ridge lies further right, near 178 FLOP/byte: even this big tile is left of "
+                  "it, memory-bound if every read went to DRAM."),
+    ],
+)
+
+
+# ---- exercise 2: waves at 6144^3 --------------------------------------------------------------
+
+WAVE_SHAPE = (6144, 6144)
+BIG_TILE = (128, 256)
+
+
+def _as_typed(x: float) -> list[float]:
+    """A fraction as a learner may type it: in full, to two decimals, to one."""
+    return list(dict.fromkeys([x, round(x, 2), round(x, 1)]))
+
+
+def _waves_6144(tile: tuple[int, int] = BIG_TILE) -> waves.Waves:
+    return waves.gemm_waves(*WAVE_SHAPE, *tile, occupancy=1)
+
+
+tiles_6144 = Question(
+    what="tiles",
+    expected=lambda: _waves_6144().blocks,
+    hint="6144 / 128 tile rows times 6144 / 256 tile columns",
+    wrong=[
+        (_waves_6144((128, 128)).blocks, "that is for 128 x 128 tiles; these are 256 wide."),
+        (_waves_6144((256, 256)).blocks, "that is for 256 x 256 tiles; these are 128 tall."),
+    ],
+)
+
+waves_6144 = Question(
+    what="waves",
+    expected=lambda: _waves_6144().waves,
+    hint="one tile per SM at a time, 132 SMs",
+    wrong=[
+        *[(v, "a wave is whole: round the division up.") for v in _as_typed(_waves_6144().blocks / SMS)],
+        (_waves_6144().full_waves, "rounded down: the tiles left over after the full waves need one "
+                                   "more."),
+    ],
+)
+
+last_wave_6144 = Question(
+    what="last wave, % full",
+    expected=lambda: round(100 * _waves_6144().tail_utilisation),
+    rel_tol=0.01,
+    hint="the tiles left for the last wave, over 132",
+    wrong=[
+        (round(100 * (1 - _waves_6144().tail_utilisation)), "that is the idle share of the last wave; "
+                                                            "how full is it?"),
+        (_waves_6144().tail_blocks, "that is the number of tiles in the last wave; as a per cent of "
+                                    "132?"),
+        (round(100 * _waves_6144().efficiency), "that is how busy the SMs are over all the waves; the "
+                                                "question asks about the last one."),
+    ],
+)
+
+
+# ---- exercise 3: the largest square in one wave -------------------------------------------------
+
+def largest_one_wave(tile: tuple[int, int] = BIG_TILE, up_to: int = 8192) -> int:
+    """The largest multiple of 256 whose square product fits its tiles in one wave of 132."""
+    return max(n for n in range(256, up_to + 1, 256) if waves.gemm_waves(n, n, *tile, occupancy=1).waves == 1)
+
+
+one_wave_n = Question(
+    what="largest N in one wave",
+    expected=largest_one_wave,
+    hint="N = 256 m gives 2m x m tiles; how large may 2m² be?",
+    wrong=[
+        (largest_one_wave((128, 128)), "that is for 128 x 128 tiles; these are 256 wide."),
+        (largest_one_wave((256, 256)), "that is for 256 x 256 tiles; these are 128 tall."),
+        (largest_one_wave() + 256, "one step too far: its tiles need a second wave."),
+    ],
+)
+
+
+# ---- exercise 4: the decode roof --------------------------------------------------------------
+
+DECODE_SHAPE = (1, 6144, 4096)  # llama3 qkv M=1
+DECODE_TOLERANCE = 0.02
+
+
+@dataclass(frozen=True)
+class _NoteQuestion(Question):
+    """A question answered within a tolerance; an answer inside it that is one of ``notes`` exactly
+    is still right, and told what it left out."""
+
+    notes: Sequence[tuple[Any, str]] = ()
+
+    def check(self, answer) -> Verdict:
+        verdict = super().check(answer)
+        if verdict:
+            note = next((m for v, m in self.notes if answer == v), None)
+            if note:
+                say(f"  (Exactly, {note})")
+        return verdict
+
+
+def _decode_bytes(itemsize: int = BF16, a: bool = True, b: bool = True, c: bool = True) -> int:
+    M, N, K = DECODE_SHAPE
+    return (a * M * K + b * K * N + c * M * N) * itemsize
+
+
+def _copy_gbs() -> float:
+    from course_lib import results  # noqa: PLC0415
+
+    return results.load().ceilings["copy_bandwidth_gbs"]
+
+
+decode_bytes = _NoteQuestion(
+    what="bytes",
+    expected=lambda: bytes_moved(*DECODE_SHAPE, BF16),
+    rel_tol=DECODE_TOLERANCE,
+    hint="A (1 x 4096), B (4096 x 6144) and C (1 x 6144), 2 bytes an element",
+    wrong=[
+        (_decode_bytes(itemsize=4), "that counts 4 bytes an element; bf16 is 2."),
+        (lambda want: want / 1e6, "that is in MB; the answer is in bytes."),
+        (_decode_bytes(b=False), "that leaves out the weight B, almost all of the bytes."),
+    ],
+    notes=[
+        (_decode_bytes(c=False), "you left out writing C: 1 x 6144 x 2 bytes, next to the weight's 50 MB."),
+        (_decode_bytes(a=False), "you left out reading A: 1 x 4096 x 2 bytes, next to the weight's 50 MB."),
+        (_decode_bytes(a=False, c=False), "you counted the weight alone; A and C add 20 KB."),
+    ],
+)
+
+decode_us = Question(
+    what="microseconds",
+    expected=lambda: bytes_moved(*DECODE_SHAPE, BF16) / (_copy_gbs() * 1e9) * 1e6,
+    rel_tol=0.03,
+    hint="bytes over the copy bandwidth in bytes per second, times 10^6",
+    wrong=[
+        (lambda want: 2 * want, "that moves 4 bytes an element; bf16 is 2."),
+        (lambda want: want / 1000, "that is in milliseconds; the answer is in microseconds."),
+        (lambda want: want * 1e3, "that is in nanoseconds; the answer is in microseconds."),
+        (lambda want: bytes_moved(*DECODE_SHAPE, BF16) / (_copy_gbs() * 2**30) * 1e6,
+         "GB/s here means 10^9 bytes per second, not 2^30."),
+    ],
+)

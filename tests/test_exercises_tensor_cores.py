@@ -1,0 +1,391 @@
+"""The puzzles and questions of notebooks 06-08: each puzzle's solution passes, its unfilled starter
+is told to fill in the TODO lines, and realistic wrong solutions fail with the message that names
+their mistake; each question's expected answer is the model's, and each likely wrong answer is told
+what it means."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from course_lib import results
+from course_lib.exercises import hopper_tensor_cores as ex07
+from course_lib.exercises import summary as ex08
+from course_lib.exercises import tensor_cores as ex06
+from course_lib.kernels import tensor_cores as tc
+from course_lib.model_shapes import bytes_moved
+from course_lib.viz import banks, waves
+from course_lib.viz.fragments import fragment_map
+
+
+def _check(puzzle, fn, capsys) -> tuple[bool, str]:
+    """The verdict, and what the check printed with its line breaks undone."""
+    verdict = puzzle.check(fn)
+    return bool(verdict), " ".join(capsys.readouterr().out.split())
+
+
+def _answer(question, answer, capsys) -> tuple[bool, str]:
+    verdict = question.check(answer)
+    return bool(verdict), " ".join(capsys.readouterr().out.split())
+
+
+def _printed_lines_fit(capsys_out: str) -> bool:
+    return all(len(line) <= 100 for line in capsys_out.splitlines())
+
+
+# ---- 06: which lane holds A[row][col] ------------------------------------------------------------
+
+def _starter_a(row, col):
+    # TODO lines, unfilled
+    return None
+
+
+def test_a_fragment_reference_and_solution_are_the_ptx_layout(capsys):
+    fm = fragment_map("mma.m16n8k16", "A")
+    for r in range(16):
+        for c in range(16):
+            assert ex06.a_owner(r, c) == (fm.owner[r, c], fm.reg[r, c])
+            assert ex06.a_fragment.reference(r, c) == (fm.owner[r, c], fm.reg[r, c])
+    ok, out = _check(ex06.a_fragment, ex06.a_owner, capsys)
+    assert ok and "solved — right on all 256 cases" in out
+    assert "def a_owner" in ex06.a_fragment.solution().data
+
+
+def test_a_fragment_tells_the_unfilled_starter_to_fill_it_in(capsys):
+    ok, out = _check(ex06.a_fragment, _starter_a, capsys)
+    assert not ok
+    assert out == "Your map of A's fragment: not solved yet: your function returns None — fill in the TODO lines."
+    ok, out = _check(ex06.a_fragment, None, capsys)
+    assert not ok and "no function yet" in out
+
+
+def test_a_fragment_names_rows_and_columns_swapped(capsys):
+    def mine(row, col):  # the group from the column, the lane in the group from the row
+        g, t = col % 8, (row % 8) // 2
+        return 4 * g + t, row % 2 + 2 * (col // 8) + 4 * (row // 8)
+    ok, out = _check(ex06.a_fragment, mine, capsys)
+    assert not ok and "rows and columns are swapped" in out and "A[0][1]: yours gives (4, 0), the model (0, 1)" in out
+
+
+def test_a_fragment_names_lanes_without_the_8_row_halves(capsys):
+    def mine(row, col):
+        return 4 * row + (col % 8) // 2, col % 2 + 2 * (row // 8) + 4 * (col // 8)
+    ok, out = _check(ex06.a_fragment, mine, capsys)
+    assert not ok and "runs past lane 31 for rows 8-15" in out and "A[8][0]: yours gives (32, 2)" in out
+
+
+def test_a_fragment_names_i_without_the_upper_columns(capsys):
+    def mine(row, col):
+        return 4 * (row % 8) + (col % 8) // 2, col % 2 + 2 * (row // 8)
+    ok, out = _check(ex06.a_fragment, mine, capsys)
+    assert not ok and "your i ignores columns 8-15" in out
+
+
+def test_a_fragment_names_the_halves_swapped_in_i(capsys):
+    def mine(row, col):
+        return 4 * (row % 8) + (col % 8) // 2, col % 2 + 4 * (row // 8) + 2 * (col // 8)
+    ok, out = _check(ex06.a_fragment, mine, capsys)
+    assert not ok and "it is the other way round" in out
+
+
+def test_a_fragment_names_lane_4t_plus_g_and_t_col_mod_4(capsys):
+    def lane_4t_g(row, col):
+        return 4 * ((col % 8) // 2) + row % 8, col % 2 + 2 * (row // 8) + 4 * (col // 8)
+
+    def t_mod_4(row, col):
+        return 4 * (row % 8) + col % 4, col % 2 + 2 * (row // 8) + 4 * (col // 8)
+    ok, out = _check(ex06.a_fragment, lane_4t_g, capsys)
+    assert not ok and "your lane is 4t + g" in out
+    ok, out = _check(ex06.a_fragment, t_mod_4, capsys)
+    assert not ok and "t = col % 4 gives a lane every fourth column" in out
+
+
+def test_a_fragment_lists_the_cases_of_an_unknown_mistake_and_reports_an_exception(capsys):
+    ok, out = _check(ex06.a_fragment, lambda row, col: (0, 0), capsys)
+    assert not ok and "wrong on 255 of 256 cases" in out and "A[0][1]" in out
+    ok, out = _check(ex06.a_fragment, lambda row, col: (32 // (row - 3), 0), capsys)
+    assert not ok and "raised ZeroDivisionError for A[3][0]" in out
+
+
+# ---- 06: the questions ---------------------------------------------------------------------------
+
+def test_b_owner_is_the_ptx_layout_and_its_wrong_answers_are_named(capsys):
+    fm = fragment_map("mma.m16n8k16", "B")
+    assert ex06.b_owner.expected() == (fm.owner[11, 6], fm.reg[11, 6]) == (25, 3)
+    ok, out = _answer(ex06.b_owner, (25, 3), capsys)
+    assert ok
+    for answer, words in [((10, 3), "4 * 6 + t, not 4t + 6"), ((27, 3), "t is (row % 8) // 2"),
+                          ((25, 1), "add 2 to i"), ((15, 2), "with A's layout")]:
+        ok, out = _answer(ex06.b_owner, answer, capsys)
+        assert not ok and words in out, (answer, out)
+
+
+def test_stage0_intensity_and_roof(capsys):
+    assert ex06.stage0_intensity.expected() == pytest.approx(2 * 16 * 8 * 16 / ((16 * 16 + 16 * 8) * 2))
+    copy_tbs = results.load().ceilings["copy_bandwidth_gbs"] / 1000
+    assert ex06.stage0_roof.expected() == pytest.approx(16 / 3 * copy_tbs)
+    assert _answer(ex06.stage0_intensity, 5.33, capsys)[0]
+    for answer, words in [(2.67, "4 bytes an element"), (8, "only A's bytes"), (16, "only B's bytes"),
+                          (10.67, "FLOP per element")]:
+        ok, out = _answer(ex06.stage0_intensity, answer, capsys)
+        assert not ok and words in out, (answer, out)
+    want = ex06.stage0_roof.expected()
+    for answer, words in [(want / 2, "4 bytes an element"), (want * 1000, "GFLOP/s"),
+                          (copy_tbs / (16 / 3), "not bandwidth over intensity")]:
+        ok, out = _answer(ex06.stage0_roof, answer, capsys)
+        assert not ok and words in out, (answer, out)
+
+
+def test_pitch64_passes(capsys):
+    model = banks.bank_access([64 * r for r in range(8)], itemsize=16).conflict_degree
+    assert ex06.pitch64_passes.expected() == model == 4
+    for answer, words in [(8, "128 bytes apart"), (1, "padded pitch of 80"), (2, "fit in the 128 bytes")]:
+        ok, out = _answer(ex06.pitch64_passes, answer, capsys)
+        assert not ok and words in out, (answer, out)
+
+
+# ---- 07: the 128-byte swizzle --------------------------------------------------------------------
+
+def test_swizzle_reference_and_solution(capsys):
+    for r in range(64):
+        for c in range(64):
+            assert ex07.swizzle_offset(r, c) == tc.tma_box_offset(r, c)
+    ok, out = _check(ex07.swizzle, ex07.swizzle_offset, capsys)
+    assert ok and "solved — right on all 4096 cases" in out
+
+
+def test_swizzle_tells_the_unfilled_starter_to_fill_it_in(capsys):
+    ok, out = _check(ex07.swizzle, lambda row, col: None, capsys)
+    assert not ok and out == "Your swizzle: not solved yet: your function returns None — fill in the TODO lines."
+
+
+@pytest.mark.parametrize("mine, words", [
+    (lambda row, col: row * 128 + col * 2, "the swizzle is missing"),
+    (lambda row, col: row * 128 + (((col * 2) // 16) ^ row) * 16 + (col * 2) % 16, "takes row % 8, not the row"),
+    (lambda row, col: row * 128 + ((col * 2) ^ (row % 8)), "XOR the chunk index (byte // 16)"),
+    (lambda row, col: row * 128 + (((col * 4) // 16) ^ (row % 8)) * 16 + (col * 4) % 16, "2 bytes, not 4"),
+    (lambda row, col: row * 128 + (((col * 2) // 16) ^ (row % 8)) * 16, "place inside its chunk"),
+], ids=["no-xor", "xor-row", "xor-bytes", "4-bytes", "no-byte-in-chunk"])
+def test_swizzle_names_realistic_mistakes(mine, words, capsys):
+    ok, out = _check(ex07.swizzle, mine, capsys)
+    assert not ok and words in out
+
+
+def test_swizzle_without_a_known_mistake_lists_cases(capsys):
+    ok, out = _check(ex07.swizzle, lambda row, col: tc.tma_box_offset(row, col) if row < 63 else 0, capsys)
+    assert not ok and "wrong on 64 of 4096 cases" in out and "element (63, 1): yours gives 0" in out
+
+
+# ---- 07: the questions ---------------------------------------------------------------------------
+
+def test_swizzled_offset_question(capsys):
+    assert ex07.swizzled_offset.expected() == tc.tma_box_offset(5, 20) == 760
+    for answer, words in [(680, "without the swizzle"), (685, "not the byte offset"), (640, "4 bytes"),
+                          (752, "start of the right chunk"), (120, "5 rows of 128 bytes earlier")]:
+        ok, out = _answer(ex07.swizzled_offset, answer, capsys)
+        assert not ok and words in out, (answer, out)
+
+
+def test_box_lbo_question_names_answers_and_counts_misread_elements(capsys):
+    assert ex07.box_lbo.expected() == 32 * 128 and ex07.lbo_mismatches(4096) == 0
+    assert ex07.right_lbo(64) == tc.B_LBO  # the same search finds the kernels' LBO for their boxes
+    ok, out = _answer(ex07.box_lbo, 4096, capsys)
+    assert ok and "with LBO" not in out
+    for answer, words in [(8192, "boxes of 64 rows"), (1024, "that is SBO"), (128, "one row of a box"),
+                          (2048, "16 rows of one wgmma's slice")]:
+        ok, out = _answer(ex07.box_lbo, answer, capsys)
+        assert not ok and words in out and f"with LBO = {answer}: {ex07.lbo_mismatches(answer)} of 4096" in out
+    ok, out = _answer(ex07.box_lbo, "4096", capsys)
+    assert not ok and "with LBO" not in out  # no count for something that is not a number
+
+
+def test_register_budget_question(capsys):
+    at_launch = 65536 // 384 // 8 * 8
+    assert ex07.registers_at_launch() == at_launch == 168
+    assert ex07.register_budget.expected() == (at_launch * 384 - 128 * 32) // 256 // 8 * 8 == 232
+    for answer, words in [(240, "SM's 65,536 registers"), (236, "round down"), (248, "subtract them"),
+                          (168, "at launch")]:
+        ok, out = _answer(ex07.register_budget, answer, capsys)
+        assert not ok and words in out, (answer, out)
+
+
+# ---- 08: a plan per shape -------------------------------------------------------------------------
+
+def _starter_plan(M, N, K):
+    return None
+
+
+def test_plan_model_is_the_wave_model():
+    e = ex08.estimate(2048, 2304, 768, 128, 256, 1)
+    w = waves.gemm_waves(2048, 2304, 128, 256, occupancy=1)
+    assert (e.programs, e.waves, e.busy) == (w.blocks, w.waves, w.efficiency) == (144, 2, 144 / 264)
+    e2 = ex08.estimate(768, 2304, 16384, 128, 256, 2)
+    assert (e2.programs, e2.waves) == (108, 1)
+    assert e2.k_share == pytest.approx(128 / (128 + ex08.FILL_SLICES + ex08.partial_slices(128, 256)))
+    assert ex08.estimate(4096, 1600, 6400, 128, 256, 1).useful == pytest.approx(1600 / 1792)
+
+
+def test_plan_model_constants_come_from_the_course():
+    from course_lib.kernels.coalescing_and_triton.fast import FAST_CONFIGS
+
+    assert ex08.FILL_SLICES == FAST_CONFIGS["bf16"][0].num_stages
+    assert FAST_CONFIGS["bf16"][0].block_k == ex08.BLOCK_K
+    # the half tile's rate: the recording's best 128 x 128 candidate against the best whole 128 x 256
+    # one, at the prefill rows where both fill their waves (at least 90 % busy)
+    ratios = []
+    for t in results.summary("shape_table")["triton_fast_tuning"]:
+        shape = (t["M"], t["N"], t["K"])
+        if t["dtype"] != "bf16" or t["M"] <= 64:
+            continue
+        if min(ex08.estimate(*shape, bm, bn, 1).busy for bm, bn in ex08.TILES) < 0.9:
+            continue
+        ms = t["candidates_ms"]
+        big = min(v for k, v in ms.items() if v and k.startswith("128x256") and "splitK" not in k)
+        half = min(v for k, v in ms.items() if v and k.startswith("128x128"))
+        ratios.append(big / half)
+    assert len(ratios) >= 4 and abs(statistics.median(ratios) - ex08.HALF_TILE_RATE) < 0.03
+    # the plan's rule is stage 6's
+    assert (tc.STREAM_K_BELOW, tc.STREAM_K_MIN_SLICES) == (0.8, 32)
+
+
+def test_plan_reference_passes_and_prints_the_recording(capsys):
+    ok, out = _check(ex08.tile_plan, ex08.plan, capsys)
+    assert ok and "solved — at least 92 % of the model's best plan at all 12 shapes" in out
+    assert "recorded on the H200" in out and "gpt2 qkv 2k 128x128, split 1 100 % 128x128, split 1" in out
+    assert "def plan" in ex08.tile_plan.solution().data
+
+
+def test_plan_recorded_labels_read_as_plans():
+    assert ex08.recorded_plan("128x256x64 g8 w8 s3 persistent split2") == (128, 256, 1)
+    assert ex08.recorded_plan("128x256x64 g8 w8 s3 splitK2") == (128, 256, 2)
+    assert ex08.recorded_choices()[(2048, 2304, 768)].startswith("128x128")
+
+
+def test_plan_tells_the_unfilled_starter_to_fill_it_in(capsys):
+    ok, out = _check(ex08.tile_plan, _starter_plan, capsys)
+    assert not ok and out == "Your plan: not solved yet: your function returns None — fill in the TODO lines."
+    ok, out = _check(ex08.tile_plan, None, capsys)
+    assert not ok and "no function yet" in out
+
+
+def test_plan_names_always_the_biggest_tile(capsys):
+    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 256, 1), capsys)
+    assert not ok and "always the biggest tile" in out and "round tiles / 132 up" in out
+    assert "gpt2 qkv 2k (2048, 2304, 768): yours reaches 83 % of the best" in out
+    assert "recorded on the H200: triton_fast bf16 ran 128x128, split 1" in out
+
+
+def test_plan_names_a_waves_count_not_rounded_up(capsys):
+    def mine(M, N, K):  # waves as a fraction: every plan looks fully busy, so the big tile wins
+        tiles = math.ceil(M / 128) * math.ceil(N / 256)
+        return (128, 256, 1) if tiles / (tiles / 132 * 132) >= 0.8 else (128, 128, 1)
+    ok, out = _check(ex08.tile_plan, mine, capsys)
+    assert not ok and "always the biggest tile" in out and "Waves are whole" in out
+
+
+def test_plan_names_split_k_where_k_is_short(capsys):
+    def mine(M, N, K):
+        tiles = math.ceil(M / 128) * math.ceil(N / 256)
+        return (128, 256, 2) if tiles / (math.ceil(tiles / 132) * 132) < 0.8 else (128, 256, 1)
+    ok, out = _check(ex08.tile_plan, mine, capsys)
+    assert not ok and "split-K where K is short" in out and "ranges of 6 K-slices" in out
+
+
+def test_plan_names_always_the_half_tile_and_split_everywhere(capsys):
+    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 128, 1), capsys)
+    assert not ok and "always the 128 x 128 tile" in out and "0.9 of the big tile's rate" in out
+    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 256, 2) if K >= 2048 else (128, 256, 1), capsys)
+    assert not ok and "split-K where the tiles already fill the SMs" in out
+
+
+def test_plan_rejects_a_plan_outside_the_allowed_set_and_reports_other_mistakes(capsys):
+    ok, out = _check(ex08.tile_plan, lambda M, N, K: (64, 64, 1), capsys)
+    assert not ok and "returns (64, 64, 1); a plan is (block_m, block_n, split_k)" in out
+    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 128, 4), capsys)
+    assert not ok and "below 92 % of the model's best plan at 12 of 12 shapes." in out
+    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 256, 1) if M > 1000 else 1 / 0, capsys)
+    assert not ok and "raised ZeroDivisionError at gpt2 dW qkv" in out
+
+
+# ---- 08: the questions ---------------------------------------------------------------------------
+
+def test_intensity_and_ridge_questions(capsys):
+    assert ex08.intensity_192.expected() == 2 * 192 * 192 / (2 * 384) == 96
+    rec = results.load()
+    ridge = rec.ceilings["cublas_peak_tflops"]["bf16"] / (rec.ceilings["copy_bandwidth_gbs"] / 1000)
+    assert ex08.ridge_side.expected() == ("left" if 96 < ridge else "right") == "left"
+    for answer, words in [(48, "4 bytes an element"), (192, "FLOP per element"), (1, "not K BM BN")]:
+        ok, out = _answer(ex08.intensity_192, answer, capsys)
+        assert not ok and words in out, (answer, out)
+    ok, out = _answer(ex08.ridge_side, "right", capsys)
+    assert not ok and "further right" in out
+
+
+def test_waves_6144_questions(capsys):
+    w = waves.gemm_waves(6144, 6144, 128, 256, occupancy=1)
+    assert (ex08.tiles_6144.expected(), ex08.waves_6144.expected()) == (w.blocks, w.waves) == (1152, 9)
+    assert ex08.last_wave_6144.expected() == round(100 * w.tail_utilisation) == 73
+    for q, answer, words in [(ex08.tiles_6144, 2304, "128 x 128 tiles"), (ex08.tiles_6144, 576, "256 x 256"),
+                             (ex08.waves_6144, 8.73, "round the division up"),
+                             (ex08.waves_6144, 8.7, "round the division up"),
+                             (ex08.waves_6144, 8, "rounded down"),
+                             (ex08.last_wave_6144, 27, "idle share"),
+                             (ex08.last_wave_6144, 96, "number of tiles in the last wave"),
+                             (ex08.last_wave_6144, 97, "over all the waves")]:
+        ok, out = _answer(q, answer, capsys)
+        assert not ok and words in out, (answer, out)
+    assert _answer(ex08.last_wave_6144, 72.7, capsys)[0]
+
+
+def test_one_wave_question(capsys):
+    assert ex08.one_wave_n.expected() == 2048
+    assert waves.gemm_waves(2304, 2304, 128, 256, occupancy=1).waves == 2
+    for answer, words in [(1280, "128 x 128 tiles"), (2816, "256 x 256 tiles"), (2304, "one step too far")]:
+        ok, out = _answer(ex08.one_wave_n, answer, capsys)
+        assert not ok and words in out, (answer, out)
+
+
+def test_decode_questions_take_about_50_mb_and_name_what_was_left_out(capsys):
+    want = bytes_moved(1, 6144, 4096, 2)
+    assert ex08.decode_bytes.expected() == want == 50_352_128
+    ok, out = _answer(ex08.decode_bytes, 50e6, capsys)  # "about 50 MB" is within the stated 2 %
+    assert ok and "Exactly" not in out
+    for answer, words in [(want - 6144 * 2, "left out writing C"), (want - 4096 * 2, "left out reading A"),
+                          (4096 * 6144 * 2, "the weight alone")]:
+        ok, out = _answer(ex08.decode_bytes, answer, capsys)
+        assert ok and words in out, (answer, out)
+    for answer, words in [(2 * want, "4 bytes an element"), (50.35, "in MB"),
+                          ((4096 + 6144) * 2, "leaves out the weight")]:
+        ok, out = _answer(ex08.decode_bytes, answer, capsys)
+        assert not ok and words in out, (answer, out)
+    us = want / (results.load().ceilings["copy_bandwidth_gbs"] * 1e9) * 1e6
+    assert ex08.decode_us.expected() == pytest.approx(us)
+    assert _answer(ex08.decode_us, round(us, 1), capsys)[0]
+    for answer, words in [(2 * us, "4 bytes"), (us / 1000, "milliseconds"), (us * 1000, "nanoseconds"),
+                          (want / (results.load().ceilings["copy_bandwidth_gbs"] * 2**30) * 1e6, "not 2^30")]:
+        ok, out = _answer(ex08.decode_us, answer, capsys)
+        assert not ok and words in out, (answer, out)
+
+
+# ---- every question: no wrong answer is the right one, no printed line is too wide ----------------
+
+QUESTIONS = [ex06.b_owner, ex06.stage0_intensity, ex06.stage0_roof, ex06.pitch64_passes,
+             ex07.swizzled_offset, ex07.box_lbo, ex07.register_budget,
+             ex08.intensity_192, ex08.ridge_side, ex08.tiles_6144, ex08.waves_6144, ex08.last_wave_6144,
+             ex08.one_wave_n, ex08.decode_bytes, ex08.decode_us]
+
+
+@pytest.mark.parametrize("question", QUESTIONS, ids=lambda q: q.what)
+def test_every_listed_wrong_answer_is_wrong_and_told_its_meaning(question, capsys):
+    want = question.expected()
+    assert _answer(question, want, capsys)[0]
+    for value, meaning in question.wrong:
+        value = value(want) if callable(value) else value
+        verdict = question.check(value)
+        out = capsys.readouterr().out
+        assert not verdict and " ".join(meaning.split())[:40] in " ".join(out.split()), (value, out)
+        assert _printed_lines_fit(out)
+    question.check(None)
+    assert "no answer yet" in capsys.readouterr().out
