@@ -3,7 +3,7 @@
 While :func:`guarded` is active (``course_lib.check`` and the exercises turn it on), each operand a
 check hands to a GEMM (:meth:`Guard.place`) and each output the GEMM allocates
 (:func:`course_lib.gemm.new_output`) lies inside a larger buffer whose margins, the *guard regions*,
-hold NaN. What a kernel does outside its arrays then becomes visible on every backend:
+hold a known value (NaN around outputs, :data:`INPUT_GUARD` around operands). What a kernel does outside its arrays then becomes visible on every backend:
 
 * **Triton's interpreter** (the CPU backend): every load and store passes through the interpreter's
   builder; while a guard is active the addresses of its active lanes are compared with the buffers,
@@ -12,9 +12,9 @@ hold NaN. What a kernel does outside its arrays then becomes visible on every ba
   arrays, views that know their name (:class:`NamedArray`); an index outside the array raises
   :class:`OutOfBounds` naming the array, the index, the thread and the source line, where the
   simulator would raise a bare ``IndexError`` from deep inside its thread machinery.
-* **A GPU**: nothing intercepts the accesses, but a write outside C lands in a guard region and
-  changes it, which :meth:`Guard.violations` reports after the run; a read from a guard region brings
-  NaN into the result.
+* **A GPU**: nothing intercepts the accesses, but a write outside an array lands in a guard region
+  and changes it, which :meth:`Guard.violations` reports after the run; a read past an operand brings
+  its guard regions' value (:data:`INPUT_GUARD`) into the result.
 
 After the run, :meth:`Guard.violations` also reports an operand the kernel changed (a kernel writes C,
 never A or B).
@@ -41,7 +41,13 @@ from course_lib import backend
 # reads up to BLOCK_K rows past the end of B (BLOCK_K x N elements); 2^16 covers every tile the
 # course uses at the sizes check runs on the CPU (at most 128 x 512).
 GUARD_ELEMENTS = 1 << 16
-_SENTINEL = math.nan
+# What the guard regions hold. Around an output, NaN (as the output itself): anything a kernel
+# writes there changes it. Around an operand, a finite value, exact in every course dtype: on a GPU,
+# where nothing intercepts a load, what a kernel computes from memory past an operand then shows in
+# its result, and stored past the end of its output it changes that guard region (NaN read and
+# written back into NaN would leave no trace).
+OUTPUT_GUARD = math.nan
+INPUT_GUARD = 4096.0
 
 
 @dataclass
@@ -50,6 +56,7 @@ class _Buffer:
     storage: torch.Tensor  # the whole 1-D buffer, guard regions included
     view: torch.Tensor  # the array the kernel is given
     original: torch.Tensor | None  # a copy of an operand, to see whether the kernel changed it
+    guard_fill: float  # what its guard regions hold until a kernel writes there
 
     @property
     def itemsize(self) -> int:
@@ -87,25 +94,26 @@ class Guard:
         self._lock = threading.Lock()
 
     # ---- making the arrays ----------------------------------------------------------------
-    def _new(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device, fill: float) -> _Buffer:
+    def _new(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device, fill: float,
+             guard_fill: float) -> _Buffer:
         n = math.prod(shape)
-        storage = torch.full((n + 2 * GUARD_ELEMENTS,), _SENTINEL, dtype=dtype, device=device)
+        storage = torch.full((n + 2 * GUARD_ELEMENTS,), guard_fill, dtype=dtype, device=device)
         view = storage[GUARD_ELEMENTS:GUARD_ELEMENTS + n].view(shape)
         view.fill_(fill)
-        buf = _Buffer(name, storage, view, None)
+        buf = _Buffer(name, storage, view, None, guard_fill)
         self.buffers.append(buf)
         return buf
 
     def place(self, t: torch.Tensor, name: str) -> torch.Tensor:
         """A copy of operand ``t`` inside a guarded buffer (contiguous, as ``t`` was made)."""
-        buf = self._new(name, tuple(t.shape), t.dtype, t.device, 0.0)
+        buf = self._new(name, tuple(t.shape), t.dtype, t.device, 0.0, INPUT_GUARD)
         buf.view.copy_(t)
         buf.original = t.clone()
         return buf.view
 
     def output(self, shape: tuple[int, ...], dtype: torch.dtype, device, name: str = "C") -> torch.Tensor:
         """An output array, inside a guarded buffer, poisoned with NaN."""
-        return self._new(name, shape, dtype, device, math.nan).view
+        return self._new(name, shape, dtype, device, math.nan, OUTPUT_GUARD).view
 
     def name_of(self, t) -> str | None:
         """The name of the guarded array ``t`` is a view of (None for anything else)."""
@@ -137,8 +145,9 @@ class Guard:
         """What the kernel did outside its arrays (and to its operands), one sentence each."""
         out = []
         for buf in self.buffers:
-            guard = torch.cat([buf.storage[:GUARD_ELEMENTS], buf.storage[GUARD_ELEMENTS + buf.numel:]])
-            changed = int((~torch.isnan(guard.float())).sum())
+            guard = torch.cat([buf.storage[:GUARD_ELEMENTS], buf.storage[GUARD_ELEMENTS + buf.numel:]]).float()
+            kept = torch.isnan(guard) if math.isnan(buf.guard_fill) else guard == buf.guard_fill
+            changed = int((~kept).sum())
             for kind in ("read", "write"):
                 for side in ("before", "after"):
                     stray = self._stray.get((buf.name, kind, side))

@@ -403,7 +403,7 @@ def test_print_table(capsys):
     assert out[0].split() == ["a", "bb"] and out[2].split() == ["22", "yy"]
 
 
-# ---- launch order: Python twin, Triton helper, exercise checker -----------------------------------
+# ---- launch order: Python twin, Triton helper ----------------------------------------------------
 @triton.jit
 def _order_probe_kernel(out_ptr, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
@@ -441,38 +441,6 @@ def test_draw_launch_order():
     assert len(fig.axes) == 2 and "first 12 programs read 2 block-rows of A + 8" in fig.axes[0].get_title()
     assert "read 3 block-rows of A + 4 block-columns" in fig.axes[1].get_title()
     plt.close(fig)
-
-
-def test_check_launch_order():
-    assert "correct" in c04.check_launch_order(c04.grouped_order)
-    with pytest.raises(AssertionError, match=r"program 1 of a 3 x 2 grid.*group_m=2"):
-        c04.check_launch_order(c04.row_major_order)
-
-
-# ---- exercise 2: the K tail -----------------------------------------------------------------------
-@triton.jit
-def _forgets_the_tail_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    ks = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for kb in range(0, K // BLOCK_K):
-        k = kb * BLOCK_K + ks
-        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak, mask=rows[:, None] < M, other=0.0)
-        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn, mask=cols[None, :] < N, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision="ieee")
-    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
-             mask=(rows[:, None] < M) & (cols[None, :] < N))
-
-
-def test_exercise_solution_passes_and_the_bug_is_caught():
-    check(c04.exercise_gemm(c04.exercise_tail_solution_kernel), "fp32", shapes=[(33, 17, 40), (5, 3, 1)], seed=0)
-    with pytest.raises(AssertionError, match=r"M=33, N=17, K=40.*relative error"):
-        check(c04.exercise_gemm(_forgets_the_tail_kernel), "fp32", shapes=[(33, 17, 40)], seed=0)
 
 
 # ---- compiling for the H200 on this machine -------------------------------------------------------

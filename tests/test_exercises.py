@@ -140,13 +140,15 @@ def test_tiled_puzzle_finds_a_missing_first_barrier(capsys):
     wrong = _variant(TILED, "k", ("        cuda.syncthreads()\n        for kk", "        for kk"))
     ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
     assert not ok and "Races in shared memory" in out and "with no cuda.syncthreads() between them" in out
+    assert "a barrier is missing between lines" in out
 
 
 def test_tiled_puzzle_finds_a_missing_second_barrier(capsys):
     wrong = _variant(TILED, "k", ("            acc += a_tile[ty, kk] * b_tile[kk, tx]\n        cuda.syncthreads()\n",
                                   "            acc += a_tile[ty, kk] * b_tile[kk, tx]\n"))
     ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
-    assert not ok and "Races in shared memory" in out
+    assert not ok and "Races in shared memory" in out and "in different passes of the loop" in out
+    assert "a barrier is missing after line" in out
 
 
 def test_tiled_puzzle_names_loads_without_their_edge_check(capsys):
@@ -260,7 +262,7 @@ def test_questions_know_their_answers():
     assert shared_memory_tiling.reads_per_element.expected() == 3
     assert (thread_coarsening.threads.expected(), thread_coarsening.shared_bytes.expected()) == (256, 6272)
     assert thread_coarsening.reuse.expected() == pytest.approx(32 / 12)
-    assert thread_coarsening.passes.expected() == 2
+    assert thread_coarsening.pitch.expected() == 33
     assert gpu_execution_model.first_two_wave_n.expected() == 1536
 
 
@@ -271,7 +273,8 @@ def test_questions_know_their_answers():
     (shared_memory_tiling.reads_per_element, 16, "from shared memory per block"),
     (thread_coarsening.reuse, 0.375, "upside down"),
     (thread_coarsening.shared_bytes, 6144, "leaves out the 4 words of padding"),
-    (thread_coarsening.passes, 1, "which banks"),
+    (thread_coarsening.pitch, 64, "a multiple of 32 words"),
+    (thread_coarsening.pitch, 32, "the tile's own pitch"),
     (gpu_execution_model.first_two_wave_n, 1408, "still fits in one wave"),
 ])
 def test_a_likely_wrong_answer_is_explained(capsys, question, answer, meaning):
@@ -282,6 +285,8 @@ def test_a_likely_wrong_answer_is_explained(capsys, question, answer, meaning):
 
 def test_a_right_answer_is_right_and_a_part_answer_is_checked_part_by_part(capsys):
     assert thread_coarsening.reuse.check(2.667)
+    assert thread_coarsening.pitch.check(36) and thread_coarsening.pitch.check(33) and not thread_coarsening.pitch.check(96)
+    assert naive.article_shapes.check(["a", "b", "d"]) and naive.article_shapes.check("abd")
     assert not naive.warp_sectors.check({"a": 1, "b": 4, "c": 2})
     out = capsys.readouterr().out
     assert "2.667 is right" in out and "sectors per warp request, c: 2 is not it yet" in out

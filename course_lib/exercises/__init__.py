@@ -41,8 +41,24 @@ class Question:
     rel_tol: float = 0.0
     hint: str = ""
     wrong: Sequence[tuple[Any, str]] = ()
+    # Where several answers are right: whether an answer is one of them (``expected`` then gives
+    # one right answer, for the tests and the solution).
+    accepts: Callable[[Any], bool] | None = None
+    # How an answer is read before it is compared (e.g. a list or a string of letters as a set).
+    normalize: Callable[[Any], Any] | None = None
 
     def check(self, answer: Any) -> Verdict:
+        if answer is not None and self.normalize is not None:
+            answer = self.normalize(answer)
+        if answer is not None and self.accepts is not None:
+            ok = False
+            try:
+                ok = bool(self.accepts(answer))
+            except Exception:  # noqa: BLE001 - an answer of the wrong kind is not right
+                pass
+            if ok:
+                say(f"{self.what}: {learn.fmt(answer)} is right.")
+                return Verdict(True)
         want = self.expected()
         if isinstance(want, dict):  # several parts, each checked on its own
             if not isinstance(answer, dict) or set(answer) != set(want):
@@ -167,16 +183,19 @@ class NumbaGemmPuzzle(Puzzle):
         if kernel is None:
             say(f"{self.title}: no kernel yet — write it in the cell above and run this cell again.")
             return Verdict(False)
-        right = _gemm_shapes(report, lambda a, b: self.launch(kernel, a, b), self.shapes)
+        right, _ = _gemm_shapes(report, lambda a, b: self.launch(kernel, a, b), self.shapes)
         if right is None:  # it never wrote C, or did not run at all: nothing to trace yet
             return report.show()
-        clean = _compare_traces(report, kernel, self.reference, self.trace_shape, self.grid, self.block)
+        clean = _compare_traces(report, kernel, self.reference, self.trace_shape, self.grid, self.block, right)
         if right:
             _compiled(report, kernel, self.reference)
-        report.solved = right and clean
+        compiles = _source_notes(report, kernel)
+        report.solved = right and clean and compiles
         if report.solved:
             report.add("Solved: right on every shape, and its memory accesses cost no more than the "
                        "course's kernel.", 0)
+        elif right and clean:
+            report.add("Right on every shape here, but not solved yet: see the note above.", 0)
         elif right:
             report.add("Right on every shape, but not solved yet: where a line says (course ...), your "
                        "kernel makes more memory requests, or costlier ones, than it needs.", 0)
@@ -186,9 +205,9 @@ class NumbaGemmPuzzle(Puzzle):
         return learn.show_source(self.reveal if self.reveal is not None else self.reference)
 
 
-def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> bool | None:
-    """Check ``fn`` on ``shapes``, report every wrong one; True if all were right, None if ``fn``
-    never wrote C or did not run."""
+def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple[bool | None, list]:
+    """Check ``fn`` on ``shapes`` and report every wrong one. Returns (True if all were right, None if
+    ``fn`` never wrote C or did not run, else False; the failures, :class:`course_lib.check.Failure`)."""
     from course_lib.check import CheckFailure, check  # noqa: PLC0415 - check imports exercises' peers
 
     try:
@@ -198,8 +217,11 @@ def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> bool 
         if len(unwritten) == len(shapes):
             report.add("Not solved yet: on every shape C was never written (every element still "
                        "holds the NaN it was filled with). Fill in the TODO lines.")
-            return None
-        report.add(f"right on {len(shapes) - len(f.failures)} of {len(shapes)} shapes; wrong on these:")
+            return None, list(f.failures)
+        wrong_shapes = {x.shape for x in f.failures}
+        right_shapes = [tuple(v) for v in shapes if tuple(v) not in wrong_shapes]
+        passed = f" ({', '.join(map(str, right_shapes))})" if right_shapes else ""
+        report.add(f"right on {len(right_shapes)} of {len(shapes)} shapes{passed}; wrong on these:")
         notes: list[str] = []
         for x in f.failures:
             why, note = _split_note(x.why)
@@ -208,15 +230,15 @@ def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> bool 
             report.add(f"{x.shape}: {why}", 4)
         for note in notes:
             report.add(note[0].upper() + note[1:] + ".", 4)
-        return False
+        return False, list(f.failures)
     except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
         from course_lib.guard import simulator_message  # noqa: PLC0415
 
         who, text = simulator_message(str(e))
         report.add(f"Not solved yet: your kernel did not run: {who}raised {type(e).__name__}: {_first_line(text)}")
-        return None
+        return None, []
     report.add(f"right on all {len(shapes)} shapes")
-    return True
+    return True, []
 
 
 def _never_written(failure) -> bool:
@@ -282,8 +304,24 @@ def _cost_text(key: tuple[str, str], mine: tuple[int, float] | None, course: tup
     return text, more or worse_cost
 
 
-def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block) -> bool:
-    """Trace ``kernel`` and the course's ``reference`` on one launch; report races and memory costs."""
+def _why_costlier(key: tuple[str, str], mine: tuple[int, float], course: tuple[int, float]) -> list[str]:
+    """What a costlier line of the trace usually means, in the course's words."""
+    array, _ = key
+    out = []
+    if mine[0] > course[0] * 1.01:
+        out.append("More requests: a value read once could serve several multiply-adds from a register "
+                   "(or a tile in shared memory) instead of being read again.")
+    if mine[1] > course[1] * 1.01:
+        out.append("More passes through the banks: lanes of a warp want different words of one bank (a bank "
+                   "conflict); padding or a swizzle spreads them." if array == "shared" else
+                   "More sectors per request: the lanes of a warp touch addresses that are not "
+                   "consecutive, so the access is not coalesced (notebook 01).")
+    return out
+
+
+def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block, right: bool) -> bool:
+    """Trace ``kernel`` and the course's ``reference`` on one launch; report races and memory costs
+    (and, for a kernel already found wrong, nothing if the trace itself cannot run it)."""
     key = (id(reference), shape, tuple(grid), tuple(block))
     if key not in _REFERENCE_TRACES:
         _REFERENCE_TRACES[key] = trace_gemm(reference, shape, grid, block)
@@ -291,6 +329,8 @@ def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block
     try:
         mine = trace_gemm(kernel, shape, grid, block)
     except Exception as e:  # noqa: BLE001 - reported, the check goes on
+        if not right:  # the shapes above already say what went wrong
+            return False
         from course_lib.guard import simulator_message  # noqa: PLC0415
 
         who, text = simulator_message(str(e))
@@ -306,10 +346,16 @@ def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block
             report.add(race.describe(), 4)
     want, got = _memory_costs(ref), _memory_costs(mine)
     report.add("Traced on one launch, per warp request (course = the course's kernel, where yours costs more):")
+    reasons = []
     for key, course in want.items():
         text, worse = _cost_text(key, got.get(key), course)
         clean = clean and not worse
         report.add(text, 4)
+        mine_cost = got.get(key)
+        if worse and mine_cost is not None:
+            reasons += [r for r in _why_costlier(key, mine_cost, course) if r not in reasons]
+    for r in reasons:
+        report.add(r, 4)
     return clean
 
 
@@ -334,3 +380,36 @@ def _resources(kernel) -> tuple[int, int]:
     regs, local = kernel.get_regs_per_thread(), kernel.get_local_mem_per_thread()
     pick = (lambda v: max(v.values())) if isinstance(regs, dict) else (lambda v: v)
     return int(pick(regs)), int(pick(local))
+
+
+def _source_notes(report: Report, kernel) -> bool:
+    """What the simulator lets pass but a GPU's compiler would not, or not as meant, read from the
+    kernel's source: a shared array's shape that is not made of constants (numba compiles only
+    those), and a sum that starts as a Python float (numba then adds in float64). True if nothing
+    stops the kernel from compiling."""
+    import ast  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+    import textwrap  # noqa: PLC0415
+
+    fn = getattr(kernel, "py_func", None) or kernel
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+    compiles = True
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "array"
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "shared" and node.args):
+            shape = node.args[0]
+            parts = shape.elts if isinstance(shape, ast.Tuple) else [shape]
+            if any(not isinstance(p, (ast.Constant, ast.Name, ast.Attribute)) for p in parts):
+                compiles = False
+                report.add(f"On a GPU this kernel would not compile: numba needs a shared array's shape "
+                           f"made of constants (numbers or global names), and `{ast.unparse(shape)}` holds "
+                           f"an expression; write the number, or a global constant such as PAD = TILE + 1.")
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, float) and node.value.value == 0.0):
+            names = ", ".join(ast.unparse(t) for t in node.targets)
+            report.add(f"`{names} = 0.0` starts a Python float: numba makes that sum float64, half speed or "
+                       f"worse on a GPU; start it as float32(0.0).")
+    return compiles

@@ -35,6 +35,7 @@ def _port_is_right(shape) -> bool:
 
 article_shapes = Question(
     what="the shapes the port gets right",
+    normalize=lambda answer: set(answer) if isinstance(answer, (list, tuple, str, frozenset)) else answer,
     expected=lambda: {name for name, shape in ARTICLE_SHAPES.items() if _port_is_right(shape)},
     hint="in a row-major M x K matrix, how far apart are two rows?",
     wrong=[

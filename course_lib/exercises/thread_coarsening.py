@@ -58,19 +58,24 @@ reuse = Question(
 )
 
 
-# Exercise 3: the 2 x 2 kernel's read of a_tile[ty + 16 * i, k].
+# Exercise 3: the 2 x 2 kernel's read of a_tile[ty + 16 * i, k], and a row pitch that removes its conflict.
 def _a_read(pitch: int, k: int = 0):
     """One warp (lane l has ty = l // 16; the lanes of a row read one word) reading A's tile."""
     return banks.bank_access([4 * (pitch * (lane // 16) + k) for lane in range(32)], 4)
 
 
-passes = Question(
-    what="passes of the A read",
-    expected=lambda: _a_read(coarsening.COARSE_TILE).conflict_degree,
-    hint="two rows of threads, 32 words apart; lanes of one row read one word",
+def _pitch_works(pitch) -> bool:
+    return float(pitch).is_integer() and pitch >= coarsening.COARSE_TILE and _a_read(int(pitch)).conflict_degree == 1
+
+
+pitch = Question(
+    what="a row pitch without the conflict",
+    expected=lambda: coarsening.COARSE_TILE + 1,
+    accepts=_pitch_works,
+    hint="the two rows of threads read words one pitch apart: which pitches put them in one bank?",
     wrong=[
-        (1, "the lanes of one row share a word (a broadcast), but the two rows' words are 32 apart: which banks?"),
-        (32, "the 16 lanes of a row read one word together, a broadcast: count distinct words per bank."),
-        (16, "the 16 lanes of a row read one word together, a broadcast: count distinct words per bank."),
+        (coarsening.COARSE_TILE, "that is the tile's own pitch: rows 32 words apart share a bank (2 passes)."),
+        (2 * coarsening.COARSE_TILE, "a multiple of 32 words puts both rows in one bank again."),
+        (16, "a row must hold the tile's 32 words: the pitch is at least 32."),
     ],
 )

@@ -87,8 +87,8 @@ def naive_x_along_rows(a, b, *, block: tuple[int, int] = (BLOCK_X, BLOCK_Y)):
 # ---- exercises of notebook 01 (the learner fixes these; the solutions are below them) ----------
 @cuda.jit
 def article_port_kernel(A, B, C, M, N, K):
-    """The German article's kernel, ported as written, with flat row-major arrays. (Exercise 1 of
-    notebook 01: for which shapes is it right? Find out with course_lib.check.)"""
+    """The first source article's kernel, ported as written, with flat row-major arrays. (Exercise 1
+    of notebook 01: for which shapes is it right? Find out with course_lib.check.)"""
     col, row = cuda.grid(2)
     if row < M and col < N:
         acc = float32(0.0)

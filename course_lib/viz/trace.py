@@ -87,10 +87,19 @@ class Race:
 
     def describe(self) -> str:
         idx = ", ".join(map(str, self.index))
-        verb = "wrote" if self.other.kind == "store" else "read"
-        return (f"thread {self.store.thread[:2]} wrote {self.array}[{idx}] (line {self.store.line}) and "
-                f"thread {self.other.thread[:2]} {verb} it (line {self.other.line}) with no "
-                f"cuda.syncthreads() between them, in block {self.block[:2]}")
+        first, second = sorted((self.store, self.other), key=lambda a: a.line)
+        verb = {"store": "wrote", "load": "read"}
+        who = (f"thread {first.thread[:2]} {verb[first.kind]} {self.array}[{idx}] at line {first.line} and "
+               f"thread {second.thread[:2]} {verb[second.kind]} it at line {second.line}")
+        barrier_between = any("syncthreads" in linecache.getline(first.filename, n)
+                              for n in range(first.line + 1, second.line))
+        if barrier_between:  # then the two accesses belong to different passes of a loop
+            return (f"{who}, in different passes of the loop (block {self.block[:2]}): the barrier "
+                    f"between those lines orders one pass, but nothing keeps the next pass's line "
+                    f"{first.line} from coming before line {second.line} of this one - a barrier is "
+                    f"missing after line {second.line}")
+        return (f"{who} with no cuda.syncthreads() between them (block {self.block[:2]}): a barrier is "
+                f"missing between lines {first.line} and {second.line}")
 
 
 @dataclass(frozen=True)

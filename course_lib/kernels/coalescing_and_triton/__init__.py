@@ -27,10 +27,12 @@ Stages registered here (backend ``"triton"``; dtypes fp32 = exact IEEE fp32, tf3
     shape, among the candidates :func:`.autotune.shape_candidates` names for it; on the CPU it uses
     the first of :data:`FAST_CONFIGS`.
 
-Also here: the first Triton kernel, a vector add (:mod:`.vector_add`); plain data for the
-notebooks' pictures (:mod:`.launch_order`; the addresses a warp reads from the article kernels' B
-tile in :mod:`.article`), the exercises (:mod:`.exercises`), :mod:`.evidence`, which compiles the
-article's kernels for sm_90a *without a GPU* (Triton's wheel ships ptxas) and counts what the
+Also here: the first Triton kernel, a vector add (:mod:`.vector_add`), and the first loop over tiles
+with a tail mask, the sums of a matrix's rows (:mod:`.row_sums`): both are reference solutions of
+notebook 04's puzzles, as is the masked GEMM of :mod:`.exercises`; plain data for the notebooks'
+pictures (:mod:`.launch_order`, whose grouped order solves notebook 05's puzzle; the addresses a
+warp reads from the article kernels' B tile in :mod:`.article`); :mod:`.evidence`, which compiles
+the article's kernels for sm_90a *without a GPU* (Triton's wheel ships ptxas) and counts what the
 compiler made of them.
 """
 
@@ -90,12 +92,12 @@ from course_lib.kernels.coalescing_and_triton.fast import (
 )
 from course_lib.kernels.coalescing_and_triton.launch_order import (
     blocks_loaded,
-    check_launch_order,
     draw_launch_order,
     grouped_order,
     launch_order_grid,
     row_major_order,
 )
+from course_lib.kernels.coalescing_and_triton.row_sums import COL_BLOCK, ROW_BLOCK, row_sums, row_sums_kernel
 from course_lib.kernels.coalescing_and_triton.tiled import (
     TILED_CONFIG,
     TileConfig,

@@ -1,6 +1,6 @@
 """The order in which programs compute the tiles of C, as plain data: the Python twin of the
-kernels' grouped order, what the programs in flight read, a picture, and the checker of
-notebook 05's first exercise."""
+kernels' grouped order (the reference solution of notebook 05's puzzle), what the programs in flight
+read, a picture."""
 
 from __future__ import annotations
 
@@ -71,21 +71,3 @@ def draw_launch_order(num_pid_m: int, num_pid_n: int, group_m: int, programs: in
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), ncol=2, fontsize=7, frameon=False)
     fig.tight_layout()
     return fig
-
-
-def check_launch_order(fn: Callable[[int, int, int, int], tuple[int, int]]) -> str:
-    """Notebook 05, exercise 1: check a learner's ``fn(pid, num_pid_m, num_pid_n, group_m) -> (pid_m, pid_n)``
-    against :func:`grouped_order` on many grid shapes, including ones GROUP_M does not divide.
-
-    Raises ``AssertionError`` naming the first program that lands on the wrong tile.
-    """
-    cases = [(m, n, g) for m in (1, 3, 8, 9, 13) for n in (1, 2, 7, 16) for g in (1, 2, 4, 8)]
-    for m, n, g in cases:
-        for pid in range(m * n):
-            got, want = tuple(fn(pid, m, n, g)), grouped_order(pid, m, n, g)
-            if got != want:
-                raise AssertionError(
-                    f"program {pid} of a {m} x {n} grid of tiles with group_m={g}: your function "
-                    f"gives tile {got}, grouped order gives {want}"
-                )
-    return f"launch order correct on {len(cases)} grid shapes"

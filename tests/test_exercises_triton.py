@@ -1,0 +1,555 @@
+"""The exercises of notebooks 04 and 05 (course_lib.exercises.coalescing_and_triton and
+.triton_fast_kernel): each puzzle's reference solution passes, its unfilled starter gets the same
+"not solved yet" every run, and realistic wrong solutions fail with a message that names the mistake;
+each question's likely wrong answers print what they mean."""
+
+import re
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from course_lib import check
+from course_lib.exercises import coalescing_and_triton as ex04
+from course_lib.exercises import triton_fast_kernel as ex05
+from course_lib.kernels import coalescing_and_triton as c04
+
+MAX_LINE = 100  # what JupyterLab's output area shows without wrapping (tests/test_notebook_structure.py)
+
+
+def _run(capsys, puzzle, answer) -> tuple[bool, str]:
+    """(verdict, what the check printed, its lines joined into one line of words)."""
+    verdict = puzzle.check(answer)
+    out = capsys.readouterr().out
+    assert all(len(line) <= MAX_LINE for line in out.splitlines()), out
+    return bool(verdict), " ".join(out.split())
+
+
+# ==== notebook 04, puzzle 1: the vector add ======================================================
+# The starter exactly as the notebook gives it (its TODO lines unfilled).
+@triton.jit
+def _add_starter(
+    # Pointers to vectors
+    x_ptr, y_ptr, out_ptr,
+    # Length of the vectors
+    n,
+    # Meta-parameters
+    BLOCK: tl.constexpr,
+):
+    pid = tl.program_id(0)   # which program: 0, 1, ..., ceil(n / BLOCK) - 1
+    # TODO 1: offsets = the indices of the BLOCK elements this program owns (tl.arange)
+    # TODO 2: mask = which of those offsets lie inside the vectors
+    # TODO 3: load x and y at x_ptr + offsets and y_ptr + offsets, with the mask
+    # TODO 4: store x + y at out_ptr + offsets, with the mask
+
+
+@triton.jit
+def _add_no_mask(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + tl.load(y_ptr + offsets))
+
+
+@triton.jit
+def _add_mask_off_by_one(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets <= n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def _add_pid_not_times_block(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) + tl.arange(0, BLOCK)  # programs overlap instead of tiling the vector
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def _add_only_the_first_block(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)  # the program id forgotten: every program does block 0
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def _add_subtracts(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) - tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def _add_typo(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.stor(out_ptr + offsets, offsets)  # noqa: not a Triton function
+
+
+def test_vector_add_reference_solves_it(capsys):
+    ok, out = _run(capsys, ex04.vector_add, c04.vector_add_kernel)
+    assert ok and f"Solved: right on all {len(ex04.VECTOR_SIZES)} sizes" in out
+    assert "outside x, y and out" in out
+
+
+def test_vector_add_starter_is_not_solved_and_says_the_same_every_run(capsys):
+    runs = [_run(capsys, ex04.vector_add, _add_starter) for _ in range(2)]
+    assert runs[0] == runs[1]
+    ok, out = runs[0]
+    assert not ok
+    assert "Not solved yet: on every size out was never written" in out and "Fill in the TODO lines" in out
+    _, out = _run(capsys, ex04.vector_add, None)
+    assert "no kernel yet" in out
+
+
+def test_vector_add_without_a_mask_reads_and_writes_past_the_end(capsys):
+    ok, out = _run(capsys, ex04.vector_add, _add_no_mask)
+    assert not ok
+    # every size that is not a multiple of the block is listed, with what the guard saw
+    wrong = [n for n in ex04.VECTOR_SIZES if n % ex04.VECTOR_PUZZLE_BLOCK]
+    assert f"right on {len(ex04.VECTOR_SIZES) - len(wrong)} of {len(ex04.VECTOR_SIZES)} sizes" in out
+    for n in wrong:
+        assert f"n = {n}: read" in out, n
+    assert "n = 1: read 127 elements past the end of x and of y; wrote 127 elements past the end of out" in out
+    assert "n = 129: read 127 elements past the end of x and of y" in out
+    assert f"not a multiple of BLOCK = {ex04.VECTOR_PUZZLE_BLOCK}" in out
+
+
+def test_vector_add_off_by_one_mask_is_named(capsys):
+    ok, out = _run(capsys, ex04.vector_add, _add_mask_off_by_one)
+    assert not ok
+    assert "n = 100: read 1 element past the end of x and of y; wrote 1 element past the end of out" in out
+    assert "Off by one" in out and "n - 1" in out
+    assert "n = 128:" not in out  # a whole number of blocks: offset n is never reached
+
+
+@pytest.mark.parametrize("kernel", [_add_pid_not_times_block, _add_only_the_first_block])
+def test_vector_add_programs_that_miss_their_block_never_write_elements(capsys, kernel):
+    ok, out = _run(capsys, ex04.vector_add, kernel)
+    assert not ok
+    assert re.search(r"n = 1000: never wrote \d+ of 1000 elements of out \(first out\[\d+\]", out), out
+    assert "n = 100:" not in out  # one program: nothing to miss
+    assert f"Only sizes of more than one block (BLOCK = {ex04.VECTOR_PUZZLE_BLOCK})" in out
+    assert "pid * BLOCK" in out
+
+
+def test_vector_add_wrong_values_and_a_kernel_that_does_not_run(capsys):
+    ok, out = _run(capsys, ex04.vector_add, _add_subtracts)
+    assert not ok and re.search(r"n = 1: 1 of 1 elements wrong, worst out\[0\] = \S+, expected \S+", out)
+    ok, out = _run(capsys, ex04.vector_add, _add_typo)
+    assert not ok and "your kernel did not run" in out and "stor" in out
+
+
+# ==== notebook 04, puzzle 2: the sums of a matrix's rows ========================================
+@triton.jit
+def _sums_starter(
+    # Pointers: x is the R x C matrix, out the R sums
+    x_ptr, out_ptr,
+    # Matrix dimensions
+    R, C,
+    # Strides of x: elements to step to the next row (first) or the next column (second)
+    stride_xr, stride_xc,
+    # Meta-parameters
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)   # the rows this program sums
+    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)                # one fp32 sum per row
+    # TODO 1: loop over the columns in tiles of BLOCK_C (C need not be a multiple of BLOCK_C)
+    # TODO 2:   load the BLOCK_R x BLOCK_C tile at rows and the tile's columns (use both strides),
+    #           masked at the rows past R and the columns past C, with other=0.0
+    # TODO 3:   add each row of the tile to acc (tl.sum(tile, axis=1))
+    # TODO 4: store acc at out_ptr + rows, masked
+
+
+@triton.jit
+def _sums_no_tail_mask(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc,
+                       mask=rows[:, None] < R, other=0.0)  # the columns past C are read
+        acc += tl.sum(tile, axis=1)
+    tl.store(out_ptr + rows, acc, mask=rows < R)
+
+
+@triton.jit
+def _sums_row_stride_forgotten(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(x_ptr + rows[:, None] + cols[None, :] * stride_xc, mask=mask, other=0.0)
+        acc += tl.sum(tile, axis=1)
+    tl.store(out_ptr + rows, acc, mask=rows < R)
+
+
+@triton.jit
+def _sums_first_tile_only(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, BLOCK_C)
+    mask = (rows[:, None] < R) & (cols[None, :] < C)
+    tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
+    tl.store(out_ptr + rows, tl.sum(tile, axis=1), mask=rows < R)
+
+
+@triton.jit
+def _sums_acc_overwritten(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
+        acc = tl.sum(tile, axis=1)  # = instead of +=: only the last tile counts
+    tl.store(out_ptr + rows, acc, mask=rows < R)
+
+
+@triton.jit
+def _sums_whole_tiles_only(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
+    for t in range(0, C // BLOCK_C):  # the tail tile is never visited
+        cols = t * BLOCK_C + tl.arange(0, BLOCK_C)
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
+        acc += tl.sum(tile, axis=1)
+    tl.store(out_ptr + rows, acc, mask=rows < R)
+
+
+@triton.jit
+def _sums_no_store_mask(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
+        acc += tl.sum(tile, axis=1)
+    tl.store(out_ptr + rows, acc)
+
+
+def test_row_sums_reference_solves_it(capsys):
+    ok, out = _run(capsys, ex04.row_sums, c04.row_sums_kernel)
+    assert ok and f"Solved: right on all {len(ex04.ROW_SUMS_SHAPES)} shapes" in out and "outside x and out" in out
+
+
+def test_row_sums_starter_is_not_solved_and_says_the_same_every_run(capsys):
+    runs = [_run(capsys, ex04.row_sums, _sums_starter) for _ in range(2)]
+    assert runs[0] == runs[1]
+    ok, out = runs[0]
+    assert not ok and "Not solved yet: on every shape out was never written" in out
+
+
+def test_row_sums_without_the_tail_mask_reads_past_x(capsys):
+    ok, out = _run(capsys, ex04.row_sums, _sums_no_tail_mask)
+    assert not ok
+    tails = [s for s in ex04.ROW_SUMS_SHAPES if s[1] % c04.COL_BLOCK]
+    assert f"right on {len(ex04.ROW_SUMS_SHAPES) - len(tails)} of" in out
+    assert "x 3 x 31: read 1 element past the end of x" in out  # the last row's one column too many
+    assert f"not a multiple of BLOCK_C = {c04.COL_BLOCK}" in out and "the tail" in out
+
+
+def test_row_sums_whole_tiles_only_is_the_tail_too(capsys):
+    ok, out = _run(capsys, ex04.row_sums, _sums_whole_tiles_only)
+    assert not ok and "elements wrong" in out and f"not a multiple of BLOCK_C = {c04.COL_BLOCK}" in out
+    assert "past the end" not in out
+
+
+def test_row_sums_wrong_stride_gives_wrong_values(capsys):
+    ok, out = _run(capsys, ex04.row_sums, _sums_row_stride_forgotten)
+    assert not ok
+    assert re.search(r"x 40 x 100: \d+ of 40 elements wrong, worst out\[\d+\] = \S+, expected \S+", out), out
+    assert "x 1 x 1:" not in out  # one row: its stride is never used
+
+
+@pytest.mark.parametrize("kernel", [_sums_first_tile_only, _sums_acc_overwritten])
+def test_row_sums_that_keep_one_tile_are_named(capsys, kernel):
+    ok, out = _run(capsys, ex04.row_sums, kernel)
+    assert not ok and "elements wrong" in out
+    assert f"wider than one tile (BLOCK_C = {c04.COL_BLOCK} columns)" in out and "every tile" in out
+    assert "x 3 x 31:" not in out
+
+
+def test_row_sums_without_a_store_mask_write_past_out(capsys):
+    ok, out = _run(capsys, ex04.row_sums, _sums_no_store_mask)
+    assert not ok
+    assert "x 17 x 33: wrote 15 elements past the end of out" in out  # 2 programs of 16 rows: 32 - 17
+    assert f"not a multiple of BLOCK_R = {c04.ROW_BLOCK}" in out
+
+
+def test_row_sums_library_kernel_takes_any_strides_and_dtype():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(70, 45, generator=gen)
+    for t in (x, x.T, x[::2, 3:]):  # contiguous, transposed, sliced
+        assert torch.allclose(c04.row_sums(t).double(), t.double().sum(dim=1), rtol=1e-5, atol=1e-5)
+    got = c04.row_sums(x.to(torch.bfloat16))
+    assert got.dtype == torch.bfloat16
+    assert torch.allclose(got.double(), x.to(torch.bfloat16).double().sum(dim=1), rtol=2e-2, atol=1e-1)
+    with pytest.raises(ValueError, match="2-D matrix"):
+        c04.row_sums(x[0])
+    with pytest.raises(ValueError, match="power of two"):
+        c04.row_sums(x, block_c=48)
+
+
+# ==== notebook 04, puzzle 3: the masked GEMM with its K tail ====================================
+@triton.jit
+def _gemm_starter(
+    # Pointers to matrices
+    a_ptr, b_ptr, c_ptr,
+    # Matrix dimensions: A is M x K, B is K x N, C is M x N
+    M, N, K,
+    # Strides
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)   # rows of A and of C
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)   # columns of B and of C
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # TODO 1: loop over the K-slices k0 = 0, BLOCK_K, 2 * BLOCK_K, ... (K need not be a multiple)
+    # TODO 2:   load A's BLOCK_M x BLOCK_K block at (rows, k0 + ks) and B's BLOCK_K x BLOCK_N block
+    #           at (k0 + ks, cols), each masked at every edge it can cross, with other=0.0
+    # TODO 3:   acc = tl.dot(a, b, acc, input_precision="ieee")   # "ieee": exact fp32, not TF32
+    # TODO 4: store acc into C at (rows, cols), masked
+
+
+@triton.jit
+def _gemm_whole_slices_only(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                            stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, K // BLOCK_K):  # the old exercise's bug: the K tail is never visited
+        k = kb * BLOCK_K + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak, mask=rows[:, None] < M, other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn, mask=cols[None, :] < N, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_masks_forget_k(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                         stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):  # the loop is fixed, but the masks stop at M and N only
+        k = kb * BLOCK_K + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak, mask=rows[:, None] < M, other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn, mask=cols[None, :] < N, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_no_store_mask(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                        stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):
+        k = kb * BLOCK_K + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc)
+
+
+@triton.jit
+def _gemm_a_stride_for_b(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                         stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):
+        k = kb * BLOCK_K + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_am + cols[None, :] * stride_bn,  # A's row stride, K, not B's, N
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def test_masked_gemm_reference_solves_it(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, c04.exercise_tail_solution_kernel)
+    assert ok and f"right on all {len(ex04.GEMM_SHAPES)} shapes" in out and "Solved" in out
+    # and through course_lib.check directly, as the library's own kernel
+    check(c04.exercise_gemm(c04.exercise_tail_solution_kernel), "fp32", shapes=[(33, 17, 40), (5, 3, 1)], seed=0)
+
+
+def test_masked_gemm_starter_is_not_solved_and_says_the_same_every_run(capsys):
+    runs = [_run(capsys, ex04.masked_gemm, _gemm_starter) for _ in range(2)]
+    assert runs[0] == runs[1]
+    ok, out = runs[0]
+    assert not ok and "Not solved yet: on every shape C was never written" in out and "TODO" in out
+
+
+def _k_tails():
+    return [s for s in ex04.GEMM_SHAPES if s[2] % ex04.GEMM_PUZZLE_BLOCK]
+
+
+def test_masked_gemm_whole_k_slices_only_is_the_k_tail(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, _gemm_whole_slices_only)
+    assert not ok
+    for shape in _k_tails():  # every failing shape listed, and only those
+        assert f"{shape}: relative error" in out, shape
+    assert f"right on {len(ex04.GEMM_SHAPES) - len(_k_tails())} of {len(ex04.GEMM_SHAPES)} shapes" in out
+    assert f"not a multiple of BLOCK_K = {ex04.GEMM_PUZZLE_BLOCK}: the K tail" in out
+
+
+def test_masked_gemm_masks_not_cut_at_k_read_past_a_and_b(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, _gemm_masks_forget_k)
+    assert not ok
+    # A's last row reads k = 40..63 (24 past its end); B's rows 40..63, 17 columns: 24 x 17 = 408
+    assert ("(33, 17, 40): read 24 elements past the end of A, which is 33 x 40; "
+            "read 408 elements past the end of B, which is 40 x 17") in out
+    for shape in _k_tails():
+        assert f"{shape}: read" in out, shape
+    assert "the K tail" in out
+
+
+def test_masked_gemm_without_a_store_mask_writes_past_c(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, _gemm_no_store_mask)
+    assert not ok
+    assert "(33, 17, 40): wrote 542 elements past the end of C, which is 33 x 17" in out
+    assert "the edges of C" in out
+    assert "(32, 32, 64):" not in out  # whole tiles: nothing to mask
+
+
+def test_masked_gemm_wrong_stride_is_caught(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, _gemm_a_stride_for_b)
+    assert not ok
+    assert "(1, 45, 19): relative error" in out  # wrong values where the wrong rows stay inside B
+    assert "(33, 17, 40): read" in out and "past the end of B" in out
+
+
+def test_a_puzzle_without_an_answer_says_so(capsys):
+    for puzzle in (ex04.vector_add, ex04.row_sums, ex04.masked_gemm):
+        ok, out = _run(capsys, puzzle, None)
+        assert not ok and "no kernel yet" in out
+
+
+def test_solutions_show_the_course_kernels():
+    assert "def vector_add_kernel" in ex04.vector_add.solution().data
+    assert "def row_sums_kernel" in ex04.row_sums.solution().data
+    assert "def exercise_tail_solution_kernel" in ex04.masked_gemm.solution().data
+    assert "def grouped_order" in ex05.grouped_order.solution().data
+
+
+# ==== notebook 05: the grouped order ============================================================
+def _order_starter(pid, num_pid_m, num_pid_n, group_m):
+    # TODO 1: band = the band of group_m tile rows that program pid falls in
+    #         (a band holds group_m * num_pid_n tiles); first_m = its first tile row
+    # TODO 2: rows = the tile rows of this band: group_m, or fewer in a shorter last band
+    # TODO 3: walk down the band's columns: pid_m = first_m + ..., pid_n = ...
+    return None   # return pid_m, pid_n
+
+
+def _order_learner(pid, num_pid_m, num_pid_n, group_m):
+    band, within = divmod(pid, group_m * num_pid_n)
+    first_m = band * group_m
+    rows = min(num_pid_m - first_m, group_m)
+    return first_m + within % rows, within // rows
+
+
+def _order_divides_by_group_m(pid, num_pid_m, num_pid_n, group_m):
+    band, within = divmod(pid, group_m * num_pid_n)
+    rows = min(num_pid_m - band * group_m, group_m)
+    return band * group_m + within % rows, within // group_m  # the short band's columns go wrong
+
+
+def test_grouped_order_solutions_pass(capsys):
+    for fn in (ex05.grouped_order.reference, _order_learner):
+        ok, out = _run(capsys, ex05.grouped_order, fn)
+        assert ok and "solved" in out and f"right on all {len(ex05._cases())} cases" in out
+
+
+def test_grouped_order_starter_and_none(capsys):
+    runs = [_run(capsys, ex05.grouped_order, _order_starter) for _ in range(2)]
+    assert runs[0] == runs[1]
+    ok, out = runs[0]
+    assert not ok and "not solved yet: your function returns None" in out and "TODO" in out
+    ok, out = _run(capsys, ex05.grouped_order, None)
+    assert not ok and "no function yet" in out
+
+
+@pytest.mark.parametrize("fn, meaning", [
+    (c04.row_major_order, "this is row-major order"),
+    (ex05._column_major, "column-major order over the whole grid"),
+    (ex05._band_not_shortened, "the last band has fewer than group_m rows"),
+    (ex05._column_bands, "bands of group_m tile columns"),
+])
+def test_grouped_order_likely_wrong_answers_are_diagnosed(capsys, fn, meaning):
+    ok, out = _run(capsys, ex05.grouped_order, fn)
+    assert not ok and meaning in out
+    assert re.search(r"program \d+ of a \d+ x \d+ grid of tiles, group_m = \d+: yours gives \(\d+, \d+\), "
+                     r"the model \(\d+, \d+\)", out), out
+
+
+def test_grouped_order_other_mistakes_are_counted(capsys):
+    ok, out = _run(capsys, ex05.grouped_order, _order_divides_by_group_m)
+    assert not ok and re.search(r"not yet — wrong on \d+ of \d+ cases", out)
+    ok, out = _run(capsys, ex05.grouped_order, lambda pid, m, n, g: (pid // 0, 0))
+    assert not ok and "raised ZeroDivisionError" in out
+
+
+# ==== the questions ============================================================================
+QUESTIONS = [
+    (ex04.fewest_passes_padded, 8),
+    (ex04.passes_swizzled, 2),
+    (ex05.tiles, 512),
+    (ex05.programs_with_one_more, 116),
+]
+
+
+@pytest.mark.parametrize("question, want", QUESTIONS, ids=lambda q: getattr(q, "what", ""))
+def test_question_expected_value(capsys, question, want):
+    assert question.expected() == want
+    assert question.check(want) and "is right" in capsys.readouterr().out
+    assert not question.check(None) and "no answer yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("question, want", QUESTIONS, ids=lambda q: getattr(q, "what", ""))
+def test_question_wrong_answers_say_what_they_mean(capsys, question, want):
+    assert len(question.wrong) >= 2
+    values = []
+    for value, meaning in question.wrong:
+        v = value(want) if callable(value) else value
+        assert v != want, meaning
+        values.append(v)
+        assert not question.check(v)
+        out = " ".join(capsys.readouterr().out.split())
+        assert " ".join(meaning.split()) in out, (v, out)
+    assert len(set(values)) == len(values), f"two wrong answers with one value: {values}"
+    assert not question.check(want + 1000) and "Hint:" in capsys.readouterr().out
+
+
+# ==== the starters above are the notebooks' =====================================================
+@pytest.mark.parametrize("notebook, cell, starter, name", [
+    ("04_coalescing_and_triton", "x4a1c0a01", _add_starter, "my_add_kernel"),
+    ("04_coalescing_and_triton", "x4a1c0b01", _sums_starter, "my_row_sums_kernel"),
+    ("04_coalescing_and_triton", "x4a1c0c01", _gemm_starter, "my_gemm_kernel"),
+    ("05_triton_fast_kernel", "x5b2d0a01", _order_starter, "my_grouped_order"),
+])
+def test_the_starters_tested_here_are_the_notebooks(notebook, cell, starter, name):
+    import inspect
+
+    import nbformat
+
+    from course_lib.notebooks import NOTEBOOK_DIR
+
+    nb = nbformat.read(NOTEBOOK_DIR / f"{notebook}.ipynb", as_version=4)
+    source = next(c.source for c in nb.cells if c.get("id") == cell)
+    fn = getattr(starter, "fn", starter)  # a Triton kernel's Python function
+    assert source.strip() == inspect.getsource(fn).replace(f"def {fn.__name__}(", f"def {name}(").strip()
