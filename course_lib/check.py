@@ -252,6 +252,7 @@ def check_one(
         except IndexError as e:  # numba's simulator: a thread indexed outside an array
             raise fail(guard.describe_index_error(e)) from None
         stray = g.violations()
+        undefined = g.undefined_note()
     if not isinstance(c, torch.Tensor):
         try:
             c = torch.as_tensor(c)
@@ -266,6 +267,8 @@ def check_one(
     limit = tolerance(dtype, K) if tol is None else tol
     rel, problem = _value_problem(c.to(device=ref.device, dtype=torch.float64), ref, a, b, dtype, limit,
                                   rounds_partial_sums=rounds_partial_sums)
+    if problem and undefined and "not finite" in problem:
+        problem = problem.split(f"; {NAN_NOTE}")[0] + f"; {undefined}"
     if stray or problem:
         raise fail("; ".join(stray + ([problem] if problem else [])))
     return ShapeResult(shape, seed, rel, limit)

@@ -7,7 +7,9 @@ hold a known value (NaN around outputs, :data:`INPUT_GUARD` around operands). Wh
 
 * **Triton's interpreter** (the CPU backend): every load and store passes through the interpreter's
   builder; while a guard is active the addresses of its active lanes are compared with the buffers,
-  so "read 3 elements past the end of A" is found even when the value read is never used.
+  so "read 3 elements past the end of A" is found even when the value read is never used. A masked
+  load without ``other=`` gets NaN in its masked-off elements (Triton leaves them undefined), so a
+  result that depends on them shows.
 * **numba's CUDA simulator** (the CPU backend): numba kernels are handed, instead of bare NumPy
   arrays, views that know their name (:class:`NamedArray`); an index outside the array raises
   :class:`OutOfBounds` naming the array, the index, the thread and the source line, where the
@@ -92,6 +94,7 @@ class Guard:
         self.buffers: list[_Buffer] = []
         self._stray: dict[tuple[str, str, str], _Stray] = {}  # (array, 'read'/'write', side)
         self._lock = threading.Lock()
+        self.undefined_loads = 0  # masked-off elements Triton loaded with no other= (made NaN)
 
     # ---- making the arrays ----------------------------------------------------------------
     def _new(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device, fill: float,
@@ -140,6 +143,13 @@ class Guard:
                 if sel.any():
                     with self._lock:
                         self._stray.setdefault((buf.name, kind, side), _Stray()).add(offsets[sel])
+
+    def undefined_note(self) -> str:
+        """Why NaN may have come from a masked load (empty if none loaded undefined elements)."""
+        if not self.undefined_loads:
+            return ""
+        return ("masked loads without other= read elements that Triton leaves undefined (the check makes "
+                "them NaN): give tl.load an other= value wherever the masked-off elements are used")
 
     def violations(self) -> list[str]:
         """What the kernel did outside its arrays (and to its operands), one sentence each."""
@@ -223,10 +233,20 @@ def _hook_triton_interpreter() -> None:
         m = np.broadcast_to(np.asarray(mask.data, dtype=bool), data.shape)
         return data[m]
 
-    def create_masked_load(self, ptrs, mask, *args, **kwargs):
+    def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
         if _ACTIVE is not None:
             _ACTIVE.note(_addresses(ptrs, mask), "read")
-        return load(self, ptrs, mask, *args, **kwargs)
+            dtype = interpreter._get_np_dtype(ptrs.get_element_ty())
+            if other is None and np.issubdtype(dtype, np.floating):
+                # Without other=, Triton leaves the masked-off elements undefined (the interpreter
+                # gives zeros, a GPU whatever it likes): during a check they are NaN, so a result
+                # that depends on them shows.
+                off = ~np.broadcast_to(np.asarray(mask.data, dtype=bool), np.shape(ptrs.data))
+                if off.any():
+                    _ACTIVE.undefined_loads += int(off.sum())
+                    other = interpreter.TensorHandle(np.full(np.shape(ptrs.data), np.nan, dtype=dtype),
+                                                     ptrs.get_element_ty())
+        return load(self, ptrs, mask, other, *args, **kwargs)
 
     def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
         if _ACTIVE is not None:

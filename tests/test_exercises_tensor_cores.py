@@ -204,8 +204,8 @@ def test_box_lbo_question_names_answers_and_counts_misread_elements(capsys):
 def test_register_budget_question(capsys):
     at_launch = 65536 // 384 // 8 * 8
     assert ex07.registers_at_launch() == at_launch == 168
-    assert ex07.register_budget.expected() == (at_launch * 384 - 128 * 32) // 256 // 8 * 8 == 232
-    for answer, words in [(240, "SM's 65,536 registers"), (236, "round down"), (248, "subtract them"),
+    assert ex07.register_budget.expected() == (at_launch * 384 - 128 * 48) // 256 // 8 * 8 == 224
+    for answer, words in [(232, "SM's 65,536 registers"), (228, "round down"), (248, "subtract them"),
                           (168, "at launch")]:
         ok, out = _answer(ex07.register_budget, answer, capsys)
         assert not ok and words in out, (answer, out)
@@ -340,9 +340,9 @@ def test_waves_6144_questions(capsys):
 
 
 def test_one_wave_question(capsys):
-    assert ex08.one_wave_n.expected() == 2048
-    assert waves.gemm_waves(2304, 2304, 128, 256, occupancy=1).waves == 2
-    for answer, words in [(1280, "128 x 128 tiles"), (2816, "256 x 256 tiles"), (2304, "one step too far")]:
+    assert ex08.one_wave_n.expected() == 2112  # 11 x 11 tiles of 192 x 192
+    assert waves.gemm_waves(2304, 2304, 192, 192, occupancy=1).waves == 2
+    for answer, words in [(2048, "stage 6's 128 x 256 tiles"), (2304, "one step too far"), (25344, "132 tiles in a row")]:
         ok, out = _answer(ex08.one_wave_n, answer, capsys)
         assert not ok and words in out, (answer, out)
 
@@ -389,3 +389,19 @@ def test_every_listed_wrong_answer_is_wrong_and_told_its_meaning(question, capsy
         assert _printed_lines_fit(out)
     question.check(None)
     assert "no answer yet" in capsys.readouterr().out
+
+
+def test_swizzle_names_an_xor_of_the_element_and_columns_taken_for_bytes(capsys):
+    from course_lib.exercises import hopper_tensor_cores
+
+    assert not hopper_tensor_cores.swizzle.check(lambda r, c: 128 * r + 2 * (c ^ (r % 8)))
+    assert "you XOR the element index" in " ".join(capsys.readouterr().out.split())
+    assert not hopper_tensor_cores.swizzle.check(lambda r, c: 128 * r + 16 * ((c // 16) ^ (r % 8)) + c % 16)
+    assert "col counts elements of 2 bytes" in " ".join(capsys.readouterr().out.split())
+
+
+def test_answers_in_another_spelling_are_read_as_meant(capsys):
+    from course_lib.exercises import summary, tensor_cores
+
+    assert tensor_cores.b_owner.check(list(tensor_cores.b_owner.expected()))
+    assert summary.ridge_side.check("Left ")

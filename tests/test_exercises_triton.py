@@ -553,3 +553,11 @@ def test_the_starters_tested_here_are_the_notebooks(notebook, cell, starter, nam
     source = next(c.source for c in nb.cells if c.get("id") == cell)
     fn = getattr(starter, "fn", starter)  # a Triton kernel's Python function
     assert source.strip() == inspect.getsource(fn).replace(f"def {fn.__name__}(", f"def {name}(").strip()
+
+
+def test_grouped_order_returned_the_wrong_way_round_is_named(capsys):
+    from course_lib.exercises import triton_fast_kernel
+    from course_lib.kernels import coalescing_and_triton as c04
+
+    assert not triton_fast_kernel.grouped_order.check(lambda p, m, n, g: c04.grouped_order(p, m, n, g)[::-1])
+    assert "returned the wrong way round" in " ".join(capsys.readouterr().out.split())

@@ -140,3 +140,24 @@ def test_guard_regions_do_not_nest_and_leave_nothing_behind():
     assert guard.active() is None
     c = new_output(2, 3, torch.float32, "cpu")  # outside a check: a plain, unguarded tensor
     assert c.untyped_storage().nbytes() == 2 * 3 * 4
+
+
+@triton.jit
+def _gemm_loads_without_other(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
+    # Masks everywhere, but the K tail's masked-off elements are left to Triton: undefined.
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK):
+        ks = k0 + tl.arange(0, BLOCK)
+        a = tl.load(a_ptr + rows[:, None] * K + ks[None, :], mask=(rows[:, None] < M) & (ks[None, :] < K))
+        b = tl.load(b_ptr + ks[:, None] * N + cols[None, :], mask=(ks[:, None] < K) & (cols[None, :] < N))
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def test_triton_loads_without_other_are_undefined_and_caught():
+    # The interpreter gives zeros where a GPU may give anything: during a check they are NaN.
+    with pytest.raises(CheckFailure, match="masked loads without other= read elements that Triton leaves undefined"):
+        check(_triton_gemm(_gemm_loads_without_other), shapes=[(5, 6, 20)])
+    check(_triton_gemm(_gemm_loads_without_other), shapes=[(16, 16, 32)])  # no masked-off element: right

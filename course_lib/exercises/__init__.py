@@ -82,6 +82,11 @@ class Puzzle:
     def solution(self):  # pragma: no cover
         raise NotImplementedError
 
+    @property
+    def solved_by(self):
+        """What ``check`` takes that solves it: the course's own kernel or function."""
+        return self.reference
+
 
 @dataclass(frozen=True)
 class FunctionPuzzle(Puzzle):
@@ -251,7 +256,7 @@ def _split_note(why: str) -> tuple[str, str]:
     so a puzzle prints it once): what a GPU would have done, what NaN in C means."""
     from course_lib.check import NAN_NOTE  # noqa: PLC0415
 
-    for marker in ("; on a GPU", f"; {NAN_NOTE}"):
+    for marker in ("; on a GPU", f"; {NAN_NOTE}", "; masked loads without other="):
         head, sep, tail = why.partition(marker)
         if sep:
             return head, (sep + tail)[2:]

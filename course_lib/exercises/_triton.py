@@ -167,6 +167,7 @@ class TritonPuzzle(Puzzle):
             except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
                 raise _DidNotRun(f"it raised {type(e).__name__}: {_first_line(str(e))}") from None
             stray = _strays(g.violations())
+            undefined = g.undefined_note()
         ref = self.reference(*(t.double().cpu() for t in inputs.values()))
         got = out.detach().double().cpu()
         problems = list(stray)
@@ -180,7 +181,9 @@ class TritonPuzzle(Puzzle):
                             "on a GPU a read outside an array raises no error)")
         elif n_bad:
             first = self._at(int(torch.nonzero(bad.reshape(-1))[0]), got.shape)
-            problems.append(f"never wrote {n_bad} of {n} elements of {self.output} (first {first}: still "
+            problems.append(f"{n_bad} of {n} elements of {self.output} are NaN (first {first}): {undefined}"
+                            if undefined else
+                            f"never wrote {n_bad} of {n} elements of {self.output} (first {first}: still "
                             "the NaN it was filled with)")
         else:
             bound = self.bound(ref, *(t.double().cpu() for t in inputs.values()))
@@ -199,6 +202,10 @@ class TritonPuzzle(Puzzle):
 
     def solution(self):
         return learn.show_source(self.reveal)
+
+    @property
+    def solved_by(self):
+        return self.reveal
 
 
 @dataclass(frozen=True)
@@ -223,7 +230,8 @@ class TritonGemmPuzzle(Puzzle):
         if right is False:
             results = {tuple(s): "" for s in self.shapes}
             results.update({f.shape: f.why for f in failures})
-            note = _diagnose(self.diagnoses, results)
+            undefined = any("without other=" in f.why for f in failures)  # that note says it all
+            note = None if undefined else _diagnose(self.diagnoses, results)
             if note:
                 report.add(note)
         if right:
@@ -234,3 +242,7 @@ class TritonGemmPuzzle(Puzzle):
 
     def solution(self):
         return learn.show_source(self.reveal)
+
+    @property
+    def solved_by(self):
+        return self.reveal

@@ -48,12 +48,23 @@ def _chunk_start_only(row, col):
     return ROW_BYTES * row + CHUNK * ((2 * col // CHUNK) ^ (row % 8))
 
 
+def _xor_on_elements(row, col):
+    return ROW_BYTES * row + 2 * (col ^ (row % 8))
+
+
+def _col_as_bytes(row, col):
+    return ROW_BYTES * row + CHUNK * ((col // CHUNK) ^ (row % 8)) + col % CHUNK
+
+
 swizzle = FunctionPuzzle(
     title="Your swizzle",
     reference=tc.tma_box_offset,
     cases=lambda: [(r, c) for r in range(BOX_ROWS) for c in range(BOX_COLS)],
     show=lambda case: f"element ({case[0]}, {case[1]})",
     known_wrong=[
+        (_xor_on_elements, "you XOR the element index: the swizzle permutes whole 16-byte chunks (8 bf16), "
+                           "so XOR the chunk, 2 * col // 16, and keep the byte inside it."),
+        (_col_as_bytes, "col counts elements of 2 bytes, not bytes: the byte in the row is 2 * col."),
         (_no_xor, "that is the plain row-major offset: the swizzle is missing (chunk c of row r goes to "
                   "chunk c ^ (r % 8))."),
         (_xor_with_row, "the XOR takes row % 8, not the row: from row 8 on your chunk index runs past 7, "
@@ -146,7 +157,7 @@ box_lbo = _LboQuestion(
 REGS_PER_SM = 65536
 THREADS = 384           # three warpgroups, __launch_bounds__(384, 1)
 PRODUCER_THREADS, CONSUMER_THREADS = 128, 256
-VARIANT_PRODUCER_REGS = 32
+VARIANT_PRODUCER_REGS = 48
 
 
 def _round8(x: float) -> int:
@@ -177,8 +188,8 @@ register_budget = Question(
                                                f"{registers_at_launch()} x {THREADS}."),
         ((registers_at_launch() * THREADS - PRODUCER_THREADS * VARIANT_PRODUCER_REGS) / CONSUMER_THREADS,
          "setmaxnreg takes multiples of 8: round down."),
-        (consumer_registers(producer_regs=0), "the producer keeps its 32 registers per thread: subtract "
-                                              "them from the pool first."),
+        (consumer_registers(producer_regs=0), f"the producer keeps its {VARIANT_PRODUCER_REGS} registers per "
+                                              "thread: subtract them from the pool first."),
         (registers_at_launch(), "that is what every thread gets at launch; setmaxnreg moves what the "
                                 "producer gives back to the consumers."),
     ],

@@ -286,6 +286,7 @@ intensity_192 = Question(
 
 ridge_side = Question(
     what="left or right of the bf16 ridge",
+    normalize=lambda answer: answer.strip().lower() if isinstance(answer, str) else answer,
     expected=lambda: "left" if tile_intensity(*TILE) < bf16_ridge() else "right",
     hint="compare with the bf16 ridge printed in the roofline section",
     wrong=[
@@ -349,19 +350,23 @@ last_wave_6144 = Question(
 
 # ---- exercise 3: the largest square in one wave -------------------------------------------------
 
-def largest_one_wave(tile: tuple[int, int] = BIG_TILE, up_to: int = 8192) -> int:
-    """The largest multiple of 256 whose square product fits its tiles in one wave of 132."""
-    return max(n for n in range(256, up_to + 1, 256) if waves.gemm_waves(n, n, *tile, occupancy=1).waves == 1)
+ONE_WAVE_TILE = (192, 192)  # cuBLAS's tile at some of the shape table's rows (notebook 08)
+
+
+def largest_one_wave(tile: tuple[int, int] = ONE_WAVE_TILE, up_to: int = 8192) -> int:
+    """The largest multiple of the tile's side whose square product fits its tiles in one wave of 132."""
+    step = tile[0]
+    return max(n for n in range(step, up_to + 1, step) if waves.gemm_waves(n, n, *tile, occupancy=1).waves == 1)
 
 
 one_wave_n = Question(
     what="largest N in one wave",
     expected=largest_one_wave,
-    hint="N = 256 m gives 2m x m tiles; how large may 2m² be?",
+    hint="N = 192 m gives m x m tiles; how large may m² be?",
     wrong=[
-        (largest_one_wave((128, 128)), "that is for 128 x 128 tiles; these are 256 wide."),
-        (largest_one_wave((256, 256)), "that is for 256 x 256 tiles; these are 128 tall."),
-        (largest_one_wave() + 256, "one step too far: its tiles need a second wave."),
+        (lambda want: want + ONE_WAVE_TILE[0], "one step too far: its tiles need a second wave."),
+        (largest_one_wave((128, 256)), "that is for stage 6's 128 x 256 tiles; these are 192 x 192."),
+        (132 * ONE_WAVE_TILE[0], "132 tiles in a row; a square N x N has (N / 192) squared tiles."),
     ],
 )
 

@@ -102,6 +102,7 @@ def _b_i(k, n):
 
 b_owner = Question(
     what="(lane, element) of B[11][6]",
+    normalize=lambda answer: tuple(answer) if isinstance(answer, list) else answer,
     expected=lambda: _owner("B", *B_ELEMENT),
     hint="the column is g; the row 11 = 2t + (i % 2) + 8 * (i // 2) gives t and i; the lane is 4g + t",
     wrong=[

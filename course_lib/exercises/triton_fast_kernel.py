@@ -49,6 +49,8 @@ grouped_order = FunctionPuzzle(
          "fewer than group_m rows, and yours sends its programs to tiles below the grid."),
         (_column_bands, "these are bands of group_m tile columns, walked along their rows: grouped "
          "order turned around. The bands are group_m tile rows, walked down their columns."),
+        (lambda pid, num_pid_m, num_pid_n, group_m: c04.grouped_order(pid, num_pid_m, num_pid_n, group_m)[::-1],
+         "the right tiles, returned the wrong way round: the function gives (pid_m, pid_n), the row first."),
     ],
     reveal=c04.grouped_order,
 )
