@@ -272,7 +272,8 @@ _GPU_WOULD = {
 
 class NamedArray:
     """A NumPy array handed to a numba kernel on the simulator that names itself when indexed
-    outside its bounds. Reads and writes inside the bounds go straight to the array."""
+    outside its bounds. Reads and writes inside the bounds go straight to the array. (The trace's
+    arrays, ``course_lib.viz.trace``, are NamedArrays that also record every access.)"""
 
     __slots__ = ("_ary", "_name")
 

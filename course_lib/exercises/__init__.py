@@ -102,19 +102,11 @@ class FunctionPuzzle(Puzzle):
     reveal: Any = None  # what solution() shows (defaults to the reference)
 
     def check(self, fn: Callable) -> Verdict:
-        if fn is None:
-            say(f"{self.title}: no function yet — write it in the cell above and run this cell again.")
+        if nothing_yet(self.title, fn):
             return Verdict(False)
         cases = list(self.cases())
-        got = {}
-        for case in cases:
-            try:
-                got[case] = fn(*case)
-            except Exception as e:  # noqa: BLE001 - a learner's function may raise anything
-                say(f"{self.title}: your function raised {type(e).__name__} for {self.show(case)}: {e}")
-                return Verdict(False)
-        if all(v is None for v in got.values()):  # the starter, as committed
-            say(f"{self.title}: not solved yet: your function returns None — fill in the TODO lines.")
+        got = call_on_every_case(self.title, fn, cases, lambda case: f"for {self.show(case)}")
+        if got is None:
             return Verdict(False)
         wrong = [c for c in cases if not _same(got[c], self.reference(*c))]
         if not wrong:
@@ -132,6 +124,29 @@ class FunctionPuzzle(Puzzle):
 
     def solution(self):
         return learn.show_source(self.reveal if self.reveal is not None else self.reference)
+
+
+def nothing_yet(title: str, answer: Any, what: str = "function") -> bool:
+    """Say so, and return True, when the learner has not given an answer yet (None)."""
+    if answer is None:
+        say(f"{title}: no {what} yet — write it in the cell above and run this cell again.")
+    return answer is None
+
+
+def call_on_every_case(title: str, fn: Callable, cases: Sequence[tuple], where: Callable[[tuple], str]) -> dict | None:
+    """``fn(*case)`` for every case, or None after saying why not: the function raised (``where``
+    says for which case), or it returns None everywhere (the starter, as committed)."""
+    got = {}
+    for case in cases:
+        try:
+            got[case] = fn(*case)
+        except Exception as e:  # noqa: BLE001 - a learner's function may raise anything
+            say(f"{title}: your function raised {type(e).__name__} {where(case)}: {e}")
+            return None
+    if all(v is None for v in got.values()):
+        say(f"{title}: not solved yet: your function returns None — fill in the TODO lines.")
+        return None
+    return got
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -185,15 +200,14 @@ class NumbaGemmPuzzle(Puzzle):
 
     def check(self, kernel) -> Verdict:
         report = Report(f"{self.title}, checked on {len(self.shapes)} shapes you have not seen:")
-        if kernel is None:
-            say(f"{self.title}: no kernel yet — write it in the cell above and run this cell again.")
+        if nothing_yet(self.title, kernel, "kernel"):
             return Verdict(False)
         right, _ = _gemm_shapes(report, lambda a, b: self.launch(kernel, a, b), self.shapes)
         if right is None:  # it never wrote C, or did not run at all: nothing to trace yet
             return report.show()
         clean = _compare_traces(report, kernel, self.reference, self.trace_shape, self.grid, self.block, right)
         if right:
-            _compiled(report, kernel, self.reference)
+            _compiled(report, kernel, self.reference, self._compile_reference)
         compiles = _source_notes(report, kernel)
         report.solved = right and clean and compiles
         if report.solved:
@@ -208,6 +222,12 @@ class NumbaGemmPuzzle(Puzzle):
 
     def solution(self):
         return learn.show_source(self.reveal if self.reveal is not None else self.reference)
+
+    def _compile_reference(self) -> None:
+        """Launch the course's kernel once, small, so that numba has compiled it for this GPU."""
+        from course_lib.gemm import random_inputs  # noqa: PLC0415
+
+        self.launch(self.reference, *random_inputs(*self.trace_shape, seed=0))
 
 
 def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple[bool | None, list]:
@@ -364,7 +384,7 @@ def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block
     return clean
 
 
-def _compiled(report: Report, kernel, reference) -> None:
+def _compiled(report: Report, kernel, reference, compile_reference: Callable[[], None]) -> None:
     """On a GPU: the registers and local memory (spills) per thread the compiler gave your kernel and
     the course's. (Without a GPU numba compiles nothing: the simulator runs the Python source.)"""
     from course_lib import backend  # noqa: PLC0415
@@ -372,6 +392,8 @@ def _compiled(report: Report, kernel, reference) -> None:
     if not backend.get().is_gpu:
         return
     try:
+        if not reference.overloads:  # not launched in this process yet: nothing compiled to read
+            compile_reference()
         mine, course = (_resources(k) for k in (kernel, reference))
     except Exception as e:  # noqa: BLE001 - an optional extra: say why it is missing
         report.add(f"(the compiler's report could not be read: {type(e).__name__}: {_first_line(str(e))})")

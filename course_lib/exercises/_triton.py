@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from course_lib import backend, guard, learn
-from course_lib.exercises import Puzzle, Report, _first_line, _gemm_shapes
-from course_lib.learn import Verdict, say
+from course_lib.exercises import Puzzle, Report, _first_line, _gemm_shapes, nothing_yet
+from course_lib.learn import Verdict
 
 # {case: what was wrong with it, or "" where it was right} -> a note naming the likely mistake, or None
 Diagnosis = Callable[[dict], "str | None"]
@@ -121,8 +121,7 @@ class TritonPuzzle(Puzzle):
     reveal: Any = None
 
     def check(self, kernel) -> Verdict:
-        if kernel is None:
-            say(f"{self.title}: no kernel yet — write it in the cell above and run this cell again.")
+        if nothing_yet(self.title, kernel, "kernel"):
             return Verdict(False)
         cases = list(self.cases)
         report = Report(f"{self.title}, checked on {len(cases)} {self.unit} you have not seen:")
@@ -222,8 +221,7 @@ class TritonGemmPuzzle(Puzzle):
     reveal: Any = None
 
     def check(self, kernel) -> Verdict:
-        if kernel is None:
-            say(f"{self.title}: no kernel yet — write it in the cell above and run this cell again.")
+        if nothing_yet(self.title, kernel, "kernel"):
             return Verdict(False)
         report = Report(f"{self.title}, checked on {len(self.shapes)} shapes you have not seen:")
         right, failures = _gemm_shapes(report, self.launch(kernel), self.shapes)

@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from course_lib import learn
-from course_lib.exercises import Puzzle, Question
+from course_lib.exercises import Puzzle, Question, call_on_every_case, nothing_yet
 from course_lib.kernels import tensor_cores as tc
 from course_lib.learn import Verdict, say
 from course_lib.model_shapes import MODEL_SHAPES, ModelShape, bytes_moved
@@ -189,19 +189,12 @@ class PlanPuzzle(Puzzle):
     known_wrong: Sequence[tuple[Callable, str]] = ()
 
     def check(self, fn: Callable) -> Verdict:
-        if fn is None:
-            say(f"{self.title}: no function yet — write it in the cell above and run this cell again.")
+        if nothing_yet(self.title, fn):
             return Verdict(False)
         shapes = plan_shapes()
-        returned = {}
-        for s in shapes:
-            try:
-                returned[s.shape] = fn(*s.shape)
-            except Exception as e:  # noqa: BLE001 - a learner's function may raise anything
-                say(f"{self.title}: your function raised {type(e).__name__} at {s.label} {s.shape}: {e}")
-                return Verdict(False)
-        if all(p is None for p in returned.values()):  # the starter, as committed
-            say(f"{self.title}: not solved yet: your function returns None — fill in the TODO lines.")
+        labels = {s.shape: s.label for s in shapes}
+        returned = call_on_every_case(self.title, fn, list(labels), lambda shape: f"at {labels[shape]} {shape}")
+        if returned is None:
             return Verdict(False)
         plans = {}
         for s in shapes:

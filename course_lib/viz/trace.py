@@ -45,6 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from course_lib.guard import NamedArray
 from course_lib.viz.banks import BankAccess, bank_access, draw_banks
 from course_lib.viz.coalescing import WarpAccess, draw_access, warp_access
 
@@ -285,13 +286,14 @@ class _Recorder:
         return [Access._make(r) for r in self.raw]
 
 
-class _TracedArray:
+class _TracedArray(NamedArray):
     """A NumPy array (or a view of one) that reports every element read or written."""
 
-    __slots__ = ("_ary", "_name", "_space", "_rec", "_base", "_root")
+    __slots__ = ("_space", "_rec", "_base", "_root")
 
     def __init__(self, ary: np.ndarray, name: str, space: str, rec: _Recorder, root: np.ndarray | None = None) -> None:
-        self._ary, self._name, self._space, self._rec = ary, name, space, rec
+        super().__init__(ary, name)
+        self._space, self._rec = space, rec
         self._root = ary if root is None else root
         self._base = ary.__array_interface__["data"][0] - self._root.__array_interface__["data"][0]
 
@@ -338,15 +340,6 @@ class _TracedArray:
             for sub in np.ndindex(*view.shape):
                 offset = vbase + sum(i * s for i, s in zip(sub, view.strides))
                 self._rec.record(self, "store", self._root_index(offset), int(offset))
-
-    def __getattr__(self, name):
-        return getattr(self._ary, name)  # shape, size, dtype, ndim, ...
-
-    def __len__(self) -> int:
-        return len(self._ary)
-
-    def __array__(self, dtype=None, copy=None):
-        return np.asarray(self._ary, dtype=dtype)
 
 
 def _shared_name(filename: str, lineno: int, nth: int) -> str:
