@@ -109,6 +109,20 @@ def test_default_shapes_cover_the_awkward_cases():
 def test_tolerance_grows_with_k_and_depends_on_dtype():
     assert tolerance("fp32", 64) == 1e-5 < tolerance("fp32", 8192) < 1e-4
     assert tolerance("tf32", 512) == 2e-3 and tolerance("bf16", 512) == 1e-2
+    # like sqrt(K / 1024) beyond K = 1024 (every CPU shape has K <= 1024, so only this can tell)
+    assert tolerance("fp32", 4096) == pytest.approx(2e-5) and tolerance("fp32", 16384) == pytest.approx(4e-5)
+
+
+def test_the_shapes_include_a_rank_one_update_of_a_whole_matrix():
+    # K = 1 with M, N > 1: every element of C is one product (a loop that never runs its body twice).
+    for shapes in (CPU_SHAPES, GPU_SHAPES):
+        assert any(k == 1 and m > 1 and n > 1 for m, n, k in shapes)
+
+
+def test_the_reference_is_computed_in_float64_from_the_rounded_inputs():
+    # A reference computed in the inputs' own precision would agree exactly with a 16-bit GEMM.
+    report = check(lambda a, b: a @ b, "fp16", shapes=[(33, 17, 40)], seed=0)
+    assert report.max_rel_error > 0
 
 
 def _tf32_truncated(x: torch.Tensor) -> torch.Tensor:

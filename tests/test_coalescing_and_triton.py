@@ -158,11 +158,19 @@ def test_split_k_ranges(K, block_k, split, want):
     assert -(-K // per) <= split and (-(-K // per) - 1) * per < K  # no empty range
 
 
-def test_split_k_leaves_its_counters_at_zero():
+def test_split_k_leaves_its_counters_at_zero(monkeypatch):
+    # N = 72: B's rows are 288 bytes, 16-byte aligned, so the descriptor path (and split-K) runs;
+    # with N = 70 the kernel would fall back to pointer loads and split-K would go untested.
+    from course_lib.kernels.coalescing_and_triton import fast
+
+    ran = []
+    original = fast.launch_split_k
+    monkeypatch.setattr(fast, "launch_split_k", lambda *a, **k: ran.append(1) or original(*a, **k))
     cfg = c04.FastConfig(16, 32, 32, group_m=1, split_k=3)
-    a, b = random_inputs(5, 70, 200, "fp32", seed=3)
+    a, b = random_inputs(5, 72, 200, "fp32", seed=3)
     c = c04.fast_matmul(a, b, "fp32", cfg)
     torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
+    assert ran, "split-K did not run"
     assert int(c04.split_k_counters(1, a.device).abs().sum()) == 0  # the next launch starts from zero
 
 

@@ -77,6 +77,17 @@ def test_wrong_device_on_the_cpu_backend():
         stages()[0].gemm("fp32")(meta, b)
 
 
+def test_prepare_checks_b_as_well_as_a():
+    # A check made for a alone would let b on the wrong device, or b not contiguous, through.
+    from course_lib.gemm import prepare
+
+    a, b = random_inputs(4, 5, 6)
+    with pytest.raises(ValueError, match=r"b is on meta"):
+        prepare(a, torch.empty(6, 5, device="meta"), stage="s", dtypes=("fp32",))
+    with pytest.raises(ValueError, match=r"b is not contiguous"):
+        prepare(a, b.T.contiguous().T, stage="s", dtypes=("fp32",), contiguous=True)
+
+
 @pytest.mark.parametrize("stage", RUNNABLE, ids=IDS)
 def test_non_contiguous_is_rejected_or_handled(stage):
     a, b = random_inputs(6, 5, 4, _ok_dtype(stage))

@@ -54,6 +54,8 @@ def test_corrupt_json_is_a_clear_error(tmp_path):
         (lambda d: d["records"][1].pop("cublas_tflops"), "lacks 'cublas_tflops'"),
         (lambda d: d["records"][1].update(tflops="fast"), "is not a float"),
         (lambda d: d["records"][1].update(ms=-1.0), "must be positive"),
+        (lambda d: d["records"][1].update(ms=float("inf")), "must be positive"),
+        (lambda d: d["records"][1].update(tflops=float("nan")), "must be positive"),
         (lambda d: d["records"][1].update(dtype="fp64"), "dtype 'fp64'"),
         (lambda d: d["records"][1].update(ratio_to_cublas=0.5), "ratio_to_cublas"),
         (lambda d: d["ceilings"].pop("copy_bandwidth_gbs"), "copy_bandwidth_gbs"),
@@ -204,3 +206,43 @@ def test_ratio_table_fits_and_says_what_it_shows():
     assert max(len(line) for line in lines) <= 100
     assert lines[0].startswith("recorded on NVIDIA H200") and "GPU time" in lines[0]
     assert lines[-1].startswith("triton_fast") and lines[-1].count("%") == 4
+
+
+class _FakeCuda:
+    """torch.cuda for the timer on the CPU: events whose elapsed times come from a list, and which
+    refuse to be read until the device was synchronised after they were recorded."""
+
+    def __init__(self, times):
+        self.times, self.synced = list(times), True
+        cuda = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                pass
+
+            def record(self):
+                cuda.synced = False
+
+            def synchronize(self):
+                cuda.synced = True
+
+            def elapsed_time(self, other):
+                assert cuda.synced, "an event was read before the device was synchronised"
+                return cuda.times.pop(0)
+
+        self.Event = Event
+
+    def synchronize(self):
+        self.synced = True
+
+
+def test_the_timer_reports_the_median_after_synchronising(monkeypatch):
+    fake = _FakeCuda([10.0, 1.0, 2.0, 100.0])  # the estimate, then three runs: median 2, mean 34
+    proxy = type("T", (), {"__getattr__": lambda self, n: getattr(torch, n)})()
+    proxy.cuda = fake
+    proxy.zeros = lambda *a, **k: torch.zeros(1)
+    monkeypatch.setattr(timing, "torch", proxy)
+    monkeypatch.setattr(timing.backend, "require_gpu", lambda *a: None)
+    monkeypatch.setattr(timing, "_flusher", lambda buf, how: (lambda: None))
+    t = timing.time_fn(lambda: None, budget_ms=30.0)
+    assert t.runs == 3 and t.median_ms == 2.0
