@@ -65,3 +65,11 @@ def test_widget_changes_state_when_controls_change():
     box.controls["n"].value = 64  # column stride 128 bytes: still one sector per lane
     assert box.accesses["row"].n_sectors == 2 and box.accesses["column"].n_sectors == 32
     assert "sectors" in box.children[1].value
+
+
+def test_ideal_sectors_round_a_part_sector_up():
+    # 25 lanes x 4 bytes = 100 bytes: no fewer than 4 sectors of 32 bytes can hold them.
+    from course_lib.viz.coalescing import warp_access
+
+    assert warp_access([4 * i for i in range(25)], 4).ideal_sectors == 4
+    assert warp_access([0], 4).ideal_sectors == 1
