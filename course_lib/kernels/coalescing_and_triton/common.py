@@ -20,6 +20,26 @@ COURSE_DTYPES = ("fp32", "tf32", "fp16", "bf16")
 INPUT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "fp16": "ieee", "bf16": "ieee"}
 
 
+def check_tensor(stage: str, name: str, t: object, *, ndim: int, what: str, reshape_hint: str,
+                 dtypes: tuple[torch.dtype, ...], verb: str) -> torch.Tensor:
+    """The checks a wrapper that is not a GEMM makes of a tensor argument (kind, dimensions, element
+    type, device), each refusal saying what to do; ``what`` names the shape ("1-D vector"),
+    ``verb`` what the kernel does with the elements ("adds")."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{stage}: {name} must be a torch.Tensor, not {type(t).__name__}"
+                        + ("; convert it with torch.from_numpy" if type(t).__module__ == "numpy" else ""))
+    if t.dim() != ndim:
+        raise ValueError(f"{stage}: {name} must be a {what}, but its shape is {tuple(t.shape)}; {reshape_hint}")
+    if t.dtype not in dtypes:
+        names = ", ".join(str(d).replace("torch.", "") for d in dtypes)
+        raise TypeError(f"{stage}: {name} is {t.dtype}; the kernel {verb} {names}")
+    want = backend.get().torch_device
+    if t.device.type != torch.device(want).type:
+        raise ValueError(f"{stage}: {name} is on {t.device}, but the {backend.get().name} backend runs "
+                         f"the kernel on '{want}'; move it there with {name}.to({want!r})")
+    return t
+
+
 def interpretable(t: torch.Tensor) -> torch.Tensor:
     """The operand as the kernel should read it on this backend.
 

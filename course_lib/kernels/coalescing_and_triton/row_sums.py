@@ -14,6 +14,7 @@ import triton.language as tl
 
 from course_lib import backend
 from course_lib.gemm import new_array
+from course_lib.kernels.coalescing_and_triton.common import check_tensor
 
 ROW_BLOCK = 16  # rows per program
 COL_BLOCK = 32  # columns per tile: the loop takes ceil(C / COL_BLOCK) steps along a row
@@ -43,21 +44,10 @@ def row_sums_kernel(
 
 
 def _check_matrix(x: object) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"row_sums: x must be a torch.Tensor, not {type(x).__name__}"
-                        + ("; convert it with torch.from_numpy" if type(x).__module__ == "numpy" else ""))
-    if x.dim() != 2:
-        raise ValueError(f"row_sums: x must be a 2-D matrix, but its shape is {tuple(x.shape)}; "
-                         "for a vector use x.reshape(1, -1)")
+    check_tensor("row_sums", "x", x, ndim=2, what="2-D matrix", reshape_hint="for a vector use x.reshape(1, -1)",
+                 dtypes=ROW_SUMS_DTYPES, verb="sums")
     if 0 in x.shape:
         raise ValueError(f"row_sums: x is empty (shape {tuple(x.shape)}); it needs a row and a column")
-    if x.dtype not in ROW_SUMS_DTYPES:
-        names = ", ".join(str(d).replace("torch.", "") for d in ROW_SUMS_DTYPES)
-        raise TypeError(f"row_sums: x is {x.dtype}; the kernel sums {names}")
-    want = backend.get().torch_device
-    if x.device.type != torch.device(want).type:
-        raise ValueError(f"row_sums: x is on {x.device}, but the {backend.get().name} backend runs "
-                         f"the kernel on '{want}'; move it there with x.to({want!r})")
     return x
 
 

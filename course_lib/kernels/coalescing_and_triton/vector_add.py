@@ -16,6 +16,7 @@ import triton.language as tl
 
 from course_lib import backend
 from course_lib.gemm import new_array
+from course_lib.kernels.coalescing_and_triton.common import check_tensor
 
 VECTOR_BLOCK = 1024  # elements per program; tl.arange needs a power of two
 VECTOR_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -39,19 +40,8 @@ def vector_add_kernel(
 
 
 def _check_vector(t: object, name: str) -> torch.Tensor:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"vector_add: {name} must be a torch.Tensor, not {type(t).__name__}"
-                        + ("; convert it with torch.from_numpy" if type(t).__module__ == "numpy" else ""))
-    if t.dim() != 1:
-        raise ValueError(f"vector_add: {name} must be a 1-D vector, but its shape is {tuple(t.shape)}; "
-                         f"flatten it with {name}.reshape(-1)")
-    if t.dtype not in VECTOR_DTYPES:
-        names = ", ".join(str(d).replace("torch.", "") for d in VECTOR_DTYPES)
-        raise TypeError(f"vector_add: {name} is {t.dtype}; the kernel adds {names}")
-    want = backend.get().torch_device
-    if t.device.type != torch.device(want).type:
-        raise ValueError(f"vector_add: {name} is on {t.device}, but the {backend.get().name} backend runs "
-                         f"the kernel on '{want}'; move it there with {name}.to({want!r})")
+    check_tensor("vector_add", name, t, ndim=1, what="1-D vector", reshape_hint=f"flatten it with {name}.reshape(-1)",
+                 dtypes=VECTOR_DTYPES, verb="adds")
     if t.stride(0) != 1 and t.numel() > 1:
         raise ValueError(f"vector_add: {name} is not contiguous (stride {t.stride(0)}); the kernel reads "
                          f"neighbouring elements: pass {name}.contiguous()")
