@@ -16,6 +16,10 @@ On the GPU the backend also fixes the compute capability the course works with. 
 unless ``COURSE_ASSUME_CAPABILITY`` (e.g. ``8.0``) names an older one: the course then treats the GPU
 as that one - it builds and calls only the stages such a GPU could run (see
 :mod:`course_lib.features`) - which shows on a new GPU what a learner with an older one gets.
+
+A tool that compiles kernels for a GPU without launching them (PTX and SASS, ``tools/numba_sass.py``)
+calls :func:`use_compile_only` after importing ``course_lib`` and before importing a kernel module:
+numba's real CUDA target and Triton's compiler, with or without a GPU in the machine.
 """
 
 from __future__ import annotations
@@ -213,6 +217,31 @@ def select() -> Backend:
 def get() -> Backend:
     """The backend of this process (chosen on first use)."""
     return select()
+
+
+COMPILE_ONLY_DEVICE = "none (compile only)"
+
+
+def use_compile_only(why: str = "kernels compiled for a GPU, never launched") -> Backend:
+    """Replace the backend chosen on import by one that only compiles: numba's real CUDA target and
+    Triton's compiler (no simulator, no interpreter), with or without a GPU; nothing is launched or
+    timed. Call it before a course kernel module, or numba.cuda as the simulator, is imported: both fix
+    their mode when imported."""
+    global _BACKEND
+    too_late = sorted(m for m in sys.modules if m.startswith("course_lib.kernels"))
+    if "numba.cuda" in sys.modules:
+        from numba import config
+
+        if config.ENABLE_CUDASIM:
+            too_late.insert(0, "numba.cuda (as the simulator)")
+    if too_late:
+        raise RuntimeError("use_compile_only() must come before numba.cuda and the course's kernel modules are "
+                           f"imported; {', '.join(too_late)} already took the {get().name} backend")
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    os.environ["TRITON_INTERPRET"] = "0"
+    _guard_already_imported(want_simulator=False)
+    _BACKEND = Backend("gpu", f"compile-only: {why}", COMPILE_ONLY_DEVICE)
+    return _BACKEND
 
 
 class NoGPUError(RuntimeError):

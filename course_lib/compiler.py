@@ -1,13 +1,16 @@
-"""What the compiler makes of CUDA code, on a machine without a GPU.
+"""What the compiler makes of CUDA code, on a machine without a GPU, and building it into a torch
+extension on a machine with one.
 
 ``nvcc`` compiles a ``.cu`` file to a cubin for a named architecture (:func:`compile_cubin`), with
 ptxas's report of registers, spills and shared memory per kernel (:func:`parse_ptxas`); the
 ``cuobjdump`` that ships in Triton's wheel disassembles the cubin into SASS, the machine code the
 GPU runs (:func:`sass`, :func:`sass_instruction_mix`). Compiled cubins are cached outside the
-repository, keyed by the sources, the flags and the nvcc version.
+repository, keyed by the sources, the flags and the nvcc version. :func:`load_extension` builds
+CUDA sources into a torch extension with the same flags (:data:`NVCC_FLAGS`), after saying what the
+toolchain lacks, if anything (:func:`toolchain_problems`).
 
-Nothing here knows the course's kernels: :mod:`course_lib.kernels.tensor_cores` compiles its stages
-with these helpers.
+Nothing here knows the course's kernels: :mod:`course_lib.kernels.tensor_cores` compiles and builds
+its stages with these helpers.
 """
 
 from __future__ import annotations
@@ -20,11 +23,24 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
 HEADER_SUFFIXES = (".h", ".cuh")
+
+# Flags every build uses (an extension build and a compile without a GPU alike). PyTorch adds the
+# __CUDA_NO_*_CONVERSIONS__ defines to extension builds; the compile without a GPU uses them too, so
+# it compiles the same code.
+NVCC_FLAGS = (
+    "-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr",
+    "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
+)
+# wgmma and setmaxnreg exist only in the "a" (architecture-specific) variant of sm_90. nvcc 13.0's
+# -arch=sm_90a shorthand also runs a plain sm_90 pass that rejects them; the -gencode form does not.
+SM90A = "-gencode=arch=compute_90a,code=sm_90a"
 
 
 # ---- the tools ----------------------------------------------------------------------------------
@@ -230,3 +246,74 @@ def sass(cubin: Path, cuobjdump: Path | None = None) -> str:
 def sass_instruction_mix(cubin: Path, cuobjdump: Path | None = None) -> collections.Counter:
     """How often each SASS opcode (without modifiers) occurs in a cubin, e.g. HGMMA, HMMA, LDSM."""
     return collections.Counter(SASS_LINE.findall(sass(cubin, cuobjdump)))
+
+
+# ---- a torch extension (GPU machines) -----------------------------------------------------------------
+def toolchain_problems(nvcc: Path | None, ninja: str | None, cxx: str | None) -> list[str]:
+    """What building an extension lacks, each with what to install (empty: nothing)."""
+    out = []
+    if nvcc is None:
+        out.append("nvcc (CUDA's compiler): `make lab GPU=1` installs it from PyPI (cuda-toolkit[nvcc,cccl]"
+                   "==13.0.*, the CUDA of PyPI's torch); or install the CUDA 13.0 toolkit and set CUDA_HOME")
+    if ninja is None:
+        out.append("ninja (runs the compilers in parallel): `make lab GPU=1` installs it, or `pip install ninja`")
+    if cxx is None:
+        out.append("a C++ compiler for the host code: on Debian/Ubuntu `sudo apt install g++`")
+    return out
+
+
+def _cudart_link_dir(cuda_home: Path) -> Path | None:
+    """A folder holding ``libcudart.so`` for the linker, or None if ``cuda_home`` has one already.
+
+    torch's extension builder links with ``-L$CUDA_HOME/lib[64] -lcudart``. PyPI's CUDA runtime
+    ships only the versioned ``libcudart.so.13``, so a link named ``libcudart.so`` is made next to
+    the built extensions (the extension loads the same library torch has already loaded)."""
+    for lib in ("lib64", "lib"):
+        if (cuda_home / lib / "libcudart.so").exists():
+            return None
+    versioned = sorted(cuda_home.glob("lib*/libcudart.so.*"))
+    if not versioned:
+        return None
+    link_dir = extensions_dir() / "cudart_link"
+    link_dir.mkdir(parents=True, exist_ok=True)
+    link = link_dir / "libcudart.so"
+    if not link.exists():
+        link.symlink_to(versioned[0])
+    return link_dir
+
+
+def load_extension(name: str, sources: Sequence[Path], flags: Sequence[str], include_paths: Sequence[Path] = (),
+                   verbose: bool = False):
+    """Build (or load from the cache in :func:`extensions_dir`) a torch extension ``name`` from CUDA
+    ``sources`` with nvcc ``flags``. RuntimeError naming what to install if the toolchain lacks
+    something. Call it on a machine with a GPU: the caller says so first if there is none."""
+    import torch.utils.cpp_extension as cpp_extension  # noqa: PLC0415 - torch only where an extension is built
+
+    # torch runs ninja by name: the one pip put next to this Python counts too.
+    bin_dir = str(Path(sys.executable).parent)
+    if shutil.which("ninja") is None and shutil.which("ninja", path=bin_dir):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    nvcc = find_nvcc()
+    missing_tools = toolchain_problems(nvcc, shutil.which("ninja"), shutil.which(os.environ.get("CXX", "c++")))
+    if missing_tools:
+        raise RuntimeError(f"building the CUDA extension {name} needs:\n- " + "\n- ".join(missing_tools))
+    cuda_home = nvcc.parent.parent
+    cpp_extension.CUDA_HOME = str(cuda_home)  # torch looked for it once, at import, without PyPI's CUDA
+    link_dir = _cudart_link_dir(cuda_home)
+
+    build_dir = extensions_dir() / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 4))  # ninja compiles the sources in parallel
+    t0 = time.time()
+    module = cpp_extension.load(
+        name=name,
+        sources=[str(s) for s in sources],
+        extra_cuda_cflags=list(flags),
+        extra_include_paths=[str(p) for p in include_paths],
+        extra_ldflags=[f"-L{link_dir}"] if link_dir else None,
+        build_directory=str(build_dir),
+        verbose=verbose,
+    )
+    if verbose:
+        print(f"extension {name} ready in {time.time() - t0:.0f} s ({build_dir})", file=sys.stderr)
+    return module

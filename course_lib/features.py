@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from course_lib import backend
 from course_lib.backend import Capability
+
+
+class NotOnThisGPU(RuntimeError):
+    """A stage was called where it cannot run: on the CPU backend (GPU-only stages), or on a GPU that
+    lacks a feature it needs. The message says which; course_lib.bench shows the recorded results."""
 
 
 @dataclass(frozen=True)
@@ -51,25 +57,29 @@ TF32_TENSOR_CORES = Feature("TF32 tensor cores", (8, 0))
 # tcgen05 instead of wgmma (PTX ISA: "wgmma.mma_async ... requires sm_90a").
 HOPPER_SM90A = Feature("Hopper's wgmma, TMA and setmaxnreg (code for sm_90a)", (9, 0), until=(10, 0))
 
-DTYPE_NEEDS: dict[str, tuple[Feature, ...]] = {
-    "fp32": (),
-    "fp16": (),
-    "tf32": (TF32_TENSOR_CORES,),
-    "bf16": (BF16_TENSOR_CORES,),
-}
-
-
-def missing(needs: tuple[Feature, ...], dtype: str, capability: Capability,
+def missing(needs: tuple[Feature, ...], capability: Capability,
             device: Capability | None = None) -> Feature | None:
-    """The first of ``needs`` (or of what ``dtype`` needs) that a GPU of ``capability`` lacks.
+    """The first of ``needs`` (the stage's and its dtype's) that a GPU of ``capability`` lacks.
 
     ``device``: the GPU's real capability when the course treats it as an older one. Code for an
     architecture-specific target (a feature with ``until``) runs only on that architecture, so such
     a feature must exist on the real GPU too: sm_90a code cannot run on a Blackwell GPU treated as 9.0.
     """
-    for feature in (CUDA13, *needs, *DTYPE_NEEDS[dtype]):
+    for feature in (CUDA13, *needs):
         if not feature.available(capability):
             return feature
         if feature.until is not None and device is not None and not feature.available(device):
             return feature
     return None
+
+
+def why_not_here(what: str, needs: tuple[Feature, ...], gpu_only: bool = False) -> str | None:
+    """Why ``what`` (e.g. "stage 'tc_2_wgmma_tma' (bf16)") cannot run on this backend, in one line;
+    None where it can. ``needs``: the features of its kernels and of its dtype."""
+    b = backend.get()
+    if not b.is_gpu:
+        return f"{what} runs only on an NVIDIA GPU and this is the {b.name} backend" if gpu_only else None
+    feature = missing(needs, b.capability, b.device_capability)
+    if feature is None:
+        return None
+    return f"{what} needs {feature.name}, compute capability {feature.where}; this GPU is {b.gpu_label}"

@@ -1,4 +1,4 @@
-"""What every GEMM of the course shares: its dtypes, its argument checks, its output allocation.
+"""What every GEMM of the course shares: its argument checks and its output allocation.
 
 Every course GEMM has one signature, ``fn(a, b) -> c`` with ``a`` of shape (M, K) and ``b`` of shape
 (K, N). Its wrapper does three things in order (the habit of Triton's tutorials): check the
@@ -16,18 +16,7 @@ import numpy as np
 import torch
 
 from course_lib import backend, guard
-
-# The course's names for the arithmetic a GEMM does. "fp32" means exact IEEE fp32 multiply-adds;
-# "tf32" means fp32 inputs rounded to TensorFloat-32 (10-bit mantissa) inside the tensor cores,
-# accumulated in fp32. Both take and return torch.float32 tensors.
-TORCH_DTYPES: dict[str, torch.dtype] = {
-    "fp32": torch.float32,
-    "tf32": torch.float32,
-    "fp16": torch.float16,
-    "bf16": torch.bfloat16,
-}
-DTYPES = tuple(TORCH_DTYPES)
-_NAME_OF_TORCH_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+from course_lib import dtypes as course_dtypes
 
 GemmFn = Callable[[object, object], object]
 
@@ -35,19 +24,13 @@ GemmFn = Callable[[object, object], object]
 def dtype_of(x: object) -> str:
     """The course dtype name of a tensor or array's element type ("fp32", "fp16", "bf16")."""
     t = _as_tensor(x, "input")
-    try:
-        return _NAME_OF_TORCH_DTYPE[t.dtype]
-    except KeyError:
+    record = course_dtypes.of_torch(t.dtype)
+    if record is None:
         raise TypeError(
             f"element type {t.dtype} is not one the course's GEMMs take; use float32, float16 or "
             "bfloat16 (for example a.float())"
-        ) from None
-
-
-def check_dtype_name(dtype: str) -> str:
-    if dtype not in TORCH_DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}: the course uses one of {', '.join(DTYPES)}")
-    return dtype
+        )
+    return record.name
 
 
 def _as_tensor(x: object, name: str) -> torch.Tensor:
@@ -82,7 +65,7 @@ def prepare(
     b: object,
     *,
     stage: str,
-    dtypes: tuple[str, ...],
+    dtypes: tuple[str, ...],  # the course dtypes the kernel computes (their tensors' types are accepted)
     contiguous: bool = False,
     shape_multiple: int = 1,
 ) -> Operands:
@@ -115,9 +98,9 @@ def prepare(
             f"{stage}: a is {ta.dtype} but b is {tb.dtype}; convert both to one type first"
         )
     dt = dtype_of(ta)
-    accepted = {TORCH_DTYPES[d] for d in dtypes}
+    accepted = {course_dtypes.get(d).torch_dtype for d in dtypes}
     if ta.dtype not in accepted:
-        names = ", ".join(sorted({str(TORCH_DTYPES[d]).replace("torch.", "") for d in dtypes}))
+        names = ", ".join(sorted({str(t).replace("torch.", "") for t in accepted}))
         raise TypeError(f"{stage}: takes {names} inputs, not {ta.dtype}; convert them, e.g. a.to(torch.{names.split(', ')[0]})")
     want = backend.get().torch_device
     for name, t in (("a", ta), ("b", tb)):
@@ -190,13 +173,22 @@ def random_inputs(
     They are drawn on that device (on a GPU, an 8192 x 8192 pair takes milliseconds rather than
     the seconds of the CPU), so a seed gives the same inputs again on the same backend.
     """
-    torch_dtype = TORCH_DTYPES[check_dtype_name(dtype)]
+    torch_dtype = course_dtypes.get(dtype).torch_dtype
     device = backend.get().torch_device
     gen = torch.Generator(device=device)
     gen.manual_seed(int(seed) if seed is not None else int(torch.randint(0, 2**62, (1,)).item()))
     a = torch.randn(M, K, generator=gen, dtype=torch.float32, device=device).to(torch_dtype)
     b = torch.randn(K, N, generator=gen, dtype=torch.float32, device=device).to(torch_dtype)
     return a, b
+
+
+def relative_error(c: object, ref: object) -> float:
+    """||C - R|| / ||R|| in float64 (Frobenius norms): how the course measures a GEMM's error against a
+    reference (float64 in ``check``, cuBLAS in ``bench``). Where R is all zeros, the largest |C - R|."""
+    c64, ref64 = _as_tensor(c, "c").double(), _as_tensor(ref, "reference").double().to(_as_tensor(c, "c").device)
+    diff = c64 - ref64
+    ref_norm = float(torch.linalg.norm(ref64))
+    return float(torch.linalg.norm(diff)) / ref_norm if ref_norm > 0 else float(diff.abs().max())
 
 
 def flops(M: int, N: int, K: int) -> int:

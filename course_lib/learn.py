@@ -14,9 +14,11 @@ import math
 from typing import Any, Sequence
 
 
-def show_source(obj: Any, language: str = "python"):
+def show_source(obj: Any, language: str = "python", section: str | None = None):
     """The source of a function, a Triton or numba kernel, or a string of code, highlighted.
 
+    ``section``: only the part under the comment banner ``# ---- <section>`` (a kernel's
+    ``"mainloop"``, say), up to the next banner that is not nested deeper, dedented.
     Returns an ``IPython.display.Code`` (the notebook shows it coloured; its plain text is the code)."""
     from IPython.display import Code
 
@@ -25,7 +27,26 @@ def show_source(obj: Any, language: str = "python"):
     else:
         fn = getattr(obj, "fn", None) or getattr(obj, "py_func", None) or obj  # Triton JIT / numba kernels
         text = inspect.getsource(fn)
+    if section is not None:
+        text = source_section(text, section)
     return Code(text.rstrip("\n"), language=language)
+
+
+def source_section(text: str, section: str) -> str:
+    """The lines of ``text`` from the banner ``# ---- <section>`` to the next ``# ----`` banner
+    indented as much or less (or the end), dedented; ValueError if there is no such banner."""
+    import textwrap  # noqa: PLC0415
+
+    lines = text.splitlines()
+    banners = [i for i, line in enumerate(lines) if line.lstrip().startswith("# ----")]
+    starts = [i for i in banners if lines[i].lstrip().startswith(f"# ---- {section}")]
+    if len(starts) != 1:
+        found = ", ".join(repr(lines[i].lstrip()[7:].split(":")[0].rstrip(" -")) for i in banners) or "none"
+        raise ValueError(f"{len(starts)} banners '# ---- {section}' in this source (banners: {found})")
+    start = starts[0]
+    depth = len(lines[start]) - len(lines[start].lstrip())
+    end = next((i for i in banners if i > start and len(lines[i]) - len(lines[i].lstrip()) <= depth), len(lines))
+    return textwrap.dedent("\n".join(lines[start:end])).strip("\n")
 
 
 class Verdict:

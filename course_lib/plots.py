@@ -13,10 +13,9 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from course_lib.layout import Shape
 from course_lib.registry import get_stage
 from course_lib.results import Results
-
-Shape = tuple[int, int, int]
 
 
 def _title(stage_name: str) -> str:

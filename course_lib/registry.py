@@ -1,38 +1,28 @@
-"""The one registry of every GEMM the course builds.
+"""The course manifest: every GEMM the course builds, in course order, and how to look one up.
 
-Each stage has a name, the notebook that teaches it, the backend its kernels are written for, the
-dtypes it supports and, per dtype, a callable with the course's one signature ``fn(a, b) -> c``.
-Entry 0 is the reference: cuBLAS through ``torch.matmul``.
+:func:`course` lists one row per stage - its name, the notebook that teaches it, the backend its
+kernels are written for and, per course dtype, a callable with the course's one signature
+``fn(a, b) -> c`` - in the order the course teaches them; that order is the only one charts and
+tables use. Row 0 is the reference: cuBLAS through ``torch.matmul``. The kernel modules know nothing
+of this list (they define kernels and their wrappers); adding a stage is one row here plus its
+kernel module (MAINTAINING.md, "Add a stage").
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import torch
 
-from course_lib import backend
-from course_lib.features import Feature, missing
-from course_lib.gemm import DTYPES, GemmFn, check_dtype_name, dtype_of, prepare
-
-# Kernel modules, in course order; each registers its stages when imported.
-KERNEL_MODULES = (
-    "course_lib.kernels.naive",
-    "course_lib.kernels.shared_memory_tiling",
-    "course_lib.kernels.thread_coarsening",
-    "course_lib.kernels.coalescing_and_triton",
-    "course_lib.kernels.tensor_cores",
-)
+from course_lib import backend, dtypes
+from course_lib.features import Feature, NotOnThisGPU, missing, why_not_here
+from course_lib.gemm import GemmFn, dtype_of, prepare
 
 BACKENDS = ("cublas", "numba", "triton", "cuda-extension")
-
-
-class NotOnThisGPU(RuntimeError):
-    """A stage was called where it cannot run: on the CPU backend (GPU-only stages), or on a GPU that
-    lacks a feature it needs. The message says which; course_lib.bench shows the recorded results."""
+__all__ = ["BACKENDS", "NotOnThisGPU", "Stage", "course", "get_stage", "stage_or_callable", "stages"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +39,7 @@ class Stage:
     shape_multiple: int = 1  # M, N and K must be multiples of this (1: any shape)
     sweep: bool = False  # recording runs measure this stage over the whole size sweep
     variant_of: str | None = None  # a parameter variant of another stage (recorded at one size only)
-    order: int = 0  # position in the course (charts sort by it)
+    order: int = 0  # position in the course manifest (set by it; charts sort by it)
     # True where the GEMM may add partial sums in its 16-bit output type (cuBLAS does, as PyTorch
     # allows by default: torch.backends.cuda.matmul.allow_{fp16,bf16}_reduced_precision_reduction);
     # course_lib.check then allows that rounding too. The course's kernels sum in fp32.
@@ -65,7 +55,7 @@ class Stage:
     def gemm(self, dtype: str = "fp32") -> GemmFn:
         """The callable ``fn(a, b) -> c`` of this stage for one course dtype; where the stage cannot
         run (see :meth:`why_not_here`) a callable that raises :class:`NotOnThisGPU` saying why."""
-        check_dtype_name(dtype)
+        dtype = dtypes.get(dtype).name
         if dtype not in self.gemms:
             raise ValueError(
                 f"stage {self.name!r} supports {', '.join(self.dtypes)}, not {dtype}"
@@ -82,64 +72,15 @@ class Stage:
                         device: backend.Capability | None = None) -> Feature | None:
         """What a GPU of compute capability ``capability`` lacks to run this stage in ``dtype``
         (``device``: its real capability, when the course treats it as an older one)."""
-        return missing(self.needs, check_dtype_name(dtype), capability, device)
+        return missing(self.needs + dtypes.get(dtype).needs, capability, device)
 
     def why_not_here(self, dtype: str) -> str | None:
         """Why this stage cannot run in ``dtype`` on this backend, in one line (None: it can)."""
-        b = backend.get()
-        if not b.is_gpu:
-            if self.gpu_only:
-                return f"stage {self.name!r} runs only on an NVIDIA GPU and this is the {b.name} backend"
-            return None
-        feature = self.missing_feature(dtype, b.capability, b.device_capability)
-        if feature is None:
-            return None
-        return (f"stage {self.name!r} ({dtype}) needs {feature.name}, compute capability {feature.where}; "
-                f"this GPU is {b.gpu_label}")
+        return why_not_here(f"stage {self.name!r} ({dtype})", self.needs + dtypes.get(dtype).needs, self.gpu_only)
 
     def __call__(self, a: object, b: object) -> object:
         """Run the stage; fp32 inputs mean exact fp32 arithmetic (use gemm('tf32') for TF32)."""
         return self.gemm(dtype_of(a))(a, b)
-
-
-_STAGES: dict[str, Stage] = {}
-_loaded = False
-
-
-def register(stage: Stage) -> Stage:
-    if stage.backend not in BACKENDS:
-        raise ValueError(f"unknown backend {stage.backend!r}; one of {BACKENDS}")
-    for d in stage.gemms:
-        check_dtype_name(d)
-    if stage.name in _STAGES and _STAGES[stage.name] is not stage:
-        raise ValueError(f"a stage named {stage.name!r} is already registered")
-    _STAGES[stage.name] = stage
-    return stage
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in KERNEL_MODULES:
-        importlib.import_module(module)
-
-
-def stages() -> list[Stage]:
-    """Every registered stage, cuBLAS first, then in course order."""
-    _load()
-    return sorted(_STAGES.values(), key=lambda s: (s.order, s.name))
-
-
-def get_stage(name: str) -> Stage:
-    _load()
-    try:
-        return _STAGES[name]
-    except KeyError:
-        raise KeyError(
-            f"no stage named {name!r}; registered: {', '.join(s.name for s in stages())}"
-        ) from None
 
 
 # ---- entry 0: cuBLAS ---------------------------------------------------------------------------
@@ -165,17 +106,113 @@ def _cublas(dtype: str) -> GemmFn:
     return gemm
 
 
-CUBLAS = register(
-    Stage(
-        name="cublas",
-        notebook="",
-        backend="cublas",
-        title="cuBLAS (torch.matmul)",
-        gemms={d: _cublas(d) for d in DTYPES},
-        order=-1,
-        rounds_partial_sums=True,
-    )
-)
+def _with(fn: Callable, name: str, doc: str | None = None, **kwargs) -> GemmFn:
+    """``fn(a, b, **kwargs)`` as a course GEMM ``gemm(a, b)`` named ``name``: one stage of a kernel
+    that takes a parameter (a tile size, a configuration, a dtype)."""
+    def gemm(a: object, b: object) -> object:
+        return fn(a, b, **kwargs)
+
+    gemm.__name__ = gemm.__qualname__ = name
+    gemm.__doc__ = doc or (fn.__doc__ or "").strip().splitlines()[0] + (f" {kwargs}" if kwargs else "")
+    return gemm
+
+
+def _per_dtype(fn: Callable, name: str, names: tuple[str, ...] = dtypes.NAMES) -> dict[str, GemmFn]:
+    """One course GEMM per dtype of a wrapper ``fn(a, b, dtype)``."""
+    return {d: _with(fn, f"{name}_{d}", dtype=d) for d in names}
+
+
+def _manifest() -> list[Stage]:
+    """The course, in order (imports the kernel modules: numba, Triton, the extension's wrappers)."""
+    from course_lib.kernels import coalescing_and_triton as c04
+    from course_lib.kernels import naive, shared_memory_tiling, tensor_cores, thread_coarsening
+
+    tiling, coarse = shared_memory_tiling, thread_coarsening
+    t02 = "02 shared-memory tiling (T={})"
+    rows = [
+        Stage(name="cublas", notebook="", backend="cublas", title="cuBLAS (torch.matmul)",
+              gemms={d: _cublas(d) for d in dtypes.NAMES}, rounds_partial_sums=True),
+        # 01: one thread per element of C
+        Stage(name="naive", notebook="01_naive", backend="numba", title="01 naive (x along columns)",
+              gemms={"fp32": naive.naive}),
+        Stage(name="naive_x_along_rows", notebook="01_naive", backend="numba", title="01 naive (x along rows)",
+              gemms={"fp32": naive.naive_x_along_rows}),
+        # 02: tiles of A and B staged in shared memory; the other tile sizes are its variants
+        Stage(name="shared_memory_tiling", notebook="02_shared_memory_tiling", backend="numba",
+              title=t02.format(tiling.DEFAULT_TILE),
+              gemms={"fp32": _with(tiling.shared_memory_tiling, f"shared_memory_tiling_t{tiling.DEFAULT_TILE}",
+                                   tile=tiling.DEFAULT_TILE)}),
+        *(Stage(name=f"shared_memory_tiling_t{t}", notebook="02_shared_memory_tiling", backend="numba",
+                title=t02.format(t), variant_of="shared_memory_tiling",
+                gemms={"fp32": _with(tiling.shared_memory_tiling, f"shared_memory_tiling_t{t}", tile=t)})
+          for t in tiling.TILE_SIZES if t != tiling.DEFAULT_TILE),
+        # 03: several outputs per thread; the register-tiling configurations are its variants
+        Stage(name="coarsened_2x2", notebook="03_thread_coarsening", backend="numba",
+              title="03 thread coarsening 2x2", gemms={"fp32": coarse.coarsened_2x2}),
+        Stage(name="register_tiling", notebook="03_thread_coarsening", backend="numba", sweep=True,
+              title=f"03 register tiling {coarse.DEFAULT_CONFIG.TM}x{coarse.DEFAULT_CONFIG.TN}/thread, "
+                    f"{coarse.DEFAULT_CONFIG.BM}x{coarse.DEFAULT_CONFIG.BN}/block",
+              gemms={"fp32": _with(coarse.register_tiling, "register_tiling", config=coarse.DEFAULT_CONFIG)}),
+        *(Stage(name=name, notebook="03_thread_coarsening", backend="numba", title=coarse.variant_title(cfg),
+                variant_of="register_tiling", gemms={"fp32": _with(coarse.register_tiling, name, config=cfg)})
+          for name, cfg in sorted(coarse.SWEEP_CONFIGS.items())),
+        # 04 and 05: Triton
+        Stage(name="triton_tiled", notebook=c04.NOTEBOOK, backend="triton", title="Triton tiled (pointers + masks)",
+              gemms=_per_dtype(c04.tiled_matmul, "triton_tiled")),
+        Stage(name="triton_tiled_transposed_b", notebook=c04.NOTEBOOK, backend="triton",
+              title="Triton tiled, B pre-transposed (the article's experiment)",
+              gemms=_per_dtype(c04.tiled_matmul_transposed_b, "triton_tiled_transposed_b")),
+        # check() rounds the descriptor stage's shapes up to multiples of 8: 16-byte rows for every dtype.
+        Stage(name="triton_tiled_descriptors", notebook=c04.FAST_NOTEBOOK, backend="triton", shape_multiple=8,
+              title="Triton tiled (tensor descriptors)",
+              gemms=_per_dtype(c04.tiled_matmul_descriptors, "triton_tiled_descriptors")),
+        Stage(name="triton_fast", notebook=c04.FAST_NOTEBOOK, backend="triton", sweep=True,
+              title="Triton fast (grouped, descriptors, tuned)",
+              gemms=_per_dtype(c04.fast_matmul_autotuned, "triton_fast"), tuning_log=c04.tuning_log),
+        # 06 and 07: tensor cores from CUDA C++ (stage 0, then the staircase whose last step is swept)
+        *(Stage(name=d.stage, notebook=d.notebook, backend="cuda-extension", title=d.title,
+                gemms={"bf16": tensor_cores.GEMMS[d.stage]}, gpu_only=True, needs=d.needs,
+                shape_multiple=d.shape_multiple, sweep=d is tensor_cores.DESIGNS[-1])
+          for d in tensor_cores.ALL_DESIGNS),
+    ]
+    return [dataclasses.replace(s, order=i) for i, s in enumerate(rows)]
+
+
+_COURSE: dict[str, Stage] | None = None
+
+
+def _validated(rows: list[Stage]) -> dict[str, Stage]:
+    out: dict[str, Stage] = {}
+    for s in rows:
+        if s.backend not in BACKENDS:
+            raise ValueError(f"stage {s.name!r}: unknown backend {s.backend!r}; one of {BACKENDS}")
+        for d in s.gemms:
+            dtypes.get(d)
+        if s.name in out:
+            raise ValueError(f"the course manifest lists a stage named {s.name!r} twice")
+        if s.variant_of is not None and s.variant_of not in out:
+            raise ValueError(f"stage {s.name!r} is a variant of {s.variant_of!r}, which must come before it")
+        out[s.name] = s
+    return out
+
+
+def course() -> list[Stage]:
+    """Every stage, cuBLAS first, then in course order (the manifest's)."""
+    global _COURSE
+    if _COURSE is None:
+        _COURSE = _validated(_manifest())
+    return list(_COURSE.values())
+
+
+stages = course  # the name the notebooks and the package face use
+
+
+def get_stage(name: str) -> Stage:
+    by_name = {s.name: s for s in course()}
+    try:
+        return by_name[name]
+    except KeyError:
+        raise KeyError(f"no stage named {name!r}; the course has: {', '.join(by_name)}") from None
 
 
 def stage_or_callable(gemm: str | Stage | Callable, dtype: str) -> tuple[str, GemmFn]:

@@ -24,6 +24,7 @@ import torch
 from course_lib import backend, bench
 from course_lib.gemm import flops, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
+from course_lib.kernels.coalescing_and_triton import autotune
 from course_lib.kernels import tensor_cores as tc
 from course_lib.model_shapes import MODEL_SHAPES
 from course_lib.registry import get_stage
@@ -165,10 +166,10 @@ def main() -> int:
             cands = list(c04.shape_candidates(dtype, M, N, K, sms))
             if shape == (4096, 4096, 4096) and args.squares:
                 cands += [c for c in EXTRA[dtype] if c not in cands]
-            if args.extra and M <= c04.SMALL_M:
+            if args.extra and M <= autotune.SMALL_M:
                 cands += [c for c in extra_decode(dtype, M) if c not in cands]
             big = c04.FAST_CONFIGS[dtype][0]
-            if args.extra and M > c04.SMALL_M and -(-M // big.block_m) * -(-N // big.block_n) < 2 * sms:
+            if args.extra and M > autotune.SMALL_M and -(-M // big.block_m) * -(-N // big.block_n) < 2 * sms:
                 cands += [c for c in extra_small(dtype) if c not in cands and dtype != "fp32"]
             res = {}
             for cfg in cands:

@@ -31,7 +31,7 @@ Files written under $OUT (default ./gpu_triton_out; 6 files, no subfolders):
   results.json          everything above as data (records have the keys of course_lib.bench.measure)
   summary.txt           the compact tables printed at the end
   paste_fast_configs.py the best candidates per dtype as a FAST_CONFIGS literal, ready to paste into
-                        course_lib/kernels/coalescing_and_triton.py
+                        course_lib/kernels/coalescing_and_triton/fast.py
   article_ttgir.txt        TTGIR of the article's kernels (BLOCK_SIZE 64 and 32, ieee/tf32, plain/transposed)
   article_sass.txt         SASS of the BLOCK_SIZE 64 article's kernels
   fast_ttgir.txt        TTGIR + resource summary of the best fast config per dtype
@@ -82,14 +82,15 @@ import torch
 
 import course_lib
 from course_lib import backend, bench, timing
-from course_lib.gemm import TORCH_DTYPES, flops, prepare, random_inputs
+from course_lib import dtypes
+from course_lib.gemm import flops, prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.kernels.coalescing_and_triton import FastConfig as F
+from course_lib.kernels.coalescing_and_triton import article, autotune, fast, tiled
 
 STAGES = ("triton_fast", "triton_tiled_descriptors", "triton_tiled", "triton_tiled_transposed_b")
 DTYPES = ("tf32", "fp16", "bf16", "fp32")
 SIZES = (4096, 8192)
-SANITY = {"fp32": 1e-3, "tf32": 2e-2, "fp16": 5e-2, "bf16": 5e-2}  # as course_lib.bench
 
 # ---- the candidates ------------------------------------------------------------------------------
 # Every entry was compiled for sm_90a with Triton 3.6 and 3.9 on a CPU machine (no GPU; Triton ships
@@ -177,11 +178,11 @@ def _job_warm_fast(dtype: str, cfg_dict: dict[str, Any]) -> dict[str, Any]:
         a, b = random_inputs(256, 256, 256, dtype, seed=0)
         ops = prepare(a, b, stage="triton_fast", dtypes=(dtype,))
         c = torch.full((256, 256), float("nan"), dtype=a.dtype, device=a.device)  # poisoned first
-        ck, _ = c04.launch_fast(ops, dtype, cfg, c)
+        ck, _ = fast.launch_fast(ops, dtype, cfg, c)
         if cfg.b_layout == "nk":  # the kernel-only form (B^T given) has the same strides: cached too
             c04.fast_matmul(a, b.T.contiguous().T, dtype, cfg)
         err = float(torch.linalg.norm(c.double() - (a.double() @ b.double())) / torch.linalg.norm(a.double() @ b.double()))
-        return {"dtype": dtype, "config": cfg.label, "ok": err < SANITY[dtype], "rel_error": err,
+        return {"dtype": dtype, "config": cfg.label, "ok": err < dtypes.get(dtype).sanity, "rel_error": err,
                 "registers": getattr(ck, "n_regs", None), "spills": getattr(ck, "n_spills", None),
                 "shared_bytes": ck.metadata.shared, "warps": ck.metadata.num_warps}
     except Exception as e:  # noqa: BLE001
@@ -193,7 +194,7 @@ def _job_warm_article(precision: str, block: int, variant: str) -> dict[str, Any
         x = torch.randn(256, 192, device="cuda")
         y = torch.randn(192, 128, device="cuda")
         yy = y.T.contiguous().T if variant == "transposed" else y
-        c04.article_experiment_gemm(x, yy, block_size=block, input_precision=precision, transposed_y=variant == "transposed")
+        article.article_experiment_gemm(x, yy, block_size=block, input_precision=precision, transposed_y=variant == "transposed")
         return {"article": [precision, block, variant], "ok": True}
     except Exception as e:  # noqa: BLE001
         return {"article": [precision, block, variant], "ok": False, "error": f"{type(e).__name__}: {e}"[:2000]}
@@ -264,7 +265,7 @@ def side_by_side(fn: Callable[[], Any], ref: Callable[[], Any], label: str, dtyp
     bench.time_fn (CUDA events, L2 flushed before each run), medians, ratio to cuBLAS."""
     c, r = fn(), ref()
     err = float(torch.linalg.norm(c.double() - r.double()) / torch.linalg.norm(r.double()).clamp_min(1e-30))
-    if not err <= SANITY[dtype]:
+    if not err <= dtypes.get(dtype).sanity:
         raise AssertionError(f"{label} ({dtype}) at {shape} differs from cuBLAS by {err:.2e}; not timed")
     del c, r
     mine, theirs = [], []
@@ -327,7 +328,7 @@ def evidence(compiled: Any) -> dict[str, Any]:
 
 
 def phase_article(clock: Clock, budget: float, files: dict[str, list[str]]) -> tuple[list, list]:
-    M, N, K = c04.ARTICLE_SHAPE
+    M, N, K = article.ARTICLE_SHAPE
     g = torch.Generator(device="cuda").manual_seed(6144)
     x = torch.randn(M, K, device="cuda", generator=g)
     y = torch.randn(K, N, device="cuda", generator=g)
@@ -344,7 +345,7 @@ def phase_article(clock: Clock, budget: float, files: dict[str, list[str]]) -> t
                 records.append({"stage": label, "dtype": dtype, "skipped": "time budget"})
                 continue
             try:
-                fn = lambda yy=yy, tr=tr: c04.article_experiment_gemm(x, yy, block_size=bs, input_precision=precision, transposed_y=tr)  # noqa: E731
+                fn = lambda yy=yy, tr=tr: article.article_experiment_gemm(x, yy, block_size=bs, input_precision=precision, transposed_y=tr)  # noqa: E731
                 r = side_by_side(fn, _cublas(dtype, x, y), label, dtype, (M, N, K))
                 records.append(r)
                 log(f"    {label:<38}{dtype:<5}{r['tflops']:8.1f} TF  ({100 * r['ratio_to_cublas']:5.1f}% of cuBLAS {r['cublas_tflops']:.1f})")
@@ -353,12 +354,12 @@ def phase_article(clock: Clock, budget: float, files: dict[str, list[str]]) -> t
                 log(f"    {label} {dtype} FAILED: {e}")
         # evidence: launch the kernel once more directly to get Triton's compiled object
         try:
-            cfg = c04.TileConfig(bs, bs, bs)
+            cfg = tiled.TileConfig(bs, bs, bs)
             ops = prepare(x, y if variant == "plain" else yt.T, stage="article", dtypes=(dtype,))
             if variant == "plain":
-                _, ck = c04.launch_tiled(ops, dtype, cfg, "article")
+                _, ck = tiled.launch_tiled_matmul(ops, dtype, cfg, "article")
             else:
-                _, ck = c04.launch_transposed_b(ops, yt, dtype, cfg, "article")
+                _, ck = article.launch_transposed_b(ops, yt, dtype, cfg, "article")
             e = {"precision": precision, "block_size": bs, "variant": variant, **evidence(ck)}
             evid.append(e)
             files["article_ttgir.txt"].append(f"// ===== article {variant} BLOCK_SIZE={bs} input_precision={precision} =====\n{ck.asm['ttgir']}")
@@ -384,8 +385,8 @@ def phase_sweep(clock: Clock, budget: float, warm: list[dict] | None = None) -> 
     def operands(dtype: str, n: int):
         if (dtype, n) not in inputs:
             g = torch.Generator(device="cuda").manual_seed(n)
-            a = torch.randn(n, n, device="cuda", generator=g).to(TORCH_DTYPES[dtype])
-            b = torch.randn(n, n, device="cuda", generator=g).to(TORCH_DTYPES[dtype])
+            a = torch.randn(n, n, device="cuda", generator=g).to(dtypes.get(dtype).torch_dtype)
+            b = torch.randn(n, n, device="cuda", generator=g).to(dtypes.get(dtype).torch_dtype)
             inputs[(dtype, n)] = (a, b)
         return inputs[(dtype, n)]
 
@@ -394,7 +395,7 @@ def phase_sweep(clock: Clock, budget: float, warm: list[dict] | None = None) -> 
     for n in SIZES if "tf32" in DTYPES else ():
         a, b = operands("tf32", n)
         ways = [("b.T.contiguous()", lambda: b.T.contiguous())]
-        for block, warps in ((c04.TRANSPOSE_BLOCK, c04.TRANSPOSE_WARPS), ((32, 32), 4), ((64, 64), 8), ((128, 32), 4)):
+        for block, warps in ((fast.TRANSPOSE_BLOCK, fast.TRANSPOSE_WARPS), ((32, 32), 4), ((64, 64), 8), ((128, 32), 4)):
             ways.append((f"course_lib transpose {block[0]}x{block[1]} w{warps}",
                          lambda block=block, warps=warps: c04.transpose(b, block, warps)))
         assert torch.equal(c04.transpose(b), b.T), "transpose kernel is wrong"
@@ -463,7 +464,7 @@ def ranking(records: list[dict]) -> dict[str, list[tuple[float, F, dict]]]:
 def paste_configs(ranked: dict[str, list]) -> str:
     lines = ["# Measured by experiments/gpu_triton.py on the H200; ranked by the worse of the two ratios to cuBLAS",
              "# (4096^3 and 8192^3, timed side by side). Paste over FAST_CONFIGS in",
-             "# course_lib/kernels/coalescing_and_triton.py.",
+             "# course_lib/kernels/coalescing_and_triton/fast.py.",
              "FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {"]
     for dtype in ("fp16", "bf16", "tf32", "fp32"):
         lines.append(f'    "{dtype}": (')
@@ -492,8 +493,8 @@ def phase_confirm(clock: Clock, budget: float, ranked: dict[str, list], files: d
         try:
             a, b = random_inputs(512, 512, 512, dtype, seed=0)
             ops = prepare(a, b, stage="t", dtypes=(dtype,))
-            c = torch.empty(512, 512, dtype=TORCH_DTYPES[dtype], device="cuda")
-            ck, used = c04.launch_fast(ops, dtype, cfg, c)
+            c = torch.empty(512, 512, dtype=dtypes.get(dtype).torch_dtype, device="cuda")
+            ck, used = fast.launch_fast(ops, dtype, cfg, c)
             e = {"dtype": dtype, "config": cfg.label, "descriptors_used": used, **evidence(ck)}
             fast_evidence.append(e)
             files["fast_ttgir.txt"].append(f"// ===== triton_fast {dtype} {cfg.label} =====\n// {json.dumps({k: v for k, v in e.items() if k != 'sass_ops'})}\n{ck.asm['ttgir']}")
@@ -534,7 +535,7 @@ def phase_repeat(clock: Clock, budget: float, times: int) -> list[dict]:
                         break
                     r = bench.measure(stage, dtype, (n, n, n))
                     ratios[stage].append(r["ratio_to_cublas"])
-            tuned = [cfg.label for key, cfg in c04.tuned_configs().items() if key[:4] == (dtype, n, n, n)]
+            tuned = [cfg.label for key, cfg in autotune.tuned_configs().items() if key[:4] == (dtype, n, n, n)]
             row = {"dtype": dtype, "M": n, "N": n, "K": n, "triton_fast_config": tuned}
             for stage, v in ratios.items():
                 row[stage] = {"ratios": v, "median": statistics.median(v) if v else None,
@@ -601,14 +602,14 @@ def summary(checks, seed, seed_ev, ranked, confirm, extra, warm) -> str:
 
 def ncu_article() -> int:
     """Launch each seed variant once after a warm-up launch (for ncu; see the module docstring)."""
-    M, N, K = c04.ARTICLE_SHAPE
+    M, N, K = article.ARTICLE_SHAPE
     x = torch.randn(M, K, device="cuda")
     y = torch.randn(K, N, device="cuda")
     yt = y.T.contiguous()
     calls = []
     for precision, bs, variant in ARTICLE_VARIANTS:
         yy = y if variant == "plain" else yt.T
-        calls.append(lambda yy=yy, p=precision, bs=bs, v=variant: c04.article_experiment_gemm(
+        calls.append(lambda yy=yy, p=precision, bs=bs, v=variant: article.article_experiment_gemm(
             x, yy, block_size=bs, input_precision=p, transposed_y=v == "transposed"))
     for call in calls:  # warm-up: compile and launch once (ncu --launch-skip 8 skips these)
         call()

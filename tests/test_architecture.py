@@ -6,10 +6,10 @@ from pathlib import Path
 LIB = Path(__file__).resolve().parent.parent / "course_lib"
 
 LAYERS = [
-    {"backend", "features"},
-    {"gemm", "guard", "timing", "compiler", "model_shapes"},
+    {"backend", "features", "dtypes"},
+    {"gemm", "layout", "guard", "timing", "compiler", "model_shapes"},
     {"registry", "kernels"},
-    {"check", "results", "bench", "plots", "report", "notebooks", "viz", "learn", "jupyter", "exercises"},
+    {"correctness", "results", "bench", "profiles", "plots", "report", "notebooks", "viz", "learn", "jupyter", "exercises"},
 ]
 
 
@@ -52,3 +52,30 @@ def test_every_module_has_a_layer():
     for path in LIB.iterdir():
         if path.suffix == ".py" and path.name != "__init__.py" or (path.is_dir() and (path / "__init__.py").exists()):
             _layer(path.name.removesuffix(".py"))
+
+
+def test_no_kernel_module_imports_the_registry():
+    """The manifest (course_lib.registry) lists the kernel modules' wrappers; the kernel modules know
+    nothing of it, so there is no import circle for a drawing of the imports to miss."""
+    wrong = [str(p.relative_to(LIB)) for p in sorted((LIB / "kernels").rglob("*.py")) if "registry" in _imports(p)]
+    assert not wrong, f"kernel modules importing course_lib.registry: {wrong}"
+
+
+def test_kernels_hold_no_pictures_and_no_exercises():
+    """MAINTAINING.md, "Where things go": every picture and widget is in viz/ (charts of results in
+    plots), every exercise and its solutions in exercises/; kernels/ draws nothing and asks nothing."""
+    drawing = {"matplotlib", "ipywidgets", "IPython"}
+    wrong = []
+    for path in sorted((LIB / "kernels").rglob("*.py")):
+        rel = path.relative_to(LIB)
+        if "exercise" in path.stem:
+            wrong.append(f"{rel}: an exercise module inside kernels/")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            else:
+                continue
+            wrong += [f"{rel} imports {n}" for n in names if n.split(".")[0] in drawing]
+    assert not wrong, "\n".join(wrong)

@@ -69,3 +69,21 @@ def test_describe_says_where_kernels_run_and_the_versions_in_short_lines(capsys)
     for lib in backend.LIBRARIES:
         assert lib in out
     assert f"backend {backend.get().name}" in out
+
+
+def test_compile_only_uses_numbas_real_cuda_target_without_a_gpu():
+    r = _run(
+        "import os, course_lib\nfrom course_lib import backend\n"
+        "b = backend.use_compile_only('a test')\n"
+        "from numba import config\nfrom course_lib.kernels import naive\n"
+        "print(b is backend.get(), b.is_gpu, config.ENABLE_CUDASIM, os.environ['TRITON_INTERPRET'], b.device_name == backend.COMPILE_ONLY_DEVICE)",
+        COURSE_BACKEND="cpu",
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True", "0", "0", "True"]
+
+
+@pytest.mark.parametrize("first", ["import numba.cuda", "from course_lib.kernels import naive"])
+def test_compile_only_comes_before_numba_and_the_kernels(first):
+    r = _run(f"import course_lib\n{first}\ncourse_lib.backend.use_compile_only()", COURSE_BACKEND="cpu")
+    assert r.returncode != 0 and "use_compile_only() must come before numba.cuda" in r.stderr

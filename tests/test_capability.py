@@ -1,16 +1,13 @@
 """Capability gating: what each GPU generation runs, and that a stage a GPU lacks a feature for is
 never called - check says so, bench/compare show the recording - on a faked GPU, without one."""
 
-import importlib
-
 import pytest
 import torch
 
 import course_lib
-from course_lib import backend, bench, features, registry, results
+from course_lib import backend, bench, correctness, dtypes, features, registry, results
+from course_lib.bench import recording
 from course_lib.kernels import tensor_cores as tc
-
-check = importlib.import_module("course_lib.check")  # the module; course_lib.check is the function
 
 HOPPER_ONLY = {"tc_2_wgmma_tma", "tc_3_pipeline", "tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"}
 TENSOR_CORE_DTYPES = {"tf32", "bf16"}
@@ -95,14 +92,14 @@ def fake_gpu(monkeypatch):
 
         def fake_check_one(fn, shape, dtype, *, seed, label="gemm", tol=None, rounds_partial_sums=False):
             calls.append((label, dtype))
-            return check.ShapeResult(shape, seed, 0.0, 1.0)
+            return correctness.ShapeResult(shape, seed, 0.0, 1.0)
 
         monkeypatch.setattr(bench, "measure", fake_measure)
         monkeypatch.setattr(bench, "copy_bandwidth_gbs", lambda: 1000.0)
         monkeypatch.setattr(bench, "provenance", lambda command="": {
             "gpu": name, "sm_count": 1, "driver": "-", "cuda": "-", "torch": "-", "triton": "-", "numba": "-",
             "date": "2026-12-01T00:00:00+00:00"})
-        monkeypatch.setattr(check, "check_one", fake_check_one)
+        monkeypatch.setattr(correctness, "check_one", fake_check_one)
         monkeypatch.setattr(results, "RESULTS_DIR", results.DEFAULT_GPU_FILE.parent)
         return fake
 
@@ -113,7 +110,7 @@ def fake_gpu(monkeypatch):
 def test_check_does_not_call_a_stage_this_gpu_cannot_run(fake_gpu):
     fake_gpu((8, 0), name="NVIDIA A100-SXM4-80GB")
     report = course_lib.check("tc_2_wgmma_tma", "bf16")
-    assert isinstance(report, check.NotChecked) and not report
+    assert isinstance(report, correctness.NotChecked) and not report
     assert "wgmma" in repr(report) and "sm_80" in repr(report) and "A100" in repr(report)
     assert fake_gpu.calls == []
     # the stage itself refuses, too, before anything reaches CUDA
@@ -127,16 +124,16 @@ def test_check_does_not_call_a_stage_this_gpu_cannot_run(fake_gpu):
 
 def test_the_tensor_core_wrapper_refuses_before_building_the_extension(fake_gpu, monkeypatch):
     fake_gpu((8, 6))
-    monkeypatch.setattr(tc, "prepare", lambda *a, **k: None)
-    monkeypatch.setattr(tc, "extension", lambda: pytest.fail("the extension must not be built for a stage this GPU lacks"))
+    monkeypatch.setattr(tc.stages, "prepare", lambda *a, **k: None)
+    monkeypatch.setattr(tc.stages, "extension", lambda: pytest.fail("the extension must not be built for a stage this GPU lacks"))
     with pytest.raises(registry.NotOnThisGPU, match="Hopper"):
         tc.tc_4_warp_specialized(None, None)
 
 
 def test_turing_checks_fp16_but_not_bf16(fake_gpu):
     fake_gpu((7, 5), name="Tesla T4")
-    assert isinstance(course_lib.check("triton_fast", "bf16"), check.NotChecked)
-    assert isinstance(course_lib.check("cublas", "tf32"), check.NotChecked)
+    assert isinstance(course_lib.check("triton_fast", "bf16"), correctness.NotChecked)
+    assert isinstance(course_lib.check("cublas", "tf32"), correctness.NotChecked)
     assert course_lib.check("triton_fast", "fp16", shapes=[(8, 8, 8)])
     assert fake_gpu.calls == [("triton_fast", "fp16")]
 
@@ -167,12 +164,26 @@ def test_bench_of_a_stage_this_gpu_lacks_is_the_recording(fake_gpu, capsys):
 
 def test_a_recording_plans_only_what_the_gpu_runs():
     for capability in [(7, 5), (8, 0), (9, 0)]:
-        plan = bench.record_plan(capability=capability)
+        plan = recording.record_plan(capability=capability)
         assert {(n, d) for n, d, _ in plan} <= runnable(capability)
-        skipped = bench.not_recordable(capability)
+        skipped = recording.not_recordable(capability)
         assert len(skipped) == len(everything() - runnable(capability))
-    assert bench.not_recordable((9, 0)) == []
-    assert any(line.startswith("tc_2_wgmma_tma bf16: needs Hopper's wgmma") for line in bench.not_recordable((8, 0)))
+    assert recording.not_recordable((9, 0)) == []
+    assert any(line.startswith("tc_2_wgmma_tma bf16: needs Hopper's wgmma") for line in recording.not_recordable((8, 0)))
+
+
+def test_a_recording_measures_the_plan_and_lists_the_rest(fake_gpu, tmp_path):
+    fake_gpu((8, 0), name="NVIDIA A100-SXM4-80GB")
+    path = recording.record(tmp_path / "a100.json", ["naive", "tc_2_wgmma_tma"], sweep=False, command="test")
+    got = results.load(path)
+    squares = {(n, n, n) for n in bench.SQUARE_SIZES}
+    cublas = {(n, d) for n, d in runnable((8, 0)) if n == "cublas"}
+    assert {(r["stage"], r["dtype"]) for r in got.records} == {("naive", "fp32")} | cublas
+    assert {(r["M"], r["N"], r["K"]) for r in got.records} == squares
+    assert ("tc_2_wgmma_tma", "bf16") not in fake_gpu.calls  # never asked of a GPU without wgmma
+    assert any(line.startswith("tc_2_wgmma_tma bf16: needs Hopper's wgmma") for line in got.provenance["not_recorded"])
+    assert got.provenance["failures"] == [] and not (tmp_path / "a100.partial.json").exists()
+    assert got.ceilings["cublas_peak_tflops"]["fp32"] == max(r["tflops"] for r in got.select("cublas", "fp32"))
 
 
 def test_without_a_gpu_the_notebooks_show_the_h200_recording(capsys):
@@ -205,8 +216,8 @@ def test_a_learners_own_recording_is_shown_filled_in_from_the_h200(fake_gpu, tmp
 def test_features_say_where_they_exist():
     assert features.HOPPER_SM90A.where == "9.0 up to 10.0"
     assert features.BF16_TENSOR_CORES.where == "8.0 and newer"
-    assert features.missing((), "fp16", (7, 5)) is None
-    assert features.missing((), "bf16", (7, 5)) is features.BF16_TENSOR_CORES
+    assert features.missing(dtypes.FP16.needs, (7, 5)) is None
+    assert features.missing(dtypes.BF16.needs, (7, 5)) is features.BF16_TENSOR_CORES
 
 
 # ---- Triton: what the locked version compiles for each generation ---------------------------------
@@ -215,22 +226,22 @@ def test_features_say_where_they_exist():
 MAX_SHARED_PER_BLOCK = {(7, 5): 65536, (8, 0): 166912, (8, 6): 101376, (8, 9): 101376, (10, 0): 232448, (12, 0): 101376}
 
 _COMPILE_SCRIPT = r"""
-import json, os, sys
-import course_lib  # the CPU backend sets TRITON_INTERPRET=1 ...
-os.environ["TRITON_INTERPRET"] = "0"  # ... undone before the kernels are decorated
+import json, sys
+from course_lib import backend, dtypes
+backend.use_compile_only("Triton kernels compiled for each generation")  # no interpreter, no GPU
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from course_lib.kernels import coalescing_and_triton as c04
+from course_lib.kernels.coalescing_and_triton import fast
 
 out = []
 for arch, dtype in json.loads(sys.argv[1]):
-    cfg, fn = c04.PORTABLE_CONFIGS[dtype], c04.grouped_matmul_kernel  # portable configs use pointers
+    cfg, fn = fast.PORTABLE_CONFIGS[dtype], fast.grouped_matmul_kernel  # portable configs use pointers
     assert cfg.loads == "pointers" and not cfg.persistent
     ptr = {"fp32": "*fp32", "tf32": "*fp32", "fp16": "*fp16", "bf16": "*bf16"}[dtype]
     signature = {n: ptr for n in fn.arg_names[:3]} | {n: "i32" for n in fn.arg_names[3:12]}
     constexprs = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                      INPUT_PRECISION=c04.INPUT_PRECISION[dtype])
+                      INPUT_PRECISION=dtypes.get(dtype).triton_precision)
     signature |= {n: "constexpr" for n in constexprs}
     src = ASTSource(fn, signature, constexprs=constexprs)
     ck = triton.compile(src, target=GPUTarget("cuda", arch, 32),

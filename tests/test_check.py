@@ -1,17 +1,14 @@
 """course_lib.check catches wrong kernels and accepts right ones."""
 
-import importlib
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from course_lib import check
-from course_lib.check import CPU_SHAPES, GPU_SHAPES, default_shapes, tolerance
+from course_lib import check, correctness
+from course_lib.correctness import CPU_SHAPES, GPU_SHAPES, default_shapes, tolerance
 from course_lib.gemm import new_output, prepare, random_inputs
-
-check_mod = importlib.import_module("course_lib.check")  # the module; course_lib.check is the function
 
 
 def _right(a, b):
@@ -165,7 +162,7 @@ def _computed_as_a_kernel_would(a: torch.Tensor, b: torch.Tensor, dtype: str) ->
 
 def _problem(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, dtype: str):
     ref = a.double() @ b.double()
-    return check_mod._value_problem(c.double(), ref, a, b, dtype, tolerance(dtype, a.shape[1]))[1]
+    return correctness._value_problem(c.double(), ref, a, b, dtype, tolerance(dtype, a.shape[1]))[1]
 
 
 def _one_wrong_element(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -203,11 +200,11 @@ def test_one_wrong_element_fails_in_every_dtype_at_every_size_check_uses(dtype):
 def test_the_element_bound_grows_with_k_and_the_type():
     a, b = random_inputs(8, 8, 64, "fp32", seed=1)
     ref = a.double() @ b.double()
-    bounds = {d: float(check_mod.element_bound(a, b, ref, d).max()) for d in ("fp32", "tf32", "fp16", "bf16")}
+    bounds = {d: float(correctness.element_bound(a, b, ref, d).max()) for d in ("fp32", "tf32", "fp16", "bf16")}
     assert bounds["fp32"] < bounds["fp16"] < bounds["bf16"] and bounds["fp32"] < bounds["tf32"]
     a2, b2 = torch.ones(1, 4096), torch.ones(4096, 1)  # s = sqrt(K): the bound grows with K
     ref2 = a2.double() @ b2.double()
-    assert float(check_mod.element_bound(a2, b2, ref2, "fp32")) > 50 * float(check_mod.element_bound(a2[:, :1], b2[:1], a2[:, :1].double() @ b2[:1].double(), "fp32"))
+    assert float(correctness.element_bound(a2, b2, ref2, "fp32")) > 50 * float(correctness.element_bound(a2[:, :1], b2[:1], a2[:, :1].double() @ b2[:1].double(), "fp32"))
 
 
 def test_every_failing_shape_is_listed():
@@ -217,7 +214,7 @@ def test_every_failing_shape_is_listed():
             c = c + 1
         return c
 
-    with pytest.raises(check_mod.CheckFailure) as e:
+    with pytest.raises(correctness.CheckFailure) as e:
         check(wrong_unless_square, shapes=[(3, 3, 4), (3, 5, 7), (6, 6, 2), (2, 9, 9)])
     assert [f.shape for f in e.value.failures] == [(3, 5, 7), (2, 9, 9)]
     assert "is wrong for 2 of 4 shapes" in str(e.value)
@@ -230,7 +227,7 @@ def test_partial_sums_rounded_in_16_bits_are_allowed_only_where_a_stage_says_so(
     s = torch.sqrt((a.double() ** 2) @ (b.double() ** 2))
     c = (ref + 1.9 * 2.0**-8 * s * torch.sign(torch.randn(ref.shape, generator=torch.Generator().manual_seed(0),
                                                                     dtype=torch.float64))).to(torch.bfloat16)
-    assert "wrong by more than rounding explains" in check_mod._value_problem(c.double(), ref, a, b, "bf16", 1.0)[1]
-    assert check_mod._value_problem(c.double(), ref, a, b, "bf16", 1.0, rounds_partial_sums=True)[1] is None
+    assert "wrong by more than rounding explains" in correctness._value_problem(c.double(), ref, a, b, "bf16", 1.0)[1]
+    assert correctness._value_problem(c.double(), ref, a, b, "bf16", 1.0, rounds_partial_sums=True)[1] is None
     from course_lib.registry import get_stage
     assert get_stage("cublas").rounds_partial_sums and not get_stage("triton_fast").rounds_partial_sums

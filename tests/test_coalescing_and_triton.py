@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from course_lib import backend, check, get_stage
 from course_lib.gemm import prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
+from course_lib.kernels.coalescing_and_triton import article, autotune, common, evidence, fast
+from course_lib.kernels.coalescing_and_triton.vector_add import VECTOR_BLOCK
 
 STAGES = ["triton_tiled", "triton_tiled_transposed_b", "triton_tiled_descriptors", "triton_fast"]  # course order
 NOTEBOOKS = {"triton_tiled": "04_coalescing_and_triton", "triton_tiled_transposed_b": "04_coalescing_and_triton",
@@ -29,7 +31,7 @@ def test_vector_add_matches_torch(dtype):
         x = torch.randn(n, generator=gen, device=device).to(dtype)
         y = torch.randn(n, generator=gen, device=device).to(dtype)
         with poisoned_outputs():  # the output starts as NaN: an element the kernel skips cannot pass
-            for block in (c04.VECTOR_BLOCK, 64):
+            for block in (VECTOR_BLOCK, 64):
                 got = c04.vector_add(x, y, block=block)
                 assert got.dtype == dtype and got.shape == (n,)
                 assert torch.equal(got, x + y), (n, block)
@@ -141,7 +143,7 @@ def test_shape_candidate(dtype, cfg, shape):
 
 
 def test_shape_candidates_cover_each_kind():
-    kinds = {shape: {("split" if c.split_k > 1 else "small" if c.block_m <= 64 and shape[0] <= c04.SMALL_M else "tile")
+    kinds = {shape: {("split" if c.split_k > 1 else "small" if c.block_m <= 64 and shape[0] <= autotune.SMALL_M else "tile")
                      for c in c04.shape_candidates("bf16", *shape, sm_count=sms)} for shape, sms in SHAPE_CASES}
     assert kinds[(5, 200, 1000)] == {"small", "split"}
     assert "split" in kinds[(130, 264, 1544)]
@@ -153,7 +155,7 @@ def test_shape_candidates_cover_each_kind():
 
 @pytest.mark.parametrize("K, block_k, split, want", [(1000, 128, 4, 256), (1000, 128, 20, 128), (64, 64, 3, 64), (4096, 64, 3, 1408)])
 def test_split_k_ranges(K, block_k, split, want):
-    per = c04.split_k_ranges(K, block_k, split)
+    per = fast.split_k_ranges(K, block_k, split)
     assert per == want and per % block_k == 0
     assert -(-K // per) <= split and (-(-K // per) - 1) * per < K  # no empty range
 
@@ -161,8 +163,6 @@ def test_split_k_ranges(K, block_k, split, want):
 def test_split_k_leaves_its_counters_at_zero(monkeypatch):
     # N = 72: B's rows are 288 bytes, 16-byte aligned, so the descriptor path (and split-K) runs;
     # with N = 70 the kernel would fall back to pointer loads and split-K would go untested.
-    from course_lib.kernels.coalescing_and_triton import fast
-
     ran = []
     original = fast.launch_split_k
     monkeypatch.setattr(fast, "launch_split_k", lambda *a, **k: ran.append(1) or original(*a, **k))
@@ -171,7 +171,7 @@ def test_split_k_leaves_its_counters_at_zero(monkeypatch):
     c = c04.fast_matmul(a, b, "fp32", cfg)
     torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
     assert ran, "split-K did not run"
-    assert int(c04.split_k_counters(1, a.device).abs().sum()) == 0  # the next launch starts from zero
+    assert int(fast.split_k_counters(1, a.device).abs().sum()) == 0  # the next launch starts from zero
 
 
 def test_split_k_config_is_validated():
@@ -187,7 +187,7 @@ def test_fast_uses_descriptors_only_when_aligned():
         a, b = random_inputs(M, N, K, "fp32", seed=0)
         ops = prepare(a, b, stage="t", dtypes=("fp32",))
         c = torch.empty(M, N)
-        _, used = c04.launch_fast(ops, "fp32", cfg, c)
+        _, used = fast.launch_fast(ops, "fp32", cfg, c)
         assert used is want, (M, N, K)
         torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
 
@@ -207,7 +207,7 @@ def test_first_candidate_runs_on_the_cpu():
     assert not backend.get().is_gpu
     a, b = random_inputs(40, 24, 16, "fp16", seed=1)
     c = get_stage("triton_fast").gemm("fp16")(a, b)
-    assert c04.tuned_configs() == {}  # nothing is timed on the CPU
+    assert autotune.tuned_configs() == {}  # nothing is timed on the CPU
     assert get_stage("triton_fast").tuning_log() == []  # what a recording keeps of the tuning
     torch.testing.assert_close(c, c04.fast_matmul(a, b, "fp16", c04.FAST_CONFIGS["fp16"][0]))
 
@@ -252,10 +252,10 @@ def test_descriptor_non_contiguous_last_dimension():
 
 def test_descriptor_rules_in_plain_terms():
     t = torch.zeros(4, 8)
-    assert c04.descriptor_problem(t, "t") is None
-    assert "16-byte" in c04.descriptor_problem(torch.zeros(4, 5), "t")
-    assert c04.descriptor_problem(torch.zeros(4, 1), "t") is not None  # 4-byte rows
-    assert c04.descriptor_problem(torch.zeros(4, 8, dtype=torch.float16), "t") is None
+    assert common.descriptor_problem(t, "t") is None
+    assert "16-byte" in common.descriptor_problem(torch.zeros(4, 5), "t")
+    assert common.descriptor_problem(torch.zeros(4, 1), "t") is not None  # 4-byte rows
+    assert common.descriptor_problem(torch.zeros(4, 8, dtype=torch.float16), "t") is None
 
 
 # ---- bad inputs the stages share ------------------------------------------------------------------
@@ -322,8 +322,8 @@ def test_numpy_in_numpy_out():
 def test_32_bit_offsets_are_guarded():
     huge = torch.empty((2**16, 2**16), device="meta")
     with pytest.raises(ValueError, match="beyond 2\\*\\*31 - 1"):
-        c04.require_32bit_offsets("triton_tiled", huge)
-    c04.require_32bit_offsets("triton_tiled", torch.empty((2**15, 2**15), device="meta"))
+        common.require_32bit_offsets("triton_tiled", huge)
+    common.require_32bit_offsets("triton_tiled", torch.empty((2**15, 2**15), device="meta"))
 
 
 def test_bf16_is_computed_from_bf16_values():
@@ -342,7 +342,7 @@ def test_bf16_is_computed_from_bf16_values():
 @pytest.mark.parametrize("precision", ["ieee", "tf32"])
 def test_article_experiment_gemm(precision, transposed):
     def fn(x, y):
-        return c04.article_experiment_gemm(x, y, block_size=32, input_precision=precision, transposed_y=transposed)
+        return article.article_experiment_gemm(x, y, block_size=32, input_precision=precision, transposed_y=transposed)
 
     check(fn, "fp32" if precision == "ieee" else "tf32", shapes=[(70, 45, 33), (1, 1, 1)], seed=9)
 
@@ -354,7 +354,7 @@ def test_article_experiment_is_recorded_for_every_variant():
 
     rows = json.loads((RESULTS_DIR / "nvidia_h200_triton_summary.json").read_text())["article_experiment"]
     variants = {(r["variant"], r["block_size"], r["dtype"]) for r in rows}
-    for bs in c04.ARTICLE_BLOCK_SIZES:
+    for bs in article.ARTICLE_BLOCK_SIZES:
         for kind in ("plain", "transposed", "transposed+copy"):
             for dtype in ("fp32", "tf32"):
                 assert (kind, bs, dtype) in variants
@@ -406,7 +406,7 @@ def test_b_layout_in_words():
 
 
 def test_print_table(capsys):
-    c04.print_table([{"a": 1, "bb": "x"}, {"a": 22, "bb": "yy"}])
+    evidence.print_table([{"a": 1, "bb": "x"}, {"a": 22, "bb": "yy"}])
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["a", "bb"] and out[2].split() == ["22", "yy"]
 
@@ -428,6 +428,24 @@ def test_grouped_tile_matches_its_python_twin(m, n, g):
     assert [tuple(r) for r in out.tolist()] == want
 
 
+@pytest.mark.parametrize("kernel", ["fast_matmul_kernel", "persistent_matmul_kernel", "split_k_matmul_kernel",
+                                    "grouped_matmul_kernel"])
+def test_each_fast_kernel_reads_top_to_bottom(kernel):
+    """Like Triton's tutorial 09, each fast kernel shows its whole algorithm: its K loop and tl.dot in
+    its own body, and no @triton.jit function called but grouped_tile, the tile order they share."""
+    import inspect
+    import re
+
+    from course_lib import learn
+
+    source = inspect.getsource(getattr(fast, kernel).fn)
+    jit_functions = {name for name, obj in vars(fast).items() if hasattr(obj, "fn") and hasattr(obj, "arg_names")}
+    called = set(re.findall(r"(?<!def )\b(\w+)\(", source)) & jit_functions
+    assert called == {"grouped_tile"}, f"{kernel} calls {sorted(called)}"
+    mainloop = learn.show_source(getattr(fast, kernel), section="mainloop").data  # notebook 05 shows it
+    assert re.search(r"^for k0 in (tl\.)?range\(", mainloop, re.M) and "tl.dot(a, b, acc" in mainloop
+
+
 @pytest.mark.parametrize("m, n, g", [(5, 3, 2), (9, 4, 8), (7, 7, 3), (1, 1, 1)])
 def test_every_order_covers_every_tile_once(m, n, g):
     for order in (c04.grouped_order, c04.row_major_order):
@@ -440,15 +458,6 @@ def test_grouping_reads_fewer_blocks():
     naive = c04.blocks_loaded(c04.row_major_order, 32, 32, 8, 132)
     assert naive == {"programs": 132, "A block-rows": 5, "B block-columns": 32, "A + B": 37}
     assert grouped["A + B"] < naive["A + B"]
-
-
-def test_draw_launch_order():
-    import matplotlib.pyplot as plt
-
-    fig = c04.draw_launch_order(6, 8, 3, 12)
-    assert len(fig.axes) == 2 and "first 12 programs read 2 block-rows of A + 8" in fig.axes[0].get_title()
-    assert "read 3 block-rows of A + 4 block-columns" in fig.axes[1].get_title()
-    plt.close(fig)
 
 
 # ---- compiling for the H200 on this machine -------------------------------------------------------
@@ -483,6 +492,17 @@ def test_fast_uses_descriptors_on_the_gpu_when_aligned():
     a, b = random_inputs(512, 512, 512, "fp16", seed=0)
     ops = prepare(a, b, stage="t", dtypes=("fp16",))
     c = torch.empty(512, 512, dtype=torch.float16, device="cuda")
-    _, used = c04.launch_fast(ops, "fp16", c04.FAST_CONFIGS["fp16"][0], c)
+    _, used = fast.launch_fast(ops, "fp16", c04.FAST_CONFIGS["fp16"][0], c)
     assert used
     torch.testing.assert_close(c, a @ b, rtol=2e-2, atol=2e-2)
+
+
+# ---- the package's face ---------------------------------------------------------------------------
+def test_the_package_exports_exactly_its_all():
+    """What ``c04.`` offers is its ``__all__`` (what the notebooks, the exercises and the manifest use);
+    a name imported into the package for someone else's convenience shows up here."""
+    import types
+
+    offered = {n for n, v in vars(c04).items()
+               if not n.startswith("_") and not isinstance(v, types.ModuleType) and n != "annotations"}
+    assert offered == set(c04.__all__), offered ^ set(c04.__all__)

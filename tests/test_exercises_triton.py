@@ -382,10 +382,10 @@ def _gemm_a_stride_for_b(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, str
 
 
 def test_masked_gemm_reference_solves_it(capsys):
-    ok, out = _run(capsys, ex04.masked_gemm, c04.exercise_tail_solution_kernel)
+    ok, out = _run(capsys, ex04.masked_gemm, ex04.masked_gemm_kernel)
     assert ok and f"right on all {len(ex04.GEMM_SHAPES)} shapes" in out and "Solved" in out
     # and through course_lib.check directly, as the library's own kernel
-    check(c04.exercise_gemm(c04.exercise_tail_solution_kernel), "fp32", shapes=[(33, 17, 40), (5, 3, 1)], seed=0)
+    check(ex04.as_gemm(ex04.masked_gemm_kernel), "fp32", shapes=[(33, 17, 40), (5, 3, 1)], seed=0)
 
 
 def test_masked_gemm_starter_is_not_solved_and_says_the_same_every_run(capsys):
@@ -443,7 +443,7 @@ def test_a_puzzle_without_an_answer_says_so(capsys):
 def test_solutions_show_the_course_kernels():
     assert "def vector_add_kernel" in ex04.vector_add.solution().data
     assert "def row_sums_kernel" in ex04.row_sums.solution().data
-    assert "def exercise_tail_solution_kernel" in ex04.masked_gemm.solution().data
+    assert "def masked_gemm_kernel" in ex04.masked_gemm.solution().data
     assert "def grouped_order" in ex05.grouped_order.solution().data
 
 

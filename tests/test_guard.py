@@ -10,7 +10,7 @@ import triton.language as tl
 from numba import cuda, float32
 
 from course_lib import check, guard
-from course_lib.check import CheckFailure
+from course_lib.correctness import CheckFailure
 from course_lib.gemm import new_output, prepare
 from course_lib.kernels import naive
 

@@ -1,5 +1,7 @@
 """The notebooks' teaching helpers: predictions compared, answers checked, source highlighted."""
 
+import pytest
+
 from course_lib import learn
 from course_lib.kernels import naive
 
@@ -63,6 +65,16 @@ def test_source_is_shown_highlighted():
     code = learn.show_source(naive.naive_kernel)
     assert "def naive_kernel" in code.data and "<span" in code._repr_html_()
     assert learn.show_source("x = 1").data == "x = 1"
+
+
+def test_a_section_of_a_kernel_is_shown_by_its_banner():
+    text = ("def k():\n    # ---- setup\n    a = 1\n    for i in r:\n        # ---- inner\n        b = 2\n"
+            "\n        # ---- store\n        c = 3\n    # ---- end\n    d = 4\n")
+    assert learn.show_source(text, section="setup").data == "# ---- setup\na = 1\nfor i in r:\n    # ---- inner\n    b = 2\n\n    # ---- store\n    c = 3"
+    assert learn.show_source(text, section="inner").data == "# ---- inner\nb = 2"
+    assert learn.show_source(text, section="end").data == "# ---- end\nd = 4"
+    with pytest.raises(ValueError, match="0 banners '# ---- loop'.*'setup', 'inner', 'store', 'end'"):
+        learn.show_source(text, section="loop")
 
 
 def test_a_verdict_is_not_displayed_twice():

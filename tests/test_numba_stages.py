@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import course_lib
-from course_lib.check import default_shapes
+from course_lib.correctness import default_shapes
+from course_lib.exercises import naive as naive_exercises
 from course_lib.kernels import naive, shared_memory_tiling as tiling, thread_coarsening as coarsening
 from numba import cuda, float32  # after course_lib, which chose the simulator
 
@@ -71,17 +72,28 @@ def test_seed_naive_port_is_wrong_when_not_square_and_the_fix_is_right():
     with pytest.raises(AssertionError, match="relative error"):
         course_lib.check(lambda a, b: naive.run_flat(naive.article_port_kernel, a, b), shapes=[(3, 5, 7)])
     course_lib.check(lambda a, b: naive.run_flat(naive.article_port_kernel, a, b), shapes=[(6, 6, 6)])
-    course_lib.check(lambda a, b: naive.run_flat(naive.article_port_fixed_kernel, a, b))
+    course_lib.check(lambda a, b: naive.run_flat(naive_exercises.article_port_fixed_kernel, a, b))
+
+
+@cuda.jit
+def _unchecked_kernel(a, b, c):
+    """The naive kernel without its bounds check."""
+    col, row = cuda.grid(2)
+    acc = float32(0.0)
+    for k in range(a.shape[1]):
+        acc += a[row, k] * b[k, col]
+    c[row, col] = acc
 
 
 def test_missing_bounds_check_is_caught_on_the_simulator():
     with pytest.raises(AssertionError, match=r"thread \(\d+, \d+\) of block \(\d, \d\) read A\[(1[7-9]|2\d|3[01]), 0\], but A is 17 x 3"):
-        course_lib.check(lambda a, b: naive.launch(naive.unchecked_kernel, a, b), shapes=[(17, 17, 3)])
+        course_lib.check(lambda a, b: naive.launch(_unchecked_kernel, a, b), shapes=[(17, 17, 3)])
 
 
 def test_seed_tiled_port_is_wrong():
     with pytest.raises(AssertionError, match="relative error"):
-        course_lib.check(lambda a, b: tiling.launch_tiled(tiling.article_tiled_kernel, a, b), shapes=[(32, 48, 64)])
+        course_lib.check(lambda a, b: tiling.launch_tiled(tiling.article_tiled_kernel, a, b, tile=tiling.ARTICLE_TILE),
+                         shapes=[(32, 48, 64)])
 
 
 def test_generated_source_has_scalar_accumulators_and_no_local_arrays():
@@ -92,9 +104,9 @@ def test_generated_source_has_scalar_accumulators_and_no_local_arrays():
 
 
 def test_load_counts_match_the_formulas():
-    assert naive.global_loads(4, 5, 6) == 2 * 4 * 5 * 6
+    assert naive.naive_global_loads(4, 5, 6) == 2 * 4 * 5 * 6
     # 2 x 2 blocks of 16, 3 steps of 16 along K = 40: every block loads two 16 x 16 tiles per step
-    assert tiling.global_loads(32, 32, 40, 16) == 4 * 3 * 2 * 256
+    assert tiling.tiled_global_loads(32, 32, 40, 16) == 4 * 3 * 2 * 256
 
 
 @cuda.jit

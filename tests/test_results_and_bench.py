@@ -2,11 +2,15 @@
 
 import copy
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from course_lib import backend, bench, results, timing
+from course_lib import backend, bench, profiles, results, timing
+from course_lib.bench import recording
 
 
 def _sample():
@@ -123,7 +127,7 @@ def test_replace_stages_swaps_one_stage_and_its_cublas_rows(tmp_path):
     new["records"][1].update(ms=1.0, tflops=2.1, cublas_ms=0.04, cublas_tflops=53.7, ratio_to_cublas=2.1 / 53.7)
     results.save(results.validate(old), tmp_path / "rec.json")
     results.save(results.validate(new), tmp_path / "upd.json")
-    merged = results.load(bench.replace_stages(tmp_path / "rec.json", tmp_path / "upd.json", "cmd"))
+    merged = results.load(recording.replace_stages(tmp_path / "rec.json", tmp_path / "upd.json", "cmd"))
     by_stage = {r["stage"]: r for r in merged.records}
     assert len(merged.records) == 3 and by_stage["naive"]["ms"] == 1.0 and by_stage["cublas"]["ms"] == 0.04
     assert by_stage["tiled"]["ms"] == 2.0  # not re-recorded: kept as it was
@@ -134,7 +138,7 @@ def test_replace_stages_swaps_one_stage_and_its_cublas_rows(tmp_path):
     other["provenance"]["gpu"] = "NVIDIA A100"
     results.save(results.validate(other), tmp_path / "a100.json")
     with pytest.raises(ValueError, match="same GPU"):
-        bench.replace_stages(tmp_path / "rec.json", tmp_path / "a100.json")
+        recording.replace_stages(tmp_path / "rec.json", tmp_path / "a100.json")
 
 
 def test_replace_stages_can_keep_the_recordings_cublas_rows(tmp_path):
@@ -144,7 +148,7 @@ def test_replace_stages_can_keep_the_recordings_cublas_rows(tmp_path):
     new["records"][1].update(ms=1.0, tflops=2.1, cublas_ms=0.04, cublas_tflops=53.7, ratio_to_cublas=2.1 / 53.7)
     results.save(results.validate(old), tmp_path / "rec.json")
     results.save(results.validate(new), tmp_path / "upd.json")
-    merged = results.load(bench.replace_stages(tmp_path / "rec.json", tmp_path / "upd.json", "cmd", keep_cublas=True))
+    merged = results.load(recording.replace_stages(tmp_path / "rec.json", tmp_path / "upd.json", "cmd", keep_cublas=True))
     by_stage = {r["stage"]: r for r in merged.records}
     assert by_stage["naive"]["ms"] == 1.0 and by_stage["naive"]["cublas_ms"] == 0.04  # its own call's cuBLAS
     assert by_stage["cublas"] == old["records"][0]  # the recording's cuBLAS row stays
@@ -192,6 +196,18 @@ def test_bench_on_the_cpu_returns_recorded_results(tmp_path, monkeypatch, capsys
         bench.bench("naive", "fp32", [(4096, 4096, 4096)])
 
 
+@pytest.mark.skipif(backend.get().is_gpu, reason="the CPU backend's behaviour")
+def test_the_command_line_shows_the_recording_without_a_gpu():
+    env = dict(os.environ, COURSE_BACKEND="cpu")
+    run = [sys.executable, "-m", "course_lib.bench"]
+    got = subprocess.run(run + ["naive", "--size", "4096"], env=env, capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    row = results.course_recording().select("naive", "fp32", [(4096, 4096, 4096)])[0]
+    assert "recorded on NVIDIA H200" in got.stdout and results.format_table([row]).splitlines()[1] in got.stdout
+    got = subprocess.run(run + ["--record", "--replace-in", "x.json"], env=env, capture_output=True, text=True, timeout=300)
+    assert got.returncode == 2 and "--replace-in needs --stages" in got.stderr
+
+
 def test_readme_table_is_generated_from_the_results_file():
     from course_lib import report
 
@@ -206,6 +222,22 @@ def test_ratio_table_fits_and_says_what_it_shows():
     assert max(len(line) for line in lines) <= 100
     assert lines[0].startswith("recorded on NVIDIA H200") and "GPU time" in lines[0]
     assert lines[-1].startswith("triton_fast") and lines[-1].count("%") == 4
+
+
+def test_profile_table_shows_each_stage_side_by_side():
+    prof = results.summary("stage_profiles")["profiles"]
+    text = profiles.profile_table(["naive", "register_tiling"], ["time", "registers", "stalls"])
+    lines = text.splitlines()
+    assert lines[0].startswith("Nsight Compute on NVIDIA H200") and "(recorded)" in lines[0]
+    assert lines[1].split() == ["naive", "register_tiling"]
+    time_row = next(line for line in lines if line.startswith("time (ms)"))
+    assert time_row.split()[-2:] == [f"{prof[s]['time_ms']:.3g}" for s in ("naive", "register_tiling")]
+    assert next(line for line in lines if line.startswith("registers per thread")).split()[-2:] == [
+        f"{prof[s]['registers_per_thread']:.0f}" for s in ("naive", "register_tiling")]
+    assert "L2 hit rate (%)" not in text  # only the rows asked for
+    assert lines.index("  register_tiling") > lines.index("top stalls (cycles per issued instruction)")
+    with pytest.raises(LookupError, match="no profile of \\['triton_fast'\\]"):
+        profiles.profile_table(["triton_fast"])
 
 
 class _FakeCuda:

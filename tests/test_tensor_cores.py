@@ -32,7 +32,7 @@ def test_every_stage_is_registered_with_its_metadata():
         assert st.notebook == ("06_tensor_cores" if i < 2 else "07_hopper_tensor_cores")
         assert st.dtypes == ("bf16",)
         assert st.gpu_only and st.shape_multiple == (1 if i == 0 else tc.SHAPE_MULTIPLE) and tc.SHAPE_MULTIPLE == 8
-        assert st.order == 50 + i
+        assert st.order == course_lib.get_stage(STAGE_NAMES[0]).order + i  # consecutive, in the manifest
         assert st.sweep == (name == STAGE_NAMES[-1])
         assert (features.BF16_TENSOR_CORES in st.needs) == (i < 2) and (features.HOPPER_SM90A in st.needs) == (i >= 2)
 
@@ -207,9 +207,7 @@ def test_stage6_uses_stream_k_only_when_whole_tiles_leave_clusters_idle():
     assert tc.stage6_schedule(2048, 2304, 768) == "whole tiles"  # 55 %, but only 12 K-slices a tile
     assert tc.stage6_schedule(64, 14336, 4096) == "whole tiles"  # 56 of 66: 85 %
     assert tc.whole_tile_efficiency(66, 66) == 1.0 and tc.whole_tile_efficiency(67, 66) == 67 / 132
-    text = (tc.CSRC / "tc_6_tma_store.cu").read_text()
-    assert f"k_slices >= {tc.STREAM_K_MIN_SLICES} &&" in text
-    assert f"whole_tile_efficiency(tiles.count(), clusters) < {tc.STREAM_K_BELOW}" in text
+    # the launcher's own rule (use_stream_k) is held to this one in tests/test_tensor_cores_cxx.py
 
 
 def test_persistent_grid_has_no_ragged_last_wave():
@@ -255,8 +253,8 @@ def _formulas_in_the_source() -> dict[str, str]:
 
 def test_stage0_fragment_formulas_are_the_ptx_layout():
     """The formulas the .cu loads A and B and stores C with, read from the source and evaluated
-    (C's / and % on non-negative ints are Python's // and %), against the fragment model; the
-    Python copy in tensor_cores.py too. A swapped formula is caught."""
+    (C's / and % on non-negative ints are Python's // and %), against the fragment model (which
+    tc.tc0_fragment_position is, for the notebook). A swapped formula is caught."""
     formulas = {name: expr.replace("/", "//") for name, expr in _formulas_in_the_source().items()}
 
     def from_source(operand, lane, i):
@@ -264,7 +262,6 @@ def test_stage0_fragment_formulas_are_the_ptx_layout():
         return tuple(eval(formulas[f"{op}_{axis}"], {}, {"lane": lane, "i": i}) for axis in ("row", "col"))
 
     assert _fragment_mismatches(from_source) == 0
-    assert _fragment_mismatches(tc.tc0_fragment_position) == 0
     swapped = lambda op, lane, i: from_source(op, lane, i)[::-1] if op == "C" else from_source(op, lane, i)  # noqa: E731
     with pytest.raises(IndexError):  # C transposed reaches outside the 16 x 8 tile
         _fragment_mismatches(swapped)
@@ -295,22 +292,20 @@ def test_stage0_fragment_functions_compiled_for_the_cpu_agree(tmp_path):
 
 
 # ---- sources and compiled code ---------------------------------------------------------------
-def test_designs_match_the_constants_in_the_sources():
+def test_designs_are_what_the_sources_declare():
+    """A design's numbers are its .cu file's constexprs, read by name (tests/test_tensor_cores_cxx.py
+    holds the reading to the compiler); what the Python derives from them must fit the hardware."""
     for d in tc.ALL_DESIGNS:
-        text = (tc.CSRC / d.source).read_text()
-        m = re.search(r"constexpr int BLOCK_M = (\d+), BLOCK_N = (\d+), BLOCK_K = (\w+);", text)
-        assert m, d.source
-        block_k = 64 if m.group(3) == "TILE_K" else int(m.group(3))
-        assert (int(m.group(1)), int(m.group(2)), block_k) == d.block, d.source
-        threads = re.search(r"constexpr int THREADS = [^;]+;[ \t]*// (\d+)", text)
-        if threads:  # stages 0-1 spell their thread count out in a comment
-            assert int(threads.group(1)) == d.threads, d.source
-        stages = re.search(r"constexpr int STAGES = (\d+);", text)
-        assert (int(stages.group(1)) if stages else 1) == d.stages, d.source
-        cluster = re.search(r"constexpr int CLUSTER = (\d+);", text)
-        assert (int(cluster.group(1)) if cluster else 1) == d.cluster, d.source
-        assert d.smem_bytes <= 227 * 1024, d.stage
-        assert ("__shared__" in text or "extern __shared__" in text) == (d.smem_bytes > 0), d.stage
+        c = tc.csrc.constants(d.source)
+        assert d.block == (c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"]) and d.threads == c["THREADS"], d.stage
+        if d.hopper:  # whole warpgroups, a consumer per 64 rows (wgmma's M), a producer where it has registers
+            assert d.threads == 128 * (c["CONSUMERS"] + ("PRODUCER_REGS" in c)) and 64 * c["CONSUMERS"] == d.block[0]
+        else:  # warps of 32, each an exact number of 16 x 8 mma tiles of the block
+            assert d.threads == 32 * c["WARPS_M"] * c["WARPS_N"], d.stage
+            assert d.block[0] % (16 * c["WARPS_M"]) == 0 and d.block[1] % (8 * c["WARPS_N"]) == 0, d.stage
+        assert d.smem_bytes <= 227 * 1024, d.stage  # Hopper's per-block limit
+        assert d.needs == ((features.HOPPER_SM90A,) if d.hopper else (features.BF16_TENSOR_CORES,))
+    assert [d.mma_sync_per_slice for d in tc.ALL_DESIGNS[:2]] == [1, 32]
 
 
 # ---- excerpts the notebook prints -------------------------------------------------------------
@@ -423,13 +418,21 @@ def test_stage_compiles_for_sm90a_without_spills_or_warnings(compiled, name):
 def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
     results, mixes = compiled
     mix = mixes[name]
+    design = tc.DESIGN[name]
+    if not design.hopper:  # the K loop's body, compiled once, issues one slice's mma.sync: exactly
+        assert mix["HMMA"] == design.mma_sync_per_slice, mix["HMMA"]  # 1 (stage 0), 4 x 4 x 2 (stage 1)
+        assert mix["HGMMA"] == 0
     if name == "tc_0_mma_sync_minimal":
-        # One HMMA per K step; operands straight from global memory, 12 two-byte loads per lane (8 of A,
-        # 4 of B); no shared memory at all; 4 two-byte stores of C.
-        assert mix["HMMA"] == 1 and mix["LDG"] == 12 and mix["STG"] == 4
-        assert mix["LDSM"] + mix["LDS"] + mix["STS"] + mix["HGMMA"] + mix["BAR"] == 0
+        # Operands straight from global memory, 12 two-byte loads per lane (8 of A, 4 of B); no shared
+        # memory at all; 4 two-byte stores of C.
+        assert mix["LDG"] == 12 and mix["STG"] == 4
+        assert mix["LDSM"] + mix["LDS"] + mix["STS"] + mix["BAR"] == 0
     elif name == "tc_1_mma_sync":
-        assert mix["HMMA"] > 0 and mix["LDSM"] > 0 and mix["HGMMA"] == 0
+        # Per 16 of K a warp loads its 4 A tiles (16 x 16) with one ldmatrix.x4 each and its 4 B tiles
+        # (16 x 8) two to an ldmatrix.x4.trans: 6 per 16 of K, 12 per slice of 32.
+        c = design.constants
+        per_k16 = c["WARP_M"] // c["MMA_M"] + c["WARP_N"] // c["MMA_N"] // 2
+        assert mix["LDSM"] == per_k16 * c["BLOCK_K"] // c["MMA_K"] == 12
     else:
         assert mix["HGMMA"] > 0 and mix["HMMA"] == 0 and mix["UTMALDG"] > 0 and mix["SYNCS"] > 0
     if name in ("tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"):
@@ -449,15 +452,13 @@ def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
     65536 / 384 rounded down to a multiple of 8 = 168 at launch; ptxas's report says it does, and
     the split (1 x 128 x 40 + 2 x 128 x 232) uses exactly that pool."""
     results, _ = compiled
-    hopper = (tc.CSRC / "tc_hopper.cuh").read_text()
-    assert "return 65536 / threads / 8 * 8;" in hopper
     for name in ("tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"):
-        text = (tc.CSRC / tc.DESIGN[name].source).read_text()
-        assert "constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;" in text
-        assert "static_assert(fits_register_pool(THREADS, PRODUCER_REGS, CONSUMER_REGS, CONSUMERS)" in text
-        for k in results[name].kernels:
-            assert k.registers == 65536 // 384 // 8 * 8 == 168, k
-    assert 128 * 40 + 2 * 128 * 232 == 168 * 384 < 65536
+        d = tc.DESIGN[name]
+        c = d.constants
+        (k,) = results[name].kernels
+        assert k.registers == 65536 // d.threads // 8 * 8 == 168, k  # tc::registers_at_launch(384)
+        pool = k.registers * d.threads
+        assert 128 * c["PRODUCER_REGS"] + c["CONSUMERS"] * 128 * c["CONSUMER_REGS"] <= pool < 65536, name
 
 
 def test_mma_sync_stages_also_build_for_ampere():
@@ -468,7 +469,8 @@ def test_mma_sync_stages_also_build_for_ampere():
     for r in results.values():
         assert r.kernels and all(not k.spills and k.arch == "sm_80" for k in r.kernels) and r.warnings == ()
     if compiler.find_cuobjdump() is not None:
-        assert compiler.sass_instruction_mix(results["tc_0_mma_sync_minimal"].cubin)["HMMA"] == 1
+        for name, r in results.items():
+            assert compiler.sass_instruction_mix(r.cubin)["HMMA"] == tc.DESIGN[name].mma_sync_per_slice, name
     with pytest.raises(ValueError, match="only for sm_90a"):
         tc.compile_stage("tc_2_wgmma_tma", "sm_80")
 
@@ -598,13 +600,6 @@ def test_misaligned_view_is_rejected_on_the_gpu():
     b = torch.zeros(64, 64, dtype=torch.bfloat16, device="cuda")
     with pytest.raises(ValueError, match="16-byte boundary"):
         tc.tc_2_wgmma_tma(a, b)
-
-
-def test_accumulator_layout_agrees_with_the_fragment_visualisation():
-    from course_lib.viz.fragments import wgmma_m64nNk16_d
-
-    for t, i in itertools.product(range(128), range(128)):
-        assert tc.wgmma_accumulator_position(t, i, 256) == wgmma_m64nNk16_d(t, i, 256)
 
 
 def test_recorded_timeline_is_consistent_and_plots():

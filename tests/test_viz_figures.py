@@ -234,9 +234,8 @@ def test_counts_are_spelled_in_the_right_number():
 # not bounded here; a learner scrolls past them, no controls sit beside them.
 def _charts():
     from course_lib import plots, results
-    from course_lib.kernels import coalescing_and_triton as c04
     from course_lib.kernels import thread_coarsening as coarsening
-    from course_lib.viz import hierarchy
+    from course_lib.viz import hierarchy, launch_order
 
     recorded = results.load()
     stages = ["naive", "shared_memory_tiling", "coarsened_2x2", "register_tiling", "triton_fast"]
@@ -246,7 +245,7 @@ def _charts():
         "plot_sweep": lambda: plots.plot_sweep(recorded, "bf16", stages=["triton_fast", "tc_6_tma_store"], ratio=True),
         "plot_roofline": lambda: plots.plot_roofline(recorded, "fp32", [("register_tiling", 32.0, 31.0)]),
         "plot_timeline": lambda: plots.plot_timeline(tc["timeline"]["consumers_4096"], "recorded"),
-        "draw_launch_order": lambda: c04.draw_launch_order(6, 8, 3, programs=12),
+        "draw_launch_order": lambda: launch_order.draw_launch_order(6, 8, 3, programs=12),
         "draw_tile_hierarchy": lambda: hierarchy.draw_tile_hierarchy(coarsening.DEFAULT_CONFIG),
     }
 

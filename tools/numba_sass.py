@@ -16,7 +16,6 @@ import argparse
 import datetime
 import importlib.metadata
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -27,18 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
 
-import importlib.util  # noqa: E402
+from course_lib import backend  # noqa: E402 - course_lib chooses a backend; numba is not imported yet
 
-# Compile-only: the kernels are defined by numba's real CUDA target but never launched, so neither
-# a GPU nor the simulator is wanted. Load course_lib.backend on its own and pre-set its choice before
-# the package's __init__ would choose (and switch numba to the simulator on a machine without GPU).
-_spec = importlib.util.spec_from_file_location("course_lib.backend", ROOT / "course_lib" / "backend.py")
-backend = importlib.util.module_from_spec(_spec)
-sys.modules["course_lib.backend"] = backend
-_spec.loader.exec_module(backend)
-backend._BACKEND = backend.Backend("gpu", "compile-only PTX/SASS inspection", "none (compile only)")
+# Compile-only: the kernels are defined by numba's real CUDA target but never launched, so neither a
+# GPU nor the simulator is wanted.
+backend.use_compile_only("PTX/SASS inspection")
 
 from numba import cuda  # noqa: E402
 

@@ -202,6 +202,19 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   cluster_sync();
 }
 
+// [excerpt when-stream-k]
+// Whole tiles while they keep the clusters at least 80 % busy (4096^3: 256 cluster tiles in 4
+// rounds of 66 = 97 %), or when a tile has fewer than 32 K-slices (the fix-up, a 128 x 256 fp32
+// tile written by one cluster and read by another, weighs more against a short tile). Otherwise
+// stream-K over every resident cluster.
+constexpr double STREAM_K_BELOW = 0.8;     // whole-tile efficiency below which stream-K is used
+constexpr int STREAM_K_MIN_SLICES = 32;    // ... for tiles of at least this many K slices
+constexpr bool use_stream_k(int k_slices, int cluster_tiles, int clusters) {
+  return k_slices >= STREAM_K_MIN_SLICES &&
+         whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW;
+}
+// [/excerpt when-stream-k]
+
 }  // namespace stage6
 
 void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas, int stream_k) {
@@ -210,15 +223,8 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int 
   allow_dynamic_smem(kernel, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
   const int clusters = resident_clusters(kernel, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
-  // [excerpt when-stream-k]
-  // Whole tiles while they keep the clusters at least 80 % busy (4096^3: 256 cluster tiles in 4
-  // rounds of 66 = 97 %), or when a tile has fewer than 32 K-slices (the fix-up, a 128 x 256 fp32
-  // tile written by one cluster and read by another, weighs more against a short tile). Otherwise
-  // stream-K over every resident cluster.
   const int k_slices = ceil_div(g.K, BLOCK_K);
-  const bool split = stream_k > 0 || (stream_k < 0 && k_slices >= 32 &&
-                                      whole_tile_efficiency(tiles.count(), clusters) < 0.8);
-  // [/excerpt when-stream-k]
+  const bool split = stream_k > 0 || (stream_k < 0 && use_stream_k(k_slices, tiles.count(), clusters));
   const int ctas = split ? clusters * CLUSTER
                          : persistent_ctas(kernel, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, k_slices, split);

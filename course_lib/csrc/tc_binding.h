@@ -1,7 +1,8 @@
 // From torch tensors to a launcher call: the checks and the stream every binding of the tensor-core
 // kernels needs (tc_binding.cu; a build of other kernels on the same headers includes it too).
-// The Python wrapper (course_lib/kernels/tensor_cores.py) has already checked shapes, dtypes and
-// alignment with a clear message; the TORCH_CHECKs below guard against calling an extension directly.
+// The Python wrapper (course_lib/kernels/tensor_cores/stages.py) has already checked shapes,
+// dtypes and alignment with a clear message; the TORCH_CHECKs below guard against calling an
+// extension directly.
 #pragma once
 
 #include <torch/extension.h>

@@ -16,8 +16,9 @@
 //     B, N-major (a 16 x BLOCK_N slice of 64 x BLOCK_N, stored as BLOCK_N/64 boxes of 64 x 64):
 //       SBO = 1024 B (the next 8 rows of K), LBO = 64*128 B = 8192 B (the next 64 columns of N,
 //       i.e. the next box); the k-th 16-row slice starts 16*128*k = 2048*k bytes into each box.
-//   course_lib/kernels/tensor_cores.py has a pure-Python model of these formulas that the tests
-//   check against an explicit element-by-element layout.
+//   The fields are named once below (A_LBO ... B_SBO); course_lib/kernels/tensor_cores/model.py
+//   reads them by name and models these formulas in Python, element by element, and a test holds
+//   the constexpr descriptor functions below to that model at compile time (static_assert).
 //
 // Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #pragma once
@@ -192,19 +193,33 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 // mode (1 = 128-byte swizzle).
 __host__ __device__ constexpr uint64_t descriptor_encode(uint32_t x) { return (x & 0x3FFFF) >> 4; }
 
-__device__ __forceinline__ uint64_t sw128_descriptor(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+__host__ __device__ constexpr uint64_t sw128_descriptor(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
   return descriptor_encode(smem_addr) | (descriptor_encode(lbo_bytes) << 16) |
          (descriptor_encode(sbo_bytes) << 32) | (uint64_t(1) << 62);
 }
 
-// A: 64 rows (one warpgroup's share) x 16 k, K-major, from a swizzled tile whose rows are 128 B.
+// The byte strides the two layouts above give each descriptor.
+constexpr uint32_t A_LBO = 16;                          // K-major, swizzled: unused ("assumed 1")
+constexpr uint32_t A_SBO = SWIZZLE_ATOM;                // the next 8 rows of A
+constexpr uint32_t B_LBO = TILE_K * SWIZZLE_BYTES;      // the next 64 columns of N: the next box
+constexpr uint32_t B_SBO = SWIZZLE_ATOM;                // the next 8 rows of K
+
+// A: 64 rows (one warpgroup's share) x 16 k, K-major, from a swizzled tile whose rows are 128 B
+// and whose row 0 is at shared-memory address `tile_row0`: slice k16 starts 16 bf16 further along.
+__host__ __device__ constexpr uint64_t a_descriptor_at(uint32_t tile_row0, int k16) {
+  return sw128_descriptor(tile_row0 + k16 * WGMMA_K * 2, A_LBO, A_SBO);
+}
 __device__ __forceinline__ uint64_t a_descriptor(const bf16* tile_row0, int k16) {
-  return sw128_descriptor(smem_u32(tile_row0) + k16 * WGMMA_K * 2, /*LBO, unused*/ 16, SWIZZLE_ATOM);
+  return a_descriptor_at(smem_u32(tile_row0), k16);
 }
 
-// B: 16 k x (64 * boxes) n, N-major, from consecutive 64 x 64 boxes (8192 B each).
+// B: 16 k x (64 * boxes) n, N-major, from consecutive 64 x 64 boxes (8192 B each) starting at
+// shared-memory address `tile`: slice k16 starts 16 rows of 128 B further down every box.
+__host__ __device__ constexpr uint64_t b_descriptor_at(uint32_t tile, int k16) {
+  return sw128_descriptor(tile + k16 * WGMMA_K * SWIZZLE_BYTES, B_LBO, B_SBO);
+}
 __device__ __forceinline__ uint64_t b_descriptor(const bf16* tile, int k16) {
-  return sw128_descriptor(smem_u32(tile) + k16 * WGMMA_K * SWIZZLE_BYTES, TILE_K * SWIZZLE_BYTES, SWIZZLE_ATOM);
+  return b_descriptor_at(smem_u32(tile), k16);
 }
 
 // Order register writes by ordinary instructions before wgmma reads them (required before the

@@ -8,8 +8,8 @@
 // Consecutive t are ordered in groups of `group_m` cluster rows, column by column inside a group
 // (the "grouped" order of Triton's matmul tutorial): the tiles running together then share a
 // few rows of A and a few columns of B, which stay in L2.
-// course_lib/kernels/tensor_cores.py has the same formula in Python, tested to cover every tile
-// exactly once.
+// course_lib/layout.py has the same order in Python (grouped_order), tested to cover every tile
+// exactly once; a test holds locate() below to it at compile time (static_assert).
 #pragma once
 
 #include "tc_hopper.cuh"
@@ -23,10 +23,10 @@ struct GroupedTiles {
   int cols;          // tile columns
   int group_m;       // cluster rows per group (>= 1)
 
-  __host__ __device__ int count() const { return cluster_rows * cols; }
+  __host__ __device__ constexpr int count() const { return cluster_rows * cols; }
 
   // Cluster tile t -> (cluster row, tile column).
-  __host__ __device__ void locate(int t, int& cluster_row, int& col) const {
+  __host__ __device__ constexpr void locate(int t, int& cluster_row, int& col) const {
     const int per_group = group_m * cols;
     const int first = (t / per_group) * group_m;
     const int rows = cluster_rows - first < group_m ? cluster_rows - first : group_m;
@@ -90,11 +90,13 @@ inline int resident_clusters(Kernel kernel, int threads, int smem_bytes, int clu
 // How many CTAs a persistent launch should have: as many clusters as fit on the GPU at once,
 // then trimmed so that every cluster gets the same number of tiles (+-1). 2048 tiles on 132 SMs
 // would leave the 16th wave half empty; 128 CTAs x 16 tiles do the same work with no ragged end.
-template <typename Kernel>
-inline int persistent_ctas(Kernel kernel, int threads, int smem_bytes, int cluster, int cluster_tiles, int max_ctas) {
-  const int max_clusters = resident_clusters(kernel, threads, smem_bytes, cluster, max_ctas);
+constexpr int trimmed_ctas(int cluster_tiles, int max_clusters, int cluster) {
   const int waves = ceil_div(cluster_tiles, max_clusters);
   return ceil_div(cluster_tiles, waves) * cluster;
+}
+template <typename Kernel>
+inline int persistent_ctas(Kernel kernel, int threads, int smem_bytes, int cluster, int cluster_tiles, int max_ctas) {
+  return trimmed_ctas(cluster_tiles, resident_clusters(kernel, threads, smem_bytes, cluster, max_ctas), cluster);
 }
 
 // Stages 5-6: a persistent grid of clusters of CLUSTER CTAs that walk C's tiles in grouped order

@@ -62,7 +62,7 @@ struct TileSchedule {
 
 // The share of the clusters' time that whole tiles keep busy: `tiles` handed out in rounds of
 // `clusters` (the last round may be partly empty).
-__host__ __device__ inline double whole_tile_efficiency(int tiles, int clusters) {
+__host__ __device__ constexpr double whole_tile_efficiency(int tiles, int clusters) {
   const int rounds = ceil_div(tiles, clusters);
   return rounds > 0 ? double(tiles) / (double(rounds) * clusters) : 1.0;
 }

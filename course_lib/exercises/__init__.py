@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from course_lib import learn
+from course_lib.layout import Shape
 from course_lib.learn import Verdict, say
 
 
@@ -176,9 +177,6 @@ class Report:
         return Verdict(self.solved)
 
 
-Shape = tuple[int, int, int]
-
-
 @dataclass(frozen=True)
 class NumbaGemmPuzzle(Puzzle):
     """A puzzle where you write a numba GEMM kernel ``kernel(a, b, c)``.
@@ -232,8 +230,8 @@ class NumbaGemmPuzzle(Puzzle):
 
 def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple[bool | None, list]:
     """Check ``fn`` on ``shapes`` and report every wrong one. Returns (True if all were right, None if
-    ``fn`` never wrote C or did not run, else False; the failures, :class:`course_lib.check.Failure`)."""
-    from course_lib.check import CheckFailure, check  # noqa: PLC0415 - check imports exercises' peers
+    ``fn`` never wrote C or did not run, else False; the failures, :class:`course_lib.correctness.Failure`)."""
+    from course_lib.correctness import CheckFailure, check  # noqa: PLC0415 - check imports exercises' peers
 
     try:
         check(fn, shapes=list(shapes))
@@ -274,7 +272,7 @@ def _never_written(failure) -> bool:
 def _split_note(why: str) -> tuple[str, str]:
     """Split a finding from the explanation that ``check`` gives with it (the same on every shape,
     so a puzzle prints it once): what a GPU would have done, what NaN in C means."""
-    from course_lib.check import NAN_NOTE  # noqa: PLC0415
+    from course_lib.correctness import NAN_NOTE  # noqa: PLC0415
 
     for marker in ("; on a GPU", f"; {NAN_NOTE}", "; masked loads without other="):
         head, sep, tail = why.partition(marker)

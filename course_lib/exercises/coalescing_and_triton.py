@@ -1,11 +1,22 @@
 """Exercises of notebook ``04_coalescing_and_triton``: three Triton kernels written by you, a ladder
 from the vector add through a loop over tiles (the sums of a matrix's rows) to the masked GEMM with
-its K tail; and the bank passes of the article's transposed kernel, padded or swizzled."""
+its K tail; and the bank passes of the article's transposed kernel, padded or swizzled.
+
+The first two puzzles' solutions are the course's own kernels (``c04.vector_add_kernel``,
+``c04.row_sums_kernel``); the masked GEMM's, :func:`masked_gemm_kernel`, is only a solution (the
+course's tiled GEMM is ``c04.tiled_matmul_kernel``), so it lives here with the launch that makes a
+learner's kernel a GEMM, :func:`as_gemm`."""
 
 from __future__ import annotations
 
-import torch
+from typing import Any, Callable
 
+import torch
+import triton
+import triton.language as tl
+
+from course_lib import dtypes
+from course_lib.gemm import new_output, prepare
 from course_lib.exercises import Question
 from course_lib.exercises._triton import (
     TritonGemmPuzzle,
@@ -15,10 +26,9 @@ from course_lib.exercises._triton import (
     fails_only_where,
 )
 from course_lib.kernels import coalescing_and_triton as c04
-from course_lib.kernels.coalescing_and_triton.exercises import EXERCISE_BLOCK
 from course_lib.viz import banks
 
-FP32_UNIT_ROUNDOFF = 2.0**-24
+FP32_UNIT_ROUNDOFF = dtypes.FP32.unit_roundoff
 
 # ---- puzzle 1: the vector add -------------------------------------------------------------------
 # Small blocks, so that the hidden sizes span many programs: 1, sizes below one block, one off each
@@ -100,7 +110,58 @@ row_sums = TritonPuzzle(
 )
 
 # ---- puzzle 3: the masked GEMM, with its K tail ------------------------------------------------
-GEMM_PUZZLE_BLOCK = EXERCISE_BLOCK  # BLOCK_M = BLOCK_N = BLOCK_K of c04.exercise_gemm's launch
+# BLOCK_M = BLOCK_N = BLOCK_K of the puzzle's launch: the smallest tile tl.dot takes is 16, and 32
+# leaves K tails and edges of C at every awkward shape the check runs.
+GEMM_PUZZLE_BLOCK = 32
+
+
+@triton.jit
+def masked_gemm_kernel(
+    # Pointers to matrices
+    a_ptr, b_ptr, c_ptr,
+    # Matrix dimensions: A is M x K, B is K x N, C is M x N
+    M, N, K,
+    # Strides
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """The masked GEMM, reference solution: masks at every edge, and a K loop that also covers the
+    last, partial K-slice (the K tail)."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):  # ceil(K / BLOCK_K) blocks, not K // BLOCK_K
+        k = kb * BLOCK_K + ks
+        # Every edge a block can cross is masked: rows past M, columns past N, and k past K in the
+        # last slice; masked-off elements read as 0.0, which adds nothing to the sums.
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")  # exact fp32: checked against fp32's tolerance
+    # Rows past M and columns past N of the last tiles are not written: they are outside C.
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def as_gemm(kernel: Any, block: int = GEMM_PUZZLE_BLOCK) -> Callable[[object, object], object]:
+    """Wrap a kernel with the signature of :func:`masked_gemm_kernel` (a learner's, or the solution)
+    as an fp32 GEMM ``fn(a, b) -> c`` that ``course_lib.check`` can test: one program per
+    ``block`` x ``block`` tile of C."""
+    def gemm(a: object, b: object) -> object:
+        ops = prepare(a, b, stage="exercise", dtypes=("fp32",))
+        c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
+        grid = (triton.cdiv(ops.M, block), triton.cdiv(ops.N, block))
+        kernel[grid](ops.a, ops.b, c, ops.M, ops.N, ops.K, *ops.a.stride(), *ops.b.stride(), *c.stride(),
+                     BLOCK_M=block, BLOCK_N=block, BLOCK_K=block)
+        return ops.give_back(c)
+
+    gemm.__name__ = getattr(kernel, "__name__", "kernel")  # what check's messages call it
+    return gemm
+
+
 # check's awkward shapes (1 x 1 x 1, sizes off every tile, one row, one column, K = 1), plus shapes
 # whose K is a whole number of K-slices, and two whose M and N are whole tiles: a kernel wrong only
 # on the K tail, or only at the edges of C, fails on its own set of shapes.
@@ -109,7 +170,7 @@ GEMM_SHAPES = ((1, 1, 1), (3, 5, 7), (33, 17, 40), (1, 45, 19), (37, 1, 21), (9,
 
 masked_gemm = TritonGemmPuzzle(
     title="Your masked GEMM",
-    launch=lambda kernel: c04.exercise_gemm(kernel, block=GEMM_PUZZLE_BLOCK),
+    launch=as_gemm,
     shapes=GEMM_SHAPES,
     diagnoses=[
         fails_exactly_where(
@@ -123,7 +184,7 @@ masked_gemm = TritonGemmPuzzle(
             f"({GEMM_PUZZLE_BLOCK}): the edges of C. Rows past M and columns past N must be masked off "
             "in the loads and in the store."),
     ],
-    reveal=c04.exercise_tail_solution_kernel,
+    reveal=masked_gemm_kernel,
 )
 
 

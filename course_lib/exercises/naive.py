@@ -1,9 +1,14 @@
 """Exercises of notebook ``01_naive``: the naive kernel written by you, the source article's port,
-and the sectors of a warp."""
+and the sectors of a warp.
+
+The port itself is the course's (``naive.article_port_kernel``, with ``naive.run_flat`` to run it);
+its fix, the solution of exercise 1, is here."""
 
 from __future__ import annotations
 
-from course_lib.check import CheckFailure, check
+from numba import cuda, float32
+
+from course_lib.correctness import CheckFailure, check
 from course_lib.exercises import NumbaGemmPuzzle, Question
 from course_lib.kernels import naive
 
@@ -23,6 +28,17 @@ naive_kernel = NumbaGemmPuzzle(
 
 # Exercise 1: which of these shapes does the source article's port compute correctly?
 ARTICLE_SHAPES = {"a": (4, 4, 4), "b": (6, 4, 4), "c": (4, 3, 6), "d": (1, 3, 6), "e": (2, 5, 3)}
+
+
+@cuda.jit
+def article_port_fixed_kernel(A, B, C, M, N, K):
+    """Solution of exercise 1: A is M x K, so one row of A is K elements long."""
+    col, row = cuda.grid(2)
+    if row < M and col < N:
+        acc = float32(0.0)
+        for k in range(K):
+            acc += A[row * K + k] * B[k * N + col]
+        C[row * N + col] = acc
 
 
 def _port_is_right(shape) -> bool:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 from course_lib import learn
 from course_lib.exercises import Puzzle, Question, call_on_every_case, nothing_yet
 from course_lib.kernels import tensor_cores as tc
+from course_lib.layout import cdiv
 from course_lib.learn import Verdict, say
 from course_lib.model_shapes import MODEL_SHAPES, ModelShape, bytes_moved
 from course_lib.viz import waves
@@ -75,7 +76,7 @@ class Estimate:
         text = (f"{bm}x{bn}, split {split}: {self.programs} programs in {self.waves} "
                 f"wave{'s' if self.waves != 1 else ''}, SMs {100 * self.busy:.0f} % busy")
         if split > 1:
-            slices = math.ceil(self.shape[2] / BLOCK_K) / split
+            slices = cdiv(self.shape[2], BLOCK_K) / split
             text += f", ranges of {slices:.3g} K-slices"
         return text
 
@@ -84,7 +85,7 @@ def estimate(M: int, N: int, K: int, block_m: int, block_n: int, split_k: int) -
     """The plan (block_m, block_n, split_k) at M x N x K under the wave model (module docstring)."""
     tiles = waves.gemm_waves(M, N, block_m, block_n, occupancy=1)
     run = waves.waves(tiles.blocks * split_k, 1)
-    per_range = math.ceil(K / BLOCK_K) / split_k
+    per_range = cdiv(K, BLOCK_K) / split_k
     overhead = FILL_SLICES + (partial_slices(block_m, block_n) if split_k > 1 else 0.0)
     return Estimate(
         shape=(M, N, K), plan=(block_m, block_n, split_k), programs=run.blocks, waves=run.waves,

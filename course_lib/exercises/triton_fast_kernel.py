@@ -6,6 +6,7 @@ from __future__ import annotations
 from course_lib import results
 from course_lib.exercises import FunctionPuzzle, Question
 from course_lib.kernels import coalescing_and_triton as c04
+from course_lib.layout import cdiv
 
 # ---- the grouped order ------------------------------------------------------------------------
 # Grids of tiles (num_pid_m x num_pid_n) and group sizes: one band and many, a group size that divides
@@ -70,7 +71,7 @@ def _sms() -> int:
 
 def _tiles() -> int:
     bm, bn = _bf16_tile()
-    return -(-PERSISTENT_SIZE // bm) * -(-PERSISTENT_SIZE // bn)
+    return cdiv(PERSISTENT_SIZE, bm) * cdiv(PERSISTENT_SIZE, bn)
 
 
 tiles = Question(

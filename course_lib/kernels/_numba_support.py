@@ -24,17 +24,13 @@ import traceback
 import torch
 
 from course_lib import backend, guard
+from course_lib.layout import cdiv  # noqa: F401 - the stages' grid arithmetic imports it from here
 
 # Hopper (compute capability 9.0) limits, from the CUDA C++ Programming Guide's table of technical
 # specifications per compute capability: 1024 threads per block; 48 KB of *static* shared memory
 # per block (more needs dynamic shared memory and an opt-in attribute).
 MAX_THREADS_PER_BLOCK = 1024
 MAX_STATIC_SHARED_BYTES = 48 * 1024
-
-
-def cdiv(n: int, d: int) -> int:
-    """Ceiling division: how many blocks of ``d`` cover ``n``."""
-    return (n + d - 1) // d
 
 
 def kernel_array(t: torch.Tensor):

@@ -25,7 +25,6 @@ from numba import cuda, float32
 
 from course_lib.gemm import new_output, prepare
 from course_lib.kernels._numba_support import cdiv, check_launch, kernel_array
-from course_lib.registry import Stage, register
 
 # Threads per block along x and along y. 16 x 16 = 256 threads, the German article's configuration.
 BLOCK_X = 16
@@ -84,7 +83,13 @@ def naive_x_along_rows(a, b, *, block: tuple[int, int] = (BLOCK_X, BLOCK_Y)):
     return launch(naive_x_along_rows_kernel, a, b, x_is_column=False, block=block, stage="naive_x_along_rows")
 
 
-# ---- exercises of notebook 01 (the learner fixes these; the solutions are below them) ----------
+def naive_global_loads(M: int, N: int, K: int) -> int:
+    """Element loads the naive kernel issues: each of the M*N threads reads K of A and K of B.
+    (The tiled kernel's count is :func:`course_lib.kernels.shared_memory_tiling.tiled_global_loads`.)"""
+    return 2 * M * N * K
+
+
+# ---- the first source article's kernel, ported as written --------------------------------------
 @cuda.jit
 def article_port_kernel(A, B, C, M, N, K):
     """The first source article's kernel, ported as written, with flat row-major arrays. (Exercise 1
@@ -97,17 +102,6 @@ def article_port_kernel(A, B, C, M, N, K):
         C[row * N + col] = acc
 
 
-@cuda.jit
-def article_port_fixed_kernel(A, B, C, M, N, K):
-    """Solution of exercise 1: A is M x K, so one row of A is K elements long."""
-    col, row = cuda.grid(2)
-    if row < M and col < N:
-        acc = float32(0.0)
-        for k in range(K):
-            acc += A[row * K + k] * B[k * N + col]
-        C[row * N + col] = acc
-
-
 def run_flat(kernel, a, b, *, block: tuple[int, int] = (BLOCK_X, BLOCK_Y)):
     """Run a flat-indexed kernel ``kernel(A, B, C, M, N, K)`` (1-D arrays, row-major) as fn(a, b)."""
     ops = prepare(a, b, stage="flat kernel", dtypes=("fp32",), contiguous=True)
@@ -116,24 +110,3 @@ def run_flat(kernel, a, b, *, block: tuple[int, int] = (BLOCK_X, BLOCK_Y)):
     flat = [kernel_array(t.reshape(-1)) for t in (ops.a, ops.b, c)]
     kernel[grid, block](*flat, ops.M, ops.N, ops.K)
     return ops.give_back(c)
-
-
-@cuda.jit
-def unchecked_kernel(a, b, c):
-    """Exercise 2: the naive kernel without its bounds check. (The solution is naive_kernel.)"""
-    col, row = cuda.grid(2)
-    acc = float32(0.0)
-    for k in range(a.shape[1]):
-        acc += a[row, k] * b[k, col]
-    c[row, col] = acc
-
-
-def global_loads(M: int, N: int, K: int) -> int:
-    """Element loads the naive kernel issues: each of the M*N threads reads K of A and K of B."""
-    return 2 * M * N * K
-
-
-register(Stage(name="naive", notebook="01_naive", backend="numba", title="01 naive (x along columns)",
-               gemms={"fp32": naive}, order=10))
-register(Stage(name="naive_x_along_rows", notebook="01_naive", backend="numba", title="01 naive (x along rows)",
-               gemms={"fp32": naive_x_along_rows}, order=11))

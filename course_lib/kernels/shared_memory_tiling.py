@@ -28,7 +28,6 @@ from numba import cuda, float32
 
 from course_lib.gemm import new_output, prepare
 from course_lib.kernels._numba_support import cdiv, check_launch, kernel_array
-from course_lib.registry import Stage, register
 
 TILE_SIZES = (8, 16, 32)
 DEFAULT_TILE = 32
@@ -71,25 +70,39 @@ def make_tiled_kernel(TILE: int):
     return tiled_kernel
 
 
-def shared_memory_tiling(a, b, *, tile: int = DEFAULT_TILE):
-    """C = A @ B with TILE x TILE tiles of A and B staged in shared memory."""
-    stage = "shared_memory_tiling"
+def launch_tiled(kernel, a, b, *, tile: int, stage: str = "your kernel"):
+    """Run a kernel ``kernel(a, b, c)`` that computes one tile x tile tile of C per block of tile x tile
+    threads as ``fn(a, b) -> c``: the course's kernel, yours (``check(lambda a, b:
+    launch_tiled(my_kernel, a, b, tile=16))``) or the article's."""
     ops = prepare(a, b, stage=stage, dtypes=("fp32",))
     check_launch(stage, (tile, tile), shared_bytes=2 * tile * tile * FLOAT32_BYTES)
     c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
     grid = (cdiv(ops.N, tile), cdiv(ops.M, tile))
-    make_tiled_kernel(tile)[grid, (tile, tile)](kernel_array(ops.a), kernel_array(ops.b), kernel_array(c))
+    kernel[grid, (tile, tile)](kernel_array(ops.a), kernel_array(ops.b), kernel_array(c))
     return ops.give_back(c)
 
 
-# ---- exercise of notebook 02 -------------------------------------------------------------------
+def shared_memory_tiling(a, b, *, tile: int = DEFAULT_TILE):
+    """C = A @ B with TILE x TILE tiles of A and B staged in shared memory."""
+    return launch_tiled(make_tiled_kernel(tile), a, b, tile=tile, stage="shared_memory_tiling")
+
+
+def tiled_global_loads(M: int, N: int, K: int, tile: int) -> int:
+    """Element loads from global memory the tiled kernel issues (zero-padded edges included):
+    every block loads a TILE x TILE tile of A and of B at each of ceil(K / TILE) steps.
+    (The naive kernel's count is :func:`course_lib.kernels.naive.naive_global_loads`.)"""
+    blocks = cdiv(M, tile) * cdiv(N, tile)
+    return blocks * cdiv(K, tile) * 2 * tile * tile
+
+
+# ---- the first source article's tiled kernel, ported as written --------------------------------
 ARTICLE_TILE = 16
 
 
 @cuda.jit
 def article_tiled_kernel(a, b, c):
     """The German article's tiled kernel, ported as written (sizes must be multiples of 16,
-    as the article assumes). Exercise: check it, find the bug, fix it."""
+    as the article assumes). Run it with ``launch_tiled(article_tiled_kernel, a, b, tile=ARTICLE_TILE)``."""
     a_tile = cuda.shared.array((ARTICLE_TILE, ARTICLE_TILE), float32)
     b_tile = cuda.shared.array((ARTICLE_TILE, ARTICLE_TILE), float32)
     tx = cuda.threadIdx.x
@@ -105,36 +118,3 @@ def article_tiled_kernel(a, b, c):
             acc += a_tile[ty, k] * b_tile[k, tx]
         cuda.syncthreads()
     c[row, col] = acc
-
-
-def launch_tiled(kernel, a, b, *, tile: int = ARTICLE_TILE, stage: str = "your kernel"):
-    """Run a tile x tile-thread kernel ``kernel(a, b, c)`` as ``fn(a, b) -> c`` (for check)."""
-    ops = prepare(a, b, stage=stage, dtypes=("fp32",))
-    check_launch(stage, (tile, tile))
-    c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
-    kernel[(cdiv(ops.N, tile), cdiv(ops.M, tile)), (tile, tile)](kernel_array(ops.a), kernel_array(ops.b), kernel_array(c))
-    return ops.give_back(c)
-
-
-def global_loads(M: int, N: int, K: int, tile: int) -> int:
-    """Element loads from global memory the tiled kernel issues (zero-padded edges included):
-    every block loads a TILE x TILE tile of A and of B at each of ceil(K / TILE) steps."""
-    blocks = cdiv(M, tile) * cdiv(N, tile)
-    return blocks * cdiv(K, tile) * 2 * tile * tile
-
-
-def _variant(tile: int):
-    def gemm(a, b):
-        return shared_memory_tiling(a, b, tile=tile)
-
-    gemm.__name__ = f"shared_memory_tiling_t{tile}"
-    return gemm
-
-
-register(Stage(name="shared_memory_tiling", notebook="02_shared_memory_tiling", backend="numba",
-               title=f"02 shared-memory tiling (T={DEFAULT_TILE})", gemms={"fp32": _variant(DEFAULT_TILE)}, order=20))
-for _tile in TILE_SIZES:
-    if _tile != DEFAULT_TILE:
-        register(Stage(name=f"shared_memory_tiling_t{_tile}", notebook="02_shared_memory_tiling", backend="numba",
-                       title=f"02 shared-memory tiling (T={_tile})", gemms={"fp32": _variant(_tile)},
-                       order=20 + _tile / 100, variant_of="shared_memory_tiling"))

@@ -32,7 +32,6 @@ from numba import cuda, float32, uint32
 
 from course_lib.gemm import new_output, prepare
 from course_lib.kernels._numba_support import cdiv, check_launch, kernel_array
-from course_lib.registry import Stage, register
 
 FLOAT32_BYTES = 4
 
@@ -329,7 +328,7 @@ SWEEP_CONFIGS = {
 }
 
 
-def _variant_title(cfg: RegisterTileConfig) -> str:
+def variant_title(cfg: RegisterTileConfig) -> str:
     """Tile shape plus whatever differs from DEFAULT_CONFIG in the code it generates, so that no two
     variants share a title (charts label bars by title)."""
     what = []
@@ -343,21 +342,3 @@ def _variant_title(cfg: RegisterTileConfig) -> str:
         what.append(f"{cfg.lanes_n} lanes along N")
     extra = f" ({', '.join(what)})" if what else ""
     return f"03 register tiling {cfg.TM}x{cfg.TN}/thread, {cfg.BM}x{cfg.BN}/block, BK={cfg.BK}{extra}"
-
-
-def _with_config(name: str, cfg: RegisterTileConfig):
-    def gemm(a, b):
-        return register_tiling(a, b, config=cfg)
-
-    gemm.__name__ = name
-    return gemm
-
-
-register(Stage(name="coarsened_2x2", notebook="03_thread_coarsening", backend="numba", title="03 thread coarsening 2x2",
-               gemms={"fp32": coarsened_2x2}, order=30))
-register(Stage(name="register_tiling", notebook="03_thread_coarsening", backend="numba",
-               title=f"03 register tiling {DEFAULT_CONFIG.TM}x{DEFAULT_CONFIG.TN}/thread, {DEFAULT_CONFIG.BM}x{DEFAULT_CONFIG.BN}/block",
-               gemms={"fp32": _with_config("register_tiling", DEFAULT_CONFIG)}, order=31, sweep=True))
-for _name, _cfg in SWEEP_CONFIGS.items():
-    register(Stage(name=_name, notebook="03_thread_coarsening", backend="numba", title=_variant_title(_cfg),
-                   gemms={"fp32": _with_config(_name, _cfg)}, order=32, variant_of="register_tiling"))

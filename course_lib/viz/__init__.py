@@ -1,4 +1,5 @@
-"""Visualisations: functions of plain data that return a figure or a widget.
+"""Visualisations: functions of plain data that return a figure or a widget. Every picture and widget
+of the course lives here (charts of recorded results: :mod:`course_lib.plots`), none in ``kernels/``.
 
 One module per topic; each module's docstring shows the exact calls a notebook makes.
 
@@ -8,6 +9,7 @@ One module per topic; each module's docstring shows the exact calls a notebook m
 * :mod:`course_lib.viz.coalescing` one warp's load in 32-byte sectors and 128-byte lines (01, 04)
 * :mod:`course_lib.viz.banks`      shared-memory banks, conflict degree, padding and XOR swizzle (02, 04)
 * :mod:`course_lib.viz.hierarchy`  block tile, warp tiles and thread tiles of register tiling (03)
+* :mod:`course_lib.viz.launch_order` the order programs compute C's tiles in, row-major or grouped (05)
 * :mod:`course_lib.viz.fragments`  which lane holds which element for mma.m16n8k16 and wgmma m64nNk16 (05)
 * :mod:`course_lib.viz.trace`      the accesses of your own numba kernel, traced on the simulator (01, 02, 04)
 """

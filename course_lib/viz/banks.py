@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from course_lib.layout import cdiv
 from course_lib.viz._figure import plural
 
 N_BANKS = 32
@@ -67,11 +68,11 @@ class BankAccess:
     def wavefronts(self) -> int:
         """Passes the access needs: the conflict degree, but at least one per 128 bytes requested."""
         distinct_words = int(self.words_per_bank.sum())
-        return max(self.conflict_degree, -(-distinct_words // N_BANKS))
+        return max(self.conflict_degree, cdiv(distinct_words, N_BANKS))
 
     def describe(self) -> str:
         d, passes = self.conflict_degree, self.wavefronts
-        least = max(1, -(-int(self.words_per_bank.sum()) // N_BANKS))  # one pass per 128 bytes requested
+        least = max(1, cdiv(int(self.words_per_bank.sum()), N_BANKS))  # one pass per 128 bytes requested
         busiest = int(np.argmax(self.words_per_bank))
         if passes <= least:
             kind = "conflict-free" + (f": {least} passes, the fewest for {4 * int(self.words_per_bank.sum())} bytes"
@@ -145,7 +146,7 @@ def draw_banks(acc: BankAccess, ax=None, title: str = "", words_in_tile: int | N
     words = np.concatenate(acc.words) if len(acc.lanes) else np.zeros(0, dtype=np.int64)
     top = int(words.max()) // N_BANKS + 1 if len(words) else 1
     if words_in_tile:
-        top = max(top, -(-words_in_tile // N_BANKS))
+        top = max(top, cdiv(words_in_tile, N_BANKS))
     rows = np.arange(top) if top <= MAX_ROWS_DRAWN else np.unique(words // N_BANKS)
     shown_at = {int(r): i for i, r in enumerate(rows)}
     if ax is None:

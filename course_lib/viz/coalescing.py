@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from course_lib.layout import cdiv
 from course_lib.viz._figure import plural
 
 SECTOR_BYTES = 32
@@ -79,7 +80,7 @@ class WarpAccess:
     @property
     def ideal_sectors(self) -> int:
         """The fewest sectors that could hold the bytes requested."""
-        return -(-self.bytes_requested // SECTOR_BYTES)
+        return cdiv(self.bytes_requested, SECTOR_BYTES)
 
     def describe(self) -> str:
         return (

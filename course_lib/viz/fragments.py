@@ -10,29 +10,10 @@ Notebooks 06 and 07 call::
 
 A tensor-core instruction is executed by a whole warp (``mma.sync``) or a whole warpgroup of four
 warps (``wgmma.mma_async``), and each thread brings a fixed piece (a *fragment*) of the operands in
-its registers. The layouts below are the PTX ISA's, which is the only place they are defined:
-
-* PTX ISA, section "Matrix Fragments for mma.m16n8k16 with floating point type" (9.7.x.5.8; the
-  number moves between PTX versions): for .f16/.bf16 inputs, with
-  ``groupID = %laneid >> 2`` and ``threadID_in_group = %laneid % 4``:
-
-  - A (16 x 16, four .f16x2 registers, elements a0..a7):
-    row = groupID for a0, a1, a4, a5 and groupID + 8 otherwise;
-    col = threadID_in_group * 2 + (i & 1), plus 8 for i >= 4.
-  - B (16 x 8, two .f16x2 registers, b0..b3):
-    row = threadID_in_group * 2 + (i & 1), plus 8 for i >= 2; col = groupID.
-  - C and D (16 x 8, four .f32 registers, c0..c3):
-    row = groupID for i < 2, groupID + 8 otherwise; col = threadID_in_group * 2 + (i & 1).
-
-* PTX ISA, section "Register Fragments" of "Asynchronous Warpgroup Level Matrix ... Layouts",
-  subsection "Matrix Fragments for wgmma.mma_async.m64nNk16" (figures "WGMMA .m64nNk16 register
-  fragment layout for matrix A" and "... for accumulator matrix D"): the 64 rows are cut into four
-  slices of 16, warp w of the warpgroup (threads 32w..32w+31) owning rows 16w..16w+15 (the same
-  assignment the PTX tables of the sparse wgmma variant list as "%warpid % 4 = w -> rows
-  16w..16w+15"). Inside its slice a warp holds the accumulator exactly like an m16n8 C fragment,
-  repeated for every 8 columns: thread t holds N/2 fp32 values d0..d(N/2-1) with
-  row = 16w + groupID + 8 * ((i >> 1) & 1) and col = 8 * (i >> 2) + threadID_in_group * 2 + (i & 1).
-  A in registers follows the m16n8k16 A layout inside each warp's 16 rows.
+its registers. The layouts are the PTX ISA's (sections "Matrix Fragments for mma.m16n8k16 with
+floating point type" and the "Register Fragments" of wgmma.mma_async.m64nNk16); their formulas live
+in :mod:`course_lib.layout`, which the tensor-core kernels' model uses too, and are importable from
+here under the same names. This module draws them.
 """
 
 from __future__ import annotations
@@ -41,61 +22,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-WARP_SIZE = 32
-WARPGROUP_SIZE = 128
-MMA_SHAPES = {"A": (16, 16, 8), "B": (16, 8, 4), "C": (16, 8, 4)}  # rows, cols, registers per lane
-WGMMA_N = tuple(range(8, 257, 8))  # valid N of wgmma m64nNk16
-
-
-def _lane_parts(lane: int) -> tuple[int, int]:
-    if not 0 <= lane < WARP_SIZE:
-        raise ValueError(f"lane is 0..31, got {lane}")
-    return lane >> 2, lane % 4  # groupID, threadID_in_group
-
-
-def mma_m16n8k16(operand: str, lane: int, i: int) -> tuple[int, int]:
-    """(row, col) of the element that register element ``i`` of ``lane`` holds, for mma.sync
-    .m16n8k16 with .f16/.bf16 inputs and .f32 accumulators ('A', 'B', or 'C' = 'D')."""
-    operand = "C" if operand == "D" else operand
-    if operand not in MMA_SHAPES:
-        raise ValueError("operand is 'A', 'B', 'C' or 'D'")
-    regs = MMA_SHAPES[operand][2]
-    if not 0 <= i < regs:
-        raise ValueError(f"{operand} has elements 0..{regs - 1} per lane, got {i}")
-    group, tig = _lane_parts(lane)
-    if operand == "A":
-        row = group if (i < 2 or 4 <= i < 6) else group + 8
-        col = tig * 2 + (i & 1) + (8 if i >= 4 else 0)
-    elif operand == "B":
-        row = tig * 2 + (i & 1) + (8 if i >= 2 else 0)
-        col = group
-    else:
-        row = group if i < 2 else group + 8
-        col = tig * 2 + (i & 1)
-    return row, col
-
-
-def wgmma_m64nNk16_d(thread: int, i: int, n: int = 16) -> tuple[int, int]:
-    """(row, col) of accumulator element d``i`` of ``thread`` (0..127 in the warpgroup) for wgmma
-    m64nNk16 with .f32 accumulators; each thread holds n/2 of them."""
-    if n not in WGMMA_N:
-        raise ValueError(f"N is a multiple of 8 from 8 to 256, got {n}")
-    if not 0 <= thread < WARPGROUP_SIZE:
-        raise ValueError(f"thread is 0..127 in a warpgroup, got {thread}")
-    if not 0 <= i < n // 2:
-        raise ValueError(f"each thread holds d0..d{n // 2 - 1} for N={n}, got {i}")
-    warp, lane = divmod(thread, WARP_SIZE)
-    group, tig = _lane_parts(lane)
-    return 16 * warp + group + 8 * ((i >> 1) & 1), 8 * (i >> 2) + tig * 2 + (i & 1)
-
-
-def wgmma_m64nNk16_a(thread: int, i: int) -> tuple[int, int]:
-    """(row, col) of A element a``i`` of ``thread`` when wgmma m64nNk16 takes A from registers."""
-    if not 0 <= thread < WARPGROUP_SIZE:
-        raise ValueError(f"thread is 0..127 in a warpgroup, got {thread}")
-    warp, lane = divmod(thread, WARP_SIZE)
-    row, col = mma_m16n8k16("A", lane, i)
-    return 16 * warp + row, col
+from course_lib.layout import (  # noqa: F401 - the layouts, importable from here too
+    MMA_SHAPES,
+    WARPGROUP_SIZE,
+    WARP_SIZE,
+    WGMMA_N,
+    lane_parts,
+    mma_m16n8k16,
+    wgmma_m64nNk16_a,
+    wgmma_m64nNk16_d,
+)
 
 
 def warp_rows(n: int = 16) -> dict[int, range]:
@@ -172,7 +108,7 @@ def lane_colour(lane: int) -> tuple[float, float, float]:
     """RGB of ``lane`` (0..31): hue from its groupID, shade from its threadID_in_group."""
     import matplotlib.pyplot as plt
 
-    group, tig = _lane_parts(lane)
+    group, tig = lane_parts(lane)
     cmap, family = _HUES[group]
     return tuple(plt.get_cmap(cmap).colors[4 * family + tig])
 

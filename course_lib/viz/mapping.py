@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-WARP_SIZE = 32
+from course_lib.layout import WARP_SIZE, cdiv
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Mapping:
 
     @property
     def warps_per_block(self) -> int:
-        return -(-self.block[0] * self.block[1] // WARP_SIZE)
+        return cdiv(self.block[0] * self.block[1], WARP_SIZE)
 
     def describe(self) -> str:
         bx, by = self.block
@@ -53,7 +53,7 @@ def blocks_needed(n: int, threads: int) -> int:
     """Blocks of ``threads`` needed to cover ``n`` elements: ceil(n / threads), e.g. (n + 15) // 16."""
     if n < 1 or threads < 1:
         raise ValueError(f"need n >= 1 and threads >= 1, got n={n}, threads={threads}")
-    return (n + threads - 1) // threads
+    return cdiv(n, threads)
 
 
 def thread_mapping(n_rows: int, n_cols: int, block: tuple[int, int] = (16, 16), grid: tuple[int, int] | None = None) -> Mapping:

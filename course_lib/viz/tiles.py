@@ -24,16 +24,17 @@ Counting element reads (a "read" is one element fetched by one thread):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from course_lib.layout import cdiv
 
 
 def _steps(n: int, tile: int) -> int:
     if n < 1 or tile < 1:
         raise ValueError(f"need n >= 1 and tile >= 1, got n={n}, tile={tile}")
-    return math.ceil(n / tile)
+    return cdiv(n, tile)
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ class ReuseCounts:
 
     @property
     def tiled_global(self) -> int:
-        return 2 * self.n**2 * math.ceil(self.n / self.tile)
+        return 2 * self.n**2 * cdiv(self.n, self.tile)
 
     @property
     def tiled_shared(self) -> int:
@@ -130,7 +131,7 @@ class ReuseCounts:
 
     @property
     def per_element_tiled(self) -> int:
-        return math.ceil(self.n / self.tile)
+        return cdiv(self.n, self.tile)
 
     @property
     def saving(self) -> float:

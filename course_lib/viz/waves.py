@@ -46,14 +46,12 @@ count), and the picture assumes the block scheduler hands the blocks of the last
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from course_lib.layout import WARP_SIZE, cdiv, wave_count, whole_tile_efficiency
 from course_lib.viz._figure import plural
-
-WARP_SIZE = 32
 
 
 @dataclass(frozen=True)
@@ -80,7 +78,7 @@ H200 = SMLimits()
 
 
 def _round_up(x: int, unit: int) -> int:
-    return -(-x // unit) * unit
+    return cdiv(x, unit) * unit
 
 
 @dataclass(frozen=True)
@@ -149,7 +147,7 @@ def resident_blocks(threads_per_block: int, regs_per_thread: int = 32, smem_per_
             f"a block may use at most {gpu.max_smem_per_block // 1024} KB of shared memory, "
             f"asked for {smem_per_block / 1024:g} KB"
         )
-    warps = -(-threads_per_block // WARP_SIZE)
+    warps = cdiv(threads_per_block, WARP_SIZE)
     by_warps = gpu.max_warps_per_sm // warps
     # Registers go to whole warps, rounded up to the allocation unit, and each of the SM's
     # sub-partitions holds a whole number of warps' registers.
@@ -186,7 +184,7 @@ class Waves:
 
     @property
     def waves(self) -> int:
-        return math.ceil(self.blocks / self.slots)
+        return wave_count(self.blocks, self.slots)
 
     @property
     def full_waves(self) -> int:
@@ -210,7 +208,7 @@ class Waves:
     @property
     def efficiency(self) -> float:
         """Blocks run / slots offered over all waves: 1.0 means no slot ever sat empty."""
-        return self.blocks / (self.waves * self.slots)
+        return whole_tile_efficiency(self.blocks, self.slots)
 
     def occupancy_map(self) -> np.ndarray:
         """(waves, sms) array: blocks on each SM in each wave (the last wave spread one per SM first)."""
@@ -246,7 +244,7 @@ def waves(blocks: int, resident: int | Occupancy, gpu: SMLimits = H200) -> Waves
 
 def gemm_waves(m: int, n: int, tile_m: int = 128, tile_n: int = 128, occupancy: Occupancy | int = 1, gpu: SMLimits = H200) -> Waves:
     """Waves for a GEMM whose output of m x n is cut into tile_m x tile_n blocks (one block per tile)."""
-    blocks = math.ceil(m / tile_m) * math.ceil(n / tile_n)
+    blocks = cdiv(m, tile_m) * cdiv(n, tile_n)
     return waves(blocks, occupancy, gpu)
 
 

@@ -9,7 +9,8 @@
 //   explains stream-K; the course's stage 6 uses it since 2026-12-01 for shapes with few tiles);
 //   a consumer that did only part of a tile's K either publishes its fp32 partial sums
 //   (publish_partial) or, if it holds the tile's first slice, adds the others' (add_partial)
-//   before the usual epilogue. Measured slower than whole tiles (JOURNAL-cuda-notes.md);
+//   before the usual epilogue. Measured slower than whole tiles at the squares, faster where tiles
+//   are few and K is long (experiments/JOURNAL.md, 2026-11-29 and 2026-12-01);
 // * with -DTC_TIMELINE, a per-tile timeline of clock64 stamps (experiments/gpu_tc_timeline.py).
 // The kernel is the course's stage 6 but for the work loop (WorkCursor instead of a tile loop)
 // and the stream-K fix-up after it; the comments of tc_6_tma_store.cu explain the rest.

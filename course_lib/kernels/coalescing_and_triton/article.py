@@ -12,9 +12,10 @@ import torch
 import triton
 import triton.language as tl
 
-from course_lib.gemm import TORCH_DTYPES, Operands, new_output, prepare
-from course_lib.kernels.coalescing_and_triton.common import INPUT_PRECISION, interpretable, require_32bit_offsets
-from course_lib.kernels.coalescing_and_triton.tiled import TILED_CONFIG, TileConfig, launch_tiled
+from course_lib import dtypes
+from course_lib.gemm import Operands, new_output, prepare
+from course_lib.kernels.coalescing_and_triton.common import interpretable, require_32bit_offsets
+from course_lib.kernels.coalescing_and_triton.tiled import TILED_CONFIG, TileConfig, launch_tiled_matmul
 
 
 @triton.jit
@@ -52,7 +53,7 @@ def tiled_matmul_transposed_b_kernel(
 
 
 def launch_transposed_b(ops: Operands, bt: torch.Tensor, dtype: str, cfg: TileConfig, stage: str):
-    c = new_output(ops.M, ops.N, TORCH_DTYPES[dtype], ops.a.device)
+    c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
     require_32bit_offsets(stage, ops.a, bt, c)
     grid = (triton.cdiv(ops.M, cfg.block_m), triton.cdiv(ops.N, cfg.block_n))
     a, bt = interpretable(ops.a), interpretable(bt)
@@ -60,7 +61,7 @@ def launch_transposed_b(ops: Operands, bt: torch.Tensor, dtype: str, cfg: TileCo
         a, bt, c, ops.M, ops.N, ops.K,
         a.stride(0), a.stride(1), bt.stride(0), bt.stride(1), c.stride(0), c.stride(1),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-        INPUT_PRECISION=INPUT_PRECISION[dtype], num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return c, compiled
 
@@ -96,7 +97,7 @@ def article_experiment_gemm(
     if transposed_y:
         c, _ = launch_transposed_b(ops, ops.b.T.contiguous(), dtype, cfg, stage)
     else:
-        c, _ = launch_tiled(ops, dtype, cfg, stage)
+        c, _ = launch_tiled_matmul(ops, dtype, cfg, stage)
     return ops.give_back(c)
 
 

@@ -21,17 +21,15 @@ import triton
 from dataclasses import replace
 
 from course_lib import backend
-from course_lib.gemm import TORCH_DTYPES, Operands, new_output, prepare
+from course_lib import dtypes
+from course_lib.gemm import Operands, new_output, prepare
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, launch_fast
+from course_lib.layout import cdiv
 from course_lib.timing import time_fn
 
 SMALL_M = 64  # at most this many rows of A: the small-M candidates
 _SIXTEEN = ("fp16", "bf16")
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def small_m_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:
@@ -44,11 +42,11 @@ def small_m_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[
     long_k = 256 if dtype in _SIXTEEN else 128
 
     def fill(block_n: int, block_k: int) -> int:  # splits for about one program per SM, >= 4 slices each
-        return max(1, min(_cdiv(sm_count, _cdiv(N, block_n)), _cdiv(K, block_k) // 4))
+        return max(1, min(cdiv(sm_count, cdiv(N, block_n)), cdiv(K, block_k) // 4))
 
     out = [FastConfig(block_m, 64, long_k, group_m=1, num_warps=4, num_stages=3, split_k=split)
            for split in (1, 2, 3, 4)
-           if split <= max(1, _cdiv(K, long_k) // 4) and (split == 1 or _cdiv(N, 64) * split <= 2.5 * sm_count)]
+           if split <= max(1, cdiv(K, long_k) // 4) and (split == 1 or cdiv(N, 64) * split <= 2.5 * sm_count)]
     out += [FastConfig(block_m, 32, long_k, group_m=1, num_warps=4, num_stages=3, split_k=fill(32, long_k)),
             FastConfig(block_m, 64, long_k // 2, group_m=1, num_warps=8, num_stages=4, split_k=fill(64, long_k // 2)),
             FastConfig(block_m, 128, long_k // 2, group_m=1, num_warps=4, num_stages=4),
@@ -62,10 +60,10 @@ def few_tile_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple
     tiles of half the size, one program each, and the big tile split along K into 2-4 ranges
     (only where each range keeps at least 8 K-slices)."""
     big = FAST_CONFIGS[dtype][0]
-    tiles = _cdiv(M, big.block_m) * _cdiv(N, big.block_n)
+    tiles = cdiv(M, big.block_m) * cdiv(N, big.block_n)
     out = [replace(big, block_n=big.block_n // 2, persistent=False, epilogue_split=1, num_stages=4)]
     for split in (2, 3, 4):
-        if tiles * split <= 3 * sm_count and _cdiv(K, big.block_k) >= 8 * split:
+        if tiles * split <= 3 * sm_count and cdiv(K, big.block_k) >= 8 * split:
             out.append(replace(big, persistent=False, split_k=split, epilogue_split=1))
     return tuple(out)
 
@@ -76,7 +74,7 @@ def shape_candidates(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple
     if M <= SMALL_M:
         return small_m_configs(dtype, M, N, K, sm_count)
     big = FAST_CONFIGS[dtype][0]
-    tiles = _cdiv(M, big.block_m) * _cdiv(N, big.block_n)
+    tiles = cdiv(M, big.block_m) * cdiv(N, big.block_n)
     if tiles < 2 * sm_count:
         return FAST_CONFIGS[dtype] + few_tile_configs(dtype, M, N, K, sm_count)
     return FAST_CONFIGS[dtype]
@@ -129,7 +127,7 @@ def fast_matmul_autotuned(a: object, b: object, dtype: str = "fp32") -> object:
     CPU the first candidate of :data:`FAST_CONFIGS`."""
     stage = "triton_fast"
     ops = prepare(a, b, stage=stage, dtypes=(dtype,))
-    c = new_output(ops.M, ops.N, TORCH_DTYPES[dtype], ops.a.device)
+    c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
     require_32bit_offsets(stage, ops.a, ops.b, c)
     launch_fast(ops, dtype, autotuned_config(ops, dtype, c), c)
     return ops.give_back(c)

@@ -1,5 +1,5 @@
-"""What every Triton kernel of notebooks 04 and 05 shares: the dtypes, the precision argument of
-``tl.dot``, and the wrapper's checks (32-bit offsets, the rules of tensor descriptors)."""
+"""What every Triton kernel of notebooks 04 and 05 shares: the wrapper's checks (32-bit offsets, the
+rules of tensor descriptors). tl.dot's precision argument per dtype is in course_lib.dtypes."""
 
 from __future__ import annotations
 
@@ -10,14 +10,6 @@ from course_lib import backend
 
 NOTEBOOK = "04_coalescing_and_triton"  # the tiled kernel and the article's experiment
 FAST_NOTEBOOK = "05_triton_fast_kernel"  # tensor descriptors and the fast kernel
-COURSE_DTYPES = ("fp32", "tf32", "fp16", "bf16")
-
-# tl.dot's input_precision per course dtype. "ieee": exact fp32 multiply-adds (on NVIDIA GPUs the
-# CUDA cores' FMA units, no tensor cores); "tf32": inputs rounded to TensorFloat-32 inside the
-# tensor cores. For 16-bit inputs the argument has no effect (Triton's tl.dot docs), so "ieee" is
-# passed to keep one kernel signature. The interpreter computes tl.dot with numpy.matmul in fp32 and
-# does not round to TF32, so on the CPU "tf32" results are as exact as "fp32" ones.
-INPUT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "fp16": "ieee", "bf16": "ieee"}
 
 
 def check_tensor(stage: str, name: str, t: object, *, ndim: int, what: str, reshape_hint: str,

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import triton
 
+from course_lib import dtypes
 from course_lib.kernels.coalescing_and_triton.article import tiled_matmul_transposed_b_kernel
 from course_lib.kernels.coalescing_and_triton.tiled import tiled_matmul_kernel
 
@@ -70,7 +71,7 @@ def compile_counts(kernel: str, dtype: str, precision: str, block: int, num_warp
     from triton.compiler import ASTSource
 
     fn = {"plain": tiled_matmul_kernel, "transposed": tiled_matmul_transposed_b_kernel}[kernel]
-    ty = {"fp32": "*fp32", "fp16": "*fp16", "bf16": "*bf16"}[dtype]
+    ty = "*" + dtypes.get(dtype).triton_type
     names = fn.arg_names
     signature, constexprs = {}, {}
     for n in names[:3]:

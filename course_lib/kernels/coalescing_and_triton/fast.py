@@ -7,10 +7,13 @@
 * a persistent launch for the 16-bit types and TF32: one program per SM walks the tiles;
 * for TF32, B^T: Hopper's TF32 tensor-core instruction reads both operands K-major.
 
-Three kernels, one per way of launching (as Triton's persistent-matmul tutorial writes separate
-kernels rather than one kernel with switches), share the tile's code:
-:func:`fast_matmul_kernel` (descriptors, one program per tile), :func:`persistent_matmul_kernel`
-(descriptors, one program per SM) and :func:`grouped_matmul_kernel` (pointers and masks).
+One kernel per way of launching, each written out whole, top to bottom - descriptors, which tile,
+the mainloop over K, the epilogue - as Triton's persistent-matmul tutorial writes separate kernels
+rather than one kernel with switches: :func:`fast_matmul_kernel` (descriptors, one program per
+tile), :func:`persistent_matmul_kernel` (the same tile in a loop, one program per SM),
+:func:`split_k_matmul_kernel` (one program per tile and range of K) and
+:func:`grouped_matmul_kernel` (pointers and masks, where a matrix breaks TMA's rules). The one
+helper they share is :func:`grouped_tile`, the order in which programs take the tiles.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ import triton
 import triton.language as tl
 
 from course_lib import backend
-from course_lib.gemm import TORCH_DTYPES, Operands, new_output, prepare
+from course_lib import dtypes
+from course_lib.gemm import Operands, new_output, prepare
 from course_lib.kernels.coalescing_and_triton import common
-from course_lib.kernels.coalescing_and_triton.tiled import matmul_tile_masked
 
 
 @triton.jit
@@ -45,60 +48,48 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, stride_bn,
-                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_K_MAJOR: tl.constexpr):
-    """Descriptors of A and B (on a GPU each one is written to global memory obtained through
-    triton.set_allocator). With ``B_K_MAJOR`` b_ptr holds B^T (N x K, row-major)."""
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-    if B_K_MAJOR:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1], block_shape=[BLOCK_N, BLOCK_K])
+def fast_matmul_kernel(
+    # Pointers to matrices (with B_K_MAJOR, b_ptr holds B^T)
+    a_ptr, b_ptr, c_ptr,
+    # Matrix dimensions
+    M, N, K,
+    # Strides of A, of B as a K x N matrix (whichever way it is stored), of C
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    # ---- descriptors of A, B and C ---------------------------------------------------------------
+    # On a GPU each is written to global memory obtained through triton.set_allocator. C is stored
+    # in C_STORE_SPLIT boxes of BLOCK_N / C_STORE_SPLIT columns.
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    if B_K_MAJOR:  # b_ptr holds B^T (N x K, row-major)
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
     else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
-    return a_desc, b_desc
-
-
-@triton.jit
-def make_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn, stride_cm,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr):
-    """Descriptors of A, B and C, made once per program; C is stored in ``C_STORE_SPLIT`` boxes of
-    BLOCK_N / C_STORE_SPLIT columns."""
-    a_desc, b_desc = operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, stride_bn,
-                                         BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
                                        block_shape=[BLOCK_M, BLOCK_N // C_STORE_SPLIT])
-    return a_desc, b_desc, c_desc
 
+    # ---- which tile: one program per tile, on a 1-D grid in grouped order ------------------------
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    row0 = pid_m * BLOCK_M
+    col0 = pid_n * BLOCK_N
 
-@triton.jit
-def accumulate_tile(a_desc, b_desc, row0, col0, k_begin, k_end,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                    B_K_MAJOR: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    """The sum over k in [k_begin, k_end) of A[row0:, k] B[k, col0:] for one BLOCK_M x BLOCK_N tile,
-    in fp32. Slices past K are read as zeros (the descriptor fills them)."""
+    # ---- mainloop: walk along K, accumulating in fp32 --------------------------------------------
+    # Slices past K are read as zeros (the descriptor fills them).
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(k_begin, k_end, BLOCK_K):
+    for k0 in range(0, K, BLOCK_K):
         a = a_desc.load([row0, k0])
         if B_K_MAJOR:
             b = b_desc.load([col0, k0]).T  # a K-major tile of B^T, seen as BLOCK_K x BLOCK_N
         else:
             b = b_desc.load([k0, col0])
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-    return acc
 
-
-@triton.jit
-def matmul_tile_descriptors(
-    tile_id, a_desc, b_desc, c_desc, c_ptr, M, N, K,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-):
-    """Compute tile ``tile_id`` of C (grouped order) through descriptors and store it."""
-    pid_m, pid_n = grouped_tile(tile_id, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-    row0 = pid_m * BLOCK_M
-    col0 = pid_n * BLOCK_N
-    acc = accumulate_tile(a_desc, b_desc, row0, col0, 0, K, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, INPUT_PRECISION)
-
+    # ---- epilogue: round to C's type and store (the descriptor clips at C's edges) ---------------
     c = acc.to(c_ptr.dtype.element_ty)
     if C_STORE_SPLIT == 2:
         # Two BLOCK_M x BLOCK_N/2 stores: the staging buffer in shared memory is half the size,
@@ -113,25 +104,6 @@ def matmul_tile_descriptors(
 
 
 @triton.jit
-def fast_matmul_kernel(
-    # Pointers to matrices (with B_K_MAJOR, b_ptr holds B^T)
-    a_ptr, b_ptr, c_ptr,
-    # Matrix dimensions
-    M, N, K,
-    # Strides of A, of B as a K x N matrix (whichever way it is stored), of C
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    # Meta-parameters
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-):
-    # One program per tile, on a 1-D grid: the program id is the tile's place in grouped order.
-    a_desc, b_desc, c_desc = make_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn,
-                                              stride_cm, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, C_STORE_SPLIT)
-    matmul_tile_descriptors(tl.program_id(0), a_desc, b_desc, c_desc, c_ptr, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
-                            GROUP_M, B_K_MAJOR, C_STORE_SPLIT, INPUT_PRECISION)
-
-
-@triton.jit
 def persistent_matmul_kernel(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
@@ -139,31 +111,54 @@ def persistent_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
-    # One program per SM walks the tiles pid, pid + P, pid + 2P, ... The flattened loop lets the
-    # compiler start loading the next tile while the current one is being stored.
-    a_desc, b_desc, c_desc = make_descriptors(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_bn,
-                                              stride_cm, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, C_STORE_SPLIT)
-    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    # fast_matmul_kernel's tile, inside a loop over tiles: one program per SM computes tiles
+    # pid, pid + P, pid + 2P, ... of the grouped order (P programs).
+
+    # ---- descriptors, made once per program ------------------------------------------------------
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    if B_K_MAJOR:  # b_ptr holds B^T (N x K, row-major)
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N // C_STORE_SPLIT])
+
+    # ---- the loop over this program's tiles ------------------------------------------------------
+    # flatten=True makes the tile loop and the K loop one loop, so that the compiler can start
+    # loading the next tile while the current one is being stored.
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
     for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
-        matmul_tile_descriptors(tile_id, a_desc, b_desc, c_desc, c_ptr, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
-                                GROUP_M, B_K_MAJOR, C_STORE_SPLIT, INPUT_PRECISION)
+        pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        row0 = pid_m * BLOCK_M
+        col0 = pid_n * BLOCK_N
+
+        # ---- mainloop ----------------------------------------------------------------------------
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            a = a_desc.load([row0, k0])
+            if B_K_MAJOR:
+                b = b_desc.load([col0, k0]).T  # a K-major tile of B^T, seen as BLOCK_K x BLOCK_N
+            else:
+                b = b_desc.load([k0, col0])
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+        # ---- epilogue (C in halves: see fast_matmul_kernel) --------------------------------------
+        c = acc.to(c_ptr.dtype.element_ty)
+        if C_STORE_SPLIT == 2:
+            halves = tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            c_desc.store([row0, col0], left)
+            c_desc.store([row0, col0 + BLOCK_N // 2], right)
+        else:
+            c_desc.store([row0, col0], c)
 
 
-@triton.jit
-def grouped_matmul_kernel(
-    a_ptr, b_ptr, c_ptr,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr,
-):
-    # The teaching kernel's tile (pointers and masks: any strides, any alignment), in grouped order.
-    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-    matmul_tile_masked(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                       stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, INPUT_PRECISION)
-
-
-# ---- split-K: when C has too few tiles to give every SM one -----------------------------------------
+# ---- split-K: when C has too few tiles to give every SM one --------------------------------------
 # A 768 x 2304 C (the weight gradient of a GPT-2 projection, K = 16384 tokens) is 54 tiles of
 # 128 x 256: one program per tile leaves 78 of the H200's 132 SMs idle for the whole run. Split-K
 # cuts K into SPLIT_K ranges and gives each (tile, range) its own program: SPLIT_K times as many
@@ -180,24 +175,44 @@ def split_k_matmul_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, B_K_MAJOR: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
-    # Program (tile, split) on a 2-D grid: axis 0 the tile in grouped order, axis 1 its K range.
-    a_desc, b_desc = operand_descriptors(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, stride_bn,
-                                         BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
+    # ---- descriptors of A and B (the last program of a tile stores C through pointers) -----------
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    if B_K_MAJOR:  # b_ptr holds B^T (N x K, row-major)
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])
+
+    # ---- which tile and which range of K ---------------------------------------------------------
+    # Program (tile, split) on a 2-D grid: axis 0 the tile in grouped order, axis 1 its range of K.
     tile = tl.program_id(0)
     pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     split = tl.program_id(1)
     k_begin = split * K_PER_SPLIT  # K_PER_SPLIT is a multiple of BLOCK_K
     k_end = tl.minimum(k_begin + K_PER_SPLIT, K)
-    acc = accumulate_tile(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, k_begin, k_end,
-                          BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR, INPUT_PRECISION)
+    row0 = pid_m * BLOCK_M
+    col0 = pid_n * BLOCK_N
 
-    # The partial sums of split s go to plane s of the workspace, a (SPLIT_K, M, N) fp32 array.
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    # ---- mainloop over this program's range of K -------------------------------------------------
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(k_begin, k_end, BLOCK_K):
+        a = a_desc.load([row0, k0])
+        if B_K_MAJOR:
+            b = b_desc.load([col0, k0]).T  # a K-major tile of B^T, seen as BLOCK_K x BLOCK_N
+        else:
+            b = b_desc.load([k0, col0])
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+    # ---- partial sums: split s writes plane s of the workspace, a (SPLIT_K, M, N) fp32 array -----
+    rows = row0 + tl.arange(0, BLOCK_M)
+    cols = col0 + tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     in_plane = rows[:, None] * N + cols[None, :]
     tl.store(partial_ptr + split.to(tl.int64) * M * N + in_plane, acc, mask=mask)
 
+    # ---- count in; the last program of the tile adds the partials and stores C -------------------
     # Every thread's stores come before the count; the count is a release (our partials are visible
     # to whoever reads the count after us) and an acquire (we see the partials of all before us).
     tl.debug_barrier()
@@ -206,10 +221,44 @@ def split_k_matmul_kernel(
         total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for s in tl.static_range(SPLIT_K):
             # .cg reads from L2: another SM wrote these, this SM's L1 may hold nothing newer.
-            total += tl.load(partial_ptr + s * M * N + in_plane, mask=mask, other=0.0, cache_modifier=".cg")
+            total += tl.load(partial_ptr + s * M * N + in_plane, mask=mask, other=0.0,
+                             cache_modifier=".cg")
         tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn,
                  total.to(c_ptr.dtype.element_ty), mask=mask)
-        tl.atomic_xchg(counter_ptr + tile, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+        tl.atomic_xchg(counter_ptr + tile, 0, sem="relaxed", scope="gpu")  # ready for the next one
+
+
+@triton.jit
+def grouped_matmul_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,
+):
+    # Where a matrix breaks TMA's rules: notebook 04's tile (pointers and masks, any strides, any
+    # alignment), one program per tile in grouped order.
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows of A and of C
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns of B and of C
+    ks = tl.arange(0, BLOCK_K)
+
+    # ---- pointers to the first K-slice -----------------------------------------------------------
+    a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak
+    b_ptrs = b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn
+
+    # ---- mainloop: masks instead of wrap-around; past the edge of A or B we read zeros -----------
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k0), other=0.0)
+        b = tl.load(b_ptrs, mask=(ks[:, None] < K - k0) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    # ---- epilogue: elements past the edge of C are not written -----------------------------------
+    c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
 @dataclass(frozen=True)
@@ -377,7 +426,7 @@ def launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
     args = (a, b_view, c, ops.M, ops.N, ops.K,
             a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1))
     meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                INPUT_PRECISION=common.INPUT_PRECISION[dtype], num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+                INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
     if not use_desc:
         return grouped_matmul_kernel[(tiles,)](*args, **meta), False
@@ -435,7 +484,7 @@ def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | 
     """
     stage = "triton_fast"
     ops = prepare(a, b, stage=stage, dtypes=(dtype,))
-    c = new_output(ops.M, ops.N, TORCH_DTYPES[dtype], ops.a.device)
+    c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
     common.require_32bit_offsets(stage, ops.a, ops.b, c)
     try:
         launch_fast(ops, dtype, config or FAST_CONFIGS[dtype][0], c)

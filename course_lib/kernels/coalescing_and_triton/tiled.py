@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
-from course_lib.gemm import TORCH_DTYPES, Operands, new_output, prepare
+from course_lib import dtypes
+from course_lib.gemm import Operands, new_output, prepare
 from course_lib.kernels.coalescing_and_triton.common import (
-    INPUT_PRECISION,
     descriptor_problem,
     ensure_allocator,
     interpretable,
@@ -86,9 +86,9 @@ class TileConfig:
 TILED_CONFIG = TileConfig()
 
 
-def launch_tiled(ops: Operands, dtype: str, cfg: TileConfig, stage: str):
+def launch_tiled_matmul(ops: Operands, dtype: str, cfg: TileConfig, stage: str):
     """Allocate C and launch :func:`tiled_matmul_kernel`; returns (C, compiled kernel or None)."""
-    c = new_output(ops.M, ops.N, TORCH_DTYPES[dtype], ops.a.device)
+    c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
     require_32bit_offsets(stage, ops.a, ops.b, c)
     grid = (triton.cdiv(ops.M, cfg.block_m), triton.cdiv(ops.N, cfg.block_n))
     a, b = interpretable(ops.a), interpretable(ops.b)
@@ -96,7 +96,7 @@ def launch_tiled(ops: Operands, dtype: str, cfg: TileConfig, stage: str):
         a, b, c, ops.M, ops.N, ops.K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k,
-        INPUT_PRECISION=INPUT_PRECISION[dtype], num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return c, compiled
 
@@ -104,7 +104,7 @@ def launch_tiled(ops: Operands, dtype: str, cfg: TileConfig, stage: str):
 def tiled_matmul(a: object, b: object, dtype: str = "fp32", config: TileConfig = TILED_CONFIG) -> object:
     """C = A @ B with :func:`tiled_matmul_kernel` (stage ``triton_tiled``); any strides."""
     ops = prepare(a, b, stage="triton_tiled", dtypes=(dtype,))
-    c, _ = launch_tiled(ops, dtype, config, "triton_tiled")
+    c, _ = launch_tiled_matmul(ops, dtype, config, "triton_tiled")
     return ops.give_back(c)
 
 
@@ -145,7 +145,7 @@ def tiled_matmul_descriptors(a: object, b: object, dtype: str = "fp32", config: 
     """
     stage = "triton_tiled_descriptors"
     ops = prepare(a, b, stage=stage, dtypes=(dtype,))
-    c = new_output(ops.M, ops.N, TORCH_DTYPES[dtype], ops.a.device)
+    c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
     for t, name in ((ops.a, "a"), (ops.b, "b"), (c, "the output c (N columns)")):
         problem = descriptor_problem(t, name)
         if problem:
@@ -157,6 +157,6 @@ def tiled_matmul_descriptors(a: object, b: object, dtype: str = "fp32", config: 
     tiled_matmul_descriptor_kernel[grid](
         a, b, c, ops.M, ops.N, ops.K, a.stride(0), b.stride(0), c.stride(0),
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        INPUT_PRECISION=INPUT_PRECISION[dtype], num_warps=config.num_warps, num_stages=config.num_stages,
+        INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=config.num_warps, num_stages=config.num_stages,
     )
     return ops.give_back(c)

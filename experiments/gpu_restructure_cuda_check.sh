@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The restructured tensor-core stages on an H200, from the repository root (OUT: where logs go):
 # build the course's extension and the stage-6 variant, run the GPU tests of both, time stage 6
-# before/after (gpu_ab.py) and run compute-sanitizer over the persistent stages.
+# before/after (gpu_restructure_cuda_ab.py) and run compute-sanitizer over the persistent stages.
+# Produced experiments/runs/2026-12-01_sass_restructure_cuda/gpu/.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-here=experiments/runs/2026-12-01_sass_restructure_cuda
 if [ -d .whl ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
     export PYTHONPATH=/tmp/site:$PWD:$PWD/experiments
@@ -25,7 +25,7 @@ tc.extension(); print('course extension', round(time.time()-t), 's'); v.extensio
 tail -n 2 "$OUT/build.log"
 timeout 240 python3 -m pytest -q -p no:cacheprovider -o addopts= -m gpu tests/test_tensor_cores.py experiments/test_tc_6_stream_k.py \
     >"$OUT/pytest_gpu.log" 2>&1; echo "pytest exit $?"; tail -n 4 "$OUT/pytest_gpu.log"
-timeout 150 python3 $here/gpu_ab.py "$OUT/ab.json" 2>&1 | tee "$OUT/ab.log"
+timeout 150 python3 experiments/gpu_restructure_cuda_ab.py "$OUT/ab.json" 2>&1 | tee "$OUT/ab.log"
 for tool in racecheck synccheck memcheck; do
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 100 compute-sanitizer --tool $tool --error-exitcode 3 --report-api-errors no \
         python3 tools/gpu_sanitize_tensor_cores.py tc_5_persistent tc_6_tma_store >"$OUT/sanitize_$tool.log" 2>&1

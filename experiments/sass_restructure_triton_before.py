@@ -1,4 +1,10 @@
-"""Compile the Triton stages' kernels for sm_90a offline (old API) and write normalised SASS."""
+"""Compile the Triton stages' kernels for sm_90a offline (old API) and write normalised SASS.
+
+Produced the "before" column of experiments/runs/2026-12-01_sass_restructure_triton/comparison.md,
+run against the single module course_lib/kernels/coalescing_and_triton.py (removed in d6717b1, when
+it became a package; its names, e.g. ``INPUT_PRECISION``, have moved since):
+    python experiments/sass_restructure_triton_before.py OUT_DIR
+"""
 import json, os, re, sys
 import course_lib
 os.environ["TRITON_INTERPRET"] = "0"
@@ -26,14 +32,11 @@ def norm(sass):
     return "\n".join(line for line in sass.splitlines() if "\t" in line)
 
 def fast_case(dtype, cfg):
-    cst = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m)
-    if cfg.loads == "pointers":
-        fn = c04.grouped_matmul_kernel
-    else:
-        fn = c04.persistent_matmul_kernel if cfg.persistent else c04.fast_matmul_kernel
-        cst |= dict(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
-    cst["INPUT_PRECISION"] = c04.INPUT_PRECISION[dtype]
-    return compile_(fn, dtype, 9, cst, cfg.num_warps, cfg.num_stages)
+    use_desc = cfg.loads == "descriptors"
+    cst = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+               USE_DESCRIPTORS=use_desc, B_IS_TRANSPOSED=cfg.b_layout == "nk", PERSISTENT=cfg.persistent,
+               EPILOGUE_SPLIT=cfg.epilogue_split, INPUT_PRECISION=c04.INPUT_PRECISION[dtype])
+    return compile_(c04.fast_matmul_kernel, dtype, 9, cst, cfg.num_warps, cfg.num_stages)
 
 summary = {}
 cfgs = [(d, i, c) for d, cs in c04.FAST_CONFIGS.items() for i, c in enumerate(cs)] + [(d, "portable", c) for d, c in c04.PORTABLE_CONFIGS.items()]

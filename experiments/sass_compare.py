@@ -2,11 +2,13 @@
 encodings and symbol names (and, as a stricter second check, the 128-bit encodings themselves,
 which include the scheduling control bits).
 
-    python compare_sass.py BEFORE.sass AFTER.sass [--map OLD=NEW ...]
+    python experiments/sass_compare.py BEFORE.sass AFTER.sass [--map OLD=NEW ...]
 
 Each argument is a ``cuobjdump --dump-sass`` listing. A kernel is named by its demangled name
 (``tc::stage5::kernel<2>``); ``--map`` pairs kernels whose name changed. Prints one line per kernel:
 identical or not, the instruction count on each side, and the first differing instruction.
+Written for (and used by experiments/sass_restructure_cuda_report.py in) the comparison in
+experiments/runs/2026-12-01_sass_restructure_cuda/comparison.md.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 from course_lib.compiler import demangle  # noqa: E402
 
 FUNCTION = re.compile(r"^\s*Function : (\S+)")

@@ -1,10 +1,12 @@
-"""The tables of comparison.md, from the raw SASS listings of the two builds.
+"""The tables of experiments/runs/2026-12-01_sass_restructure_cuda/comparison.md (which it produced),
+from the raw SASS listings of the two builds.
 
-    PYTHONPATH=. python experiments/runs/2026-12-01_sass_restructure_cuda/report.py RAW_BEFORE RAW_AFTER
+    PYTHONPATH=. python experiments/sass_restructure_cuda_report.py RAW_BEFORE RAW_AFTER
 
-RAW_* are the folders snapshot.py wrote (cuobjdump --dump-sass of every cubin). Writes the
-normalised SASS (one "OPCODE operands" line per instruction, a "== kernel" line before each kernel)
-of the course's kernels into before/ and after/ next to this file, and prints, as markdown: one row
+RAW_* are the folders experiments/sass_restructure_cuda_snapshot.py wrote (cuobjdump --dump-sass of
+every cubin). Writes the normalised SASS (one "OPCODE operands" line per instruction, a "== kernel"
+line before each kernel) of the course's kernels into before/ and after/ of that run's folder, and
+prints, as markdown: one row
 per kernel (identical or not, instruction counts, sha256 of the normalised instruction stream), and
 for stage 6 the comparison of its K loop.
 """
@@ -16,9 +18,9 @@ import re
 import sys
 from pathlib import Path
 
-from compare_sass import compare, digest, kernels
+from sass_compare import compare, digest, kernels
 
-HERE = Path(__file__).resolve().parent
+RUN = Path(__file__).resolve().parent / "runs" / "2026-12-01_sass_restructure_cuda"  # the run's folder
 # (file before, file after, {kernel before: kernel after}) for every kernel the course launches,
 # then the experiment variant against the stage 6 it was before.
 PAIRS = [
@@ -73,8 +75,8 @@ def opcode(ins: str) -> str:
 
 
 def main(before: Path, after: Path) -> int:
-    write_normalised(before, sorted({p[0] for p in PAIRS[:7]} | {"tc_6_tma_store.timeline.sm_90a"}), HERE / "before")
-    write_normalised(after, COURSE_AFTER, HERE / "after")
+    write_normalised(before, sorted({p[0] for p in PAIRS[:7]} | {"tc_6_tma_store.timeline.sm_90a"}), RUN / "before")
+    write_normalised(after, COURSE_AFTER, RUN / "after")
     print("| before (file: kernel) | after (file: kernel) | result | instructions before / after | sha256 of normalised SASS before / after |")
     print("| --- | --- | --- | --- | --- |")
     for old_file, new_file, pairs in PAIRS:

@@ -1,6 +1,9 @@
 """Stage 6 after the restructure against stage 6 as measured before it, on a GPU.
 
-    PYTHONPATH=.:experiments COURSE_BACKEND=gpu python3 experiments/runs/2026-12-01_sass_restructure_cuda/gpu_ab.py OUT.json
+Produced experiments/runs/2026-12-01_sass_restructure_cuda/gpu/ab.json (through
+experiments/gpu_restructure_cuda_check.sh; the file records this script's path of the day):
+
+    PYTHONPATH=.:experiments COURSE_BACKEND=gpu python3 experiments/gpu_restructure_cuda_ab.py OUT.json
 
 ``new`` is the course's tc_6_tma_store (whole tiles, CLUSTER = 2 constant); ``old`` is the variant of
 experiments/kernels/tc_6_stream_k.cu with the course's knobs (cluster 2, group_m 8, one CTA per SM,
@@ -31,7 +34,7 @@ ROUNDS = 5
 
 def main(out: Path) -> int:
     gemms = {"new": tc.tc_6_tma_store, "old": variant.as_measured(), "cublas": torch.matmul}
-    result = {"provenance": bench.provenance("experiments/runs/2026-12-01_sass_restructure_cuda/gpu_ab.py"),
+    result = {"provenance": bench.provenance("experiments/gpu_restructure_cuda_ab.py"),
               "what": __doc__.split("\n\n")[0], "rounds": ROUNDS, "sizes": []}
     for n in SIZES:
         a, b = course_lib.random_inputs(n, n, n, "bf16", seed=n)

@@ -1,4 +1,5 @@
-"""One correctness check for every GEMM of the course.
+"""One correctness check for every GEMM of the course: :func:`check`, which the notebooks call as
+``course_lib.check``.
 
 ``check(gemm)`` runs a registered stage (or any callable ``fn(a, b) -> c``) on fresh random inputs
 for a list of shapes and compares the output with a float64 reference computed from the same
@@ -23,20 +24,16 @@ from typing import Callable, Sequence
 
 import torch
 
-from course_lib import backend, guard
-from course_lib.gemm import TORCH_DTYPES, check_dtype_name, random_inputs
+from course_lib import backend, dtypes, guard
+from course_lib.gemm import random_inputs, relative_error
+from course_lib.layout import Shape
 from course_lib.registry import Stage, get_stage, stage_or_callable
 
-Shape = tuple[int, int, int]  # (M, N, K): a is M x K, b is K x N, c is M x N
 
-# Relative-error tolerances for K <= 1024; they grow with sqrt(K / 1024) beyond, because rounding
-# errors of a length-K sum of random-signed terms grow like sqrt(K) (Higham, "Accuracy and Stability
-# of Numerical Algorithms", ch. 3, probabilistic bound). A missing term or a wrong element is far
-# larger than these at the sizes check uses.
-# TF32 keeps 10 of fp32's 23 mantissa bits. Triton's tl.dot on Hopper drops the other 13 instead of
-# rounding (triton-lang/triton#4574), so each operand may be off by up to 2^-10 relative and one
-# product by up to 2 * 2^-10 = 1.95e-3: a 1 x 1 x 1 GEMM reached 1.13e-3 on the H200.
-BASE_TOLERANCE = {"fp32": 1e-5, "tf32": 2e-3, "fp16": 1e-2, "bf16": 1e-2}
+# Relative-error tolerances (course_lib.dtypes: CourseDtype.tolerance) hold for K <= 1024; they grow
+# with sqrt(K / 1024) beyond, because rounding errors of a length-K sum of random-signed terms grow
+# like sqrt(K) (Higham, "Accuracy and Stability of Numerical Algorithms", ch. 3, probabilistic bound).
+# A missing term or a wrong element is far larger than these at the sizes check uses.
 
 # Shapes for the CPU backend are tiny: numba's simulator runs every GPU thread as a Python thread.
 # None is a multiple of 8, 16, 32, 64 or 128 except where a dimension is 1 (and 1x1x1 itself).
@@ -71,7 +68,7 @@ def default_shapes(multiple: int = 1) -> list[Shape]:
 
 def tolerance(dtype: str, K: int) -> float:
     """Largest relative error ``check`` accepts for ``dtype`` and inner dimension ``K``."""
-    return BASE_TOLERANCE[check_dtype_name(dtype)] * max(1.0, math.sqrt(K / 1024))
+    return dtypes.get(dtype).tolerance * max(1.0, math.sqrt(K / 1024))
 
 
 @dataclass(frozen=True)
@@ -178,8 +175,7 @@ class CheckFailure(AssertionError):
 # sum are exceeded with probability below 2 exp(-32) ~ 3e-14 per element (Hoeffding), never at the
 # 2e7 elements of the largest shape. A wrong element - off by 3.0 in bf16, by far less in the others -
 # is outside it at every shape check uses (tests/test_check.py).
-UNIT_ROUNDOFF = {"fp32": 2.0**-24, "tf32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
-PRODUCT_ERROR = {"fp32": 2.0**-24, "tf32": 2.0**-9, "fp16": 0.0, "bf16": 0.0}
+# u_out and u_mul of each dtype are its record's unit_roundoff and product_error (course_lib.dtypes).
 ACCUMULATOR_ERROR = 2.0**-22
 
 
@@ -189,8 +185,9 @@ def element_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, dtype: st
     K = a.shape[1]
     a64, b64 = a.double(), b.double()
     s = torch.sqrt((a64 * a64) @ (b64 * b64))
-    u_out, u_mul = UNIT_ROUNDOFF[check_dtype_name(dtype)], PRODUCT_ERROR[dtype]
-    if rounds_partial_sums and dtype in ("fp16", "bf16"):
+    record = dtypes.get(dtype)
+    u_out, u_mul = record.unit_roundoff, record.product_error
+    if rounds_partial_sums and record.torch_dtype in (torch.float16, torch.bfloat16):
         u_mul += u_out
     return 2 * u_out * ref.abs() + 8 * (u_mul + ACCUMULATOR_ERROR * math.sqrt(K)) * s + 1e-300
 
@@ -213,8 +210,7 @@ def _value_problem(c64: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit
             f"(reference {ref[i, j].item():.6g}); {NAN_NOTE}"
         )
     diff = (c64 - ref).abs()
-    ref_norm = float(torch.linalg.norm(ref))
-    rel = float(torch.linalg.norm(c64 - ref)) / ref_norm if ref_norm > 0 else float(diff.max())
+    rel = relative_error(c64, ref)
     if not rel <= limit:
         i, j = divmod(int(torch.argmax(diff)), N)
         return rel, (
@@ -261,7 +257,7 @@ def check_one(
             raise fail(f"returned {type(c).__name__}, not a matrix ({e})") from None
     if tuple(c.shape) != (M, N):
         raise fail("; ".join(stray + [f"returned shape {tuple(c.shape)}, expected ({M}, {N})"]))
-    want = TORCH_DTYPES[dtype]
+    want = dtypes.get(dtype).torch_dtype
     if c.dtype != want:
         raise fail("; ".join(stray + [f"returned {c.dtype}, expected {want}"]))
     ref = a.double() @ b.double()
@@ -290,7 +286,7 @@ def check(
     raises :class:`CheckFailure` (an ``AssertionError``) listing each wrong one; returns a
     :class:`CheckReport` otherwise, or a :class:`NotChecked` for a stage that cannot run here.
     """
-    check_dtype_name(dtype)
+    dtype = dtypes.get(dtype).name
     if isinstance(gemm, (str, Stage)):
         stage = get_stage(gemm) if isinstance(gemm, str) else gemm
         why = stage.why_not_here(dtype) if dtype in stage.gemms else None

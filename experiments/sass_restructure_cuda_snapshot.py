@@ -1,6 +1,8 @@
 """Compile every stage (and stage 1 for sm_80) without the cache and write each cubin's SASS.
 
-    PYTHONPATH=. python experiments/runs/2026-12-01_sass_restructure_cuda/snapshot.py DIR [--variant]
+Produced the raw "after" listings of experiments/runs/2026-12-01_sass_restructure_cuda/comparison.md:
+
+    PYTHONPATH=. python experiments/sass_restructure_cuda_snapshot.py DIR [--variant]
 
 Writes DIR/<stage>.<arch>.sass and DIR/<stage>.<arch>.ptxas.log; with --variant (after the
 restructure) also the stage-6 experiment variant, plain and with -DTC_TIMELINE. The SASS "before"
@@ -12,7 +14,7 @@ tc.compile_stage("tc_6_tma_store", defines=("TC_TIMELINE",)), each cubin through
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # experiments/, for tc_6_stream_k
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # experiments/, for tc_6_stream_k
 
 from course_lib import compiler  # noqa: E402
 from course_lib.kernels import tensor_cores as tc  # noqa: E402

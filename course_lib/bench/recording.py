@@ -1,0 +1,171 @@
+"""Recording every stage on this GPU into a results file, with its provenance, and merging a
+re-recording of some stages into a recording.
+
+:func:`record_plan` is what a recording measures: every GPU stage and dtype at the square sizes, the
+size sweep for the fastest stage of each backend, and the GEMMs of real models for the final kernels,
+minus what this GPU cannot run (:func:`not_recordable`) and the shapes a stage refuses
+(:func:`refused_shapes`), which the provenance lists. :func:`record` measures the plan with
+:func:`course_lib.bench.measure` (each stage beside cuBLAS) and writes ``results/<gpu>.json``;
+:func:`replace_stages` puts a re-recording of some stages into a recording in place of their rows.
+The command line is ``python -m course_lib.bench --record`` (:mod:`course_lib.bench.__main__`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from course_lib import backend, bench
+from course_lib.bench import SQUARE_SIZES, SWEEP_SHAPES
+from course_lib.layout import Shape
+from course_lib.model_shapes import MODEL_SHAPES
+from course_lib.registry import get_stage, stages
+from course_lib.results import RESULTS_DIR, Results, load, save, slug
+
+# The GEMMs of real models (course_lib.model_shapes): recorded for the course's final kernels.
+MODEL_TABLE: tuple[Shape, ...] = tuple(s.shape for s in MODEL_SHAPES)
+FINAL_STAGES = ("triton_fast", "tc_6_tma_store")
+
+VARIANT_SIZE = 4096  # parameter variants of a stage are recorded at this size only
+
+
+def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
+                capability: backend.Capability | None = None, device: backend.Capability | None = None,
+                ) -> list[tuple[str, str, Shape]]:
+    """(stage, dtype, shape) triples a recording run measures: every GPU stage and dtype at the
+    square sizes, the size sweep for the fastest stage of each backend, and the model shape table
+    for the final kernels (minus the shapes a stage refuses: :func:`refused_shapes`). With ``capability``
+    (and the GPU's real ``device`` capability, if it is treated as an older one), only what such a
+    GPU can run: :func:`not_recordable` lists the rest."""
+    plan = []
+    for st in stages():
+        if st.name == "cublas" or (selected and st.name not in selected):
+            continue
+        for dtype in st.dtypes:
+            if capability is not None and st.missing_feature(dtype, capability, device) is not None:
+                continue
+            shapes = [(n, n, n) for n in SQUARE_SIZES]
+            if st.variant_of:  # a parameter variant: one size, for the notebook's sweep
+                shapes = [(VARIANT_SIZE,) * 3]
+            elif sweep and st.sweep:
+                shapes += list(SWEEP_SHAPES)
+                if st.name in FINAL_STAGES:
+                    shapes += [s for s in MODEL_TABLE if s not in shapes]
+            for shape in shapes:
+                if all(d % st.shape_multiple == 0 for d in shape):
+                    plan.append((st.name, dtype, shape))
+    return plan
+
+
+def refused_shapes(selected: Sequence[str] | None = None) -> list[str]:
+    """One line per sweep or table shape a sweep stage refuses (its shape_multiple)."""
+    out = []
+    for st in stages():
+        if st.sweep and (not selected or st.name in selected):
+            for shape in list(SWEEP_SHAPES) + list(MODEL_TABLE if st.name in FINAL_STAGES else ()):
+                if any(d % st.shape_multiple for d in shape):
+                    out.append(f"{st.name} at {shape[0]}x{shape[1]}x{shape[2]}: M, N and K must be multiples "
+                               f"of {st.shape_multiple}")
+    return out
+
+
+def not_recordable(capability: backend.Capability, device: backend.Capability | None = None,
+                   selected: Sequence[str] | None = None) -> list[str]:
+    """One line per (stage, dtype) a GPU of ``capability`` cannot run, saying what it lacks."""
+    out = []
+    for st in stages():
+        for dtype in st.dtypes:
+            feature = st.missing_feature(dtype, capability, device)
+            if feature is not None and (not selected or st.name in selected or st.name == "cublas"):
+                out.append(f"{st.name} {dtype}: needs {feature.name} (compute capability {feature.where})")
+    return out
+
+
+def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sweep: bool = True, command: str = "") -> Path:
+    """Measure the plan and write a results file with provenance; returns its path.
+
+    Only what this GPU can run is measured; the provenance lists the rest (``not_recorded``). A GPU
+    treated as an older one (COURSE_ASSUME_CAPABILITY) records to ``<gpu>_as_sm<XY>.json`` by
+    default, so the GPU's own recording is never replaced by a partial one."""
+    backend.require_gpu("record", "times kernels")
+    b = backend.get()
+    prov = bench.provenance(command)
+    suffix = f"_as_{backend.arch_name(b.capability).replace('_', '')}" if b.assumed else ""
+    out = out or RESULTS_DIR / f"{slug(prov['gpu'])}{suffix}.json"
+    ceilings: dict[str, Any] = {"copy_bandwidth_gbs": bench.copy_bandwidth_gbs()}
+    records: list[dict[str, Any]] = []
+    # cuBLAS against itself at every size of the plan: the reference rows of every chart.
+    plan = record_plan(selected, sweep, b.capability, b.device_capability)
+    cublas = get_stage("cublas")
+    cublas_shapes = sorted({(d, s) for _, d, s in plan} | {
+        (d, (n, n, n)) for d in cublas.dtypes for n in SQUARE_SIZES
+        if cublas.missing_feature(d, b.capability, b.device_capability) is None})
+    prov["not_recorded"] = not_recordable(b.capability, b.device_capability, selected) + refused_shapes(selected)
+    full = [("cublas", d, s) for d, s in cublas_shapes] + plan
+    bar = bench.Progress(len(full), "record")
+    failures = []
+    for name, dtype, shape in full:
+        try:
+            records.append(bench.measure(name, dtype, shape))
+            r = records[-1]
+            bar.step(f"{name} {dtype} {shape}: {r['tflops']:.1f} TF")
+            # Written after every measurement, so a run cut short keeps what it measured.
+            partial = dict(prov, partial=True)
+            save(Results(out, partial, ceilings, tuple(records)), out.with_suffix(".partial.json"))
+        except Exception as e:  # noqa: BLE001 - one failing stage must not lose the others; listed below
+            failures.append(f"{name} {dtype} {shape}: {type(e).__name__}: {e}")
+            bar.step(f"{name} {dtype} {shape}: FAILED")
+    peaks: dict[str, float] = {}
+    for r in records:
+        if r["stage"] == "cublas":
+            peaks[r["dtype"]] = max(peaks.get(r["dtype"], 0.0), r["tflops"])
+    ceilings["cublas_peak_tflops"] = peaks
+    prov["failures"] = failures
+    # How the stages that tune per shape chose (Stage.tuning_log): the choices in the provenance,
+    # every candidate's time beside the results file (a raw log, not into the package).
+    log_dir = Path.cwd() if out.parent.resolve() == RESULTS_DIR.resolve() else out.parent
+    for st in stages():
+        if st.tuning_log is not None and (not selected or st.name in selected):
+            log = st.tuning_log()
+            prov[f"{st.name}_tuning"] = [{k: v for k, v in t.items() if k != "candidates_ms"} for t in log]
+            (log_dir / f"{out.stem}_{st.name}_tuning_log.json").write_text(json.dumps(log, indent=1))
+    path = save(Results(out, prov, ceilings, tuple(records)), out)
+    out.with_suffix(".partial.json").unlink(missing_ok=True)
+    for f in failures:
+        print("FAILED:", f, file=sys.stderr)
+    return path
+
+
+def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas: bool = False) -> Path:
+    """Put the records of ``update`` (a recording of some stages, ``--stages``) into ``recording`` in
+    place of that recording's rows of the same stages, and of cuBLAS at the same (dtype, shape)
+    unless ``keep_cublas`` (a stage added to a recording whose cuBLAS rows the notebooks quote: each
+    new row still holds the cuBLAS time measured beside it); the provenance keeps every other row's
+    origin and lists the re-recording (``rerecorded``)."""
+    old, new = load(recording), load(update)
+    if keep_cublas:
+        new = Results(new.path, new.provenance, new.ceilings, tuple(r for r in new.records if r["stage"] != "cublas"))
+    if old.provenance["gpu"] != new.provenance["gpu"]:
+        raise ValueError(f"{update.name} was recorded on {new.provenance['gpu']}, {recording.name} on "
+                         f"{old.provenance['gpu']}: only recordings of the same GPU are merged")
+    stages_new = sorted({r["stage"] for r in new.records} - {"cublas"})
+    replaced = {(r["dtype"], r["M"], r["N"], r["K"]) for r in new.records if r["stage"] == "cublas"}
+    keep = [r for r in old.records if r["stage"] not in stages_new
+            and not (r["stage"] == "cublas" and (r["dtype"], r["M"], r["N"], r["K"]) in replaced)]
+    prov = dict(old.provenance)
+    tuning = {f"{st}_tuning" for st in stages_new}
+    for key in tuning:
+        prov.pop(key, None)  # the re-recording's tuning replaces it (below)
+    prov["rerecorded"] = list(prov.get("rerecorded", [])) + [{
+        "stages": stages_new, "date": new.provenance["date"], "command": command or new.provenance.get("command", ""),
+        **({"cublas_rows": "kept from the recording"} if keep_cublas else {}),
+        "failures": new.provenance.get("failures", []),
+        **{key: new.provenance[key] for key in sorted(tuning) if key in new.provenance},
+    }]
+    merged = tuple(keep) + tuple(new.records)
+    ceilings = dict(old.ceilings)
+    ceilings["cublas_peak_tflops"] = {d: max(r["tflops"] for r in merged if r["stage"] == "cublas" and r["dtype"] == d)
+                                      for d in sorted({r["dtype"] for r in merged if r["stage"] == "cublas"})}
+    return save(Results(recording, prov, ceilings, merged), recording)

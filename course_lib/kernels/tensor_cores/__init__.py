@@ -1,0 +1,122 @@
+"""Tensor cores through a bundled CUDA C++ extension (notebooks 06_tensor_cores and
+07_hopper_tensor_cores).
+
+Seven stages, each a real ``.cu`` file in ``course_lib/csrc/`` (shared helpers in ``tc_*.cuh``):
+
+=========================  ================================================================
+``tc_0_mma_sync_minimal``  one ``mma.sync.m16n8k16`` per warp, fragments loaded from global memory
+``tc_1_mma_sync``          warp-level ``mma.sync.m16n8k16`` fed by ``ldmatrix`` (sm_80 and newer)
+``tc_2_wgmma_tma``         Hopper ``wgmma`` reading shared memory that TMA filled, 128-byte swizzle
+``tc_3_pipeline``          a ring of shared-memory slots on mbarriers (copies run ahead)
+``tc_4_warp_specialized``  producer warpgroup + 2 consumer warpgroups, ``setmaxnreg``, 128x256 tiles
+``tc_5_persistent``        persistent CTAs walking a grouped tile order; 2-CTA clusters, B multicast
+``tc_6_tma_store``         one wgmma batch kept in flight; epilogue via ``stmatrix`` + TMA store
+=========================  ================================================================
+
+The stage's name is also its file (``csrc/tc_4_warp_specialized.cu``), its entry in the extension
+(``extension().tc_4_warp_specialized``) and its C++ launcher (``tc::launch_tc_4_warp_specialized``).
+
+Every stage computes ``c = a @ b`` for bf16 ``a`` (M x K) and ``b`` (K x N), row-major, with fp32
+accumulation, and returns **bf16**, as ``torch.matmul`` does for bf16 inputs (cuBLAS accumulates in
+fp32 and rounds once at the end). The same output type makes the comparison with cuBLAS fair: both
+write the same bytes, and ``course_lib.check`` holds both to the bf16 tolerance. An fp32 output
+would double the bytes written and measure a different operation.
+
+Shapes: M, N and K must be multiples of 8 - the copy engine (TMA) needs every row of A, B and C to
+start on a 16-byte boundary, and stage 1 loads 16 bytes at a time. Beyond that any shape works:
+partial tiles at the edges are zero-filled on load and clipped on store by TMA (stages 2-6) or
+bounds-checked (stage 1). Stage 0 reads and writes one element at a time and takes any shape.
+
+On a machine with an NVIDIA GPU the extension is built on first use with
+``torch.utils.cpp_extension.load`` (ninja, parallel jobs) into a cache outside the repository
+(``COURSE_EXTENSIONS_DIR``, else ``$TORCH_EXTENSIONS_DIR/course_lib``, else
+``~/.cache/course_lib/extensions``); the architecture is read from the device. Without a GPU the
+stages cannot run; the package still compiles their sources with ``nvcc`` when one is installed
+(:func:`compile_stage`) and counts the instructions of the machine code (:func:`instruction_table`).
+
+The package, by job:
+
+* :mod:`.stages` - each stage's :class:`Design`, the extension's build, the GEMM wrappers
+  (:data:`GEMMS`, stage name -> bf16 GEMM);
+* :mod:`.model` - a pure-Python model of the address and schedule arithmetic the kernels rely on
+  (descriptors, wgmma's reads, stmatrix, the tile order, stream-K), checked by the tests;
+* :mod:`.inspection` - compiling without a GPU, SASS tables, the excerpts the notebooks print;
+* :mod:`.csrc` - the constants the Python side reads by name from the C++ sources.
+
+Everything a notebook calls as ``tc.<name>`` (``from course_lib.kernels import tensor_cores as tc``)
+is importable from here.
+"""
+
+from course_lib.compiler import NVCC_FLAGS, SM90A, load_extension
+from course_lib.kernels.tensor_cores import csrc, inspection, model, stages
+from course_lib.kernels.tensor_cores.csrc import CSRC
+from course_lib.kernels.tensor_cores.inspection import (
+    EXCERPT_BEGIN,
+    EXCERPT_END,
+    SASS_HIGHLIGHTS,
+    compile_all,
+    compile_stage,
+    excerpts,
+    instruction_table,
+    resource_table,
+    sass_mix_by_kernel,
+    source_excerpt,
+    source_path,
+)
+from course_lib.kernels.tensor_cores.model import (
+    A_LBO,
+    A_SBO,
+    B_LBO,
+    B_SBO,
+    ELEM,
+    STREAM_K_BELOW,
+    STREAM_K_MIN_SLICES,
+    SWIZZLE_ATOM,
+    SWIZZLE_ROW,
+    TC0_ELEMENTS,
+    a_descriptor,
+    b_descriptor,
+    decode_descriptor,
+    descriptor_encode,
+    grouped_tile_order,
+    make_descriptor,
+    persistent_ctas,
+    stage6_schedule,
+    stmatrix_fragment_position,
+    stmatrix_staging_address,
+    stream_k_contributors,
+    stream_k_work,
+    swizzle_128b,
+    tc0_fragment_position,
+    tma_box_offset,
+    wgmma_accumulator_position,
+    wgmma_k_major_address,
+    wgmma_mn_major_address,
+    whole_tile_efficiency,
+)
+from course_lib.kernels.tensor_cores.stages import (
+    ALIGNMENT_BYTES,
+    ALL_DESIGNS,
+    BINDING,
+    DESIGN,
+    DESIGNS,
+    GEMMS,
+    MINIMAL,
+    NOTEBOOK_HOPPER,
+    NOTEBOOK_MMA_SYNC,
+    SHAPE_MULTIPLE,
+    Design,
+    build_extension,
+    build_plan,
+    extension,
+    make_gemm,
+    tc_0_mma_sync_minimal,
+    tc_1_mma_sync,
+    tc_2_wgmma_tma,
+    tc_3_pipeline,
+    tc_4_warp_specialized,
+    tc_5_persistent,
+    tc_6_tma_store,
+)
+
+__all__ = [name for name in dir() if not name.startswith("_")]

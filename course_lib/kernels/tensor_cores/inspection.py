@@ -1,0 +1,162 @@
+"""Reading the tensor-core stages without a GPU: their sources, as excerpts the notebooks print, and
+what the compiler makes of them - ptxas's report and the SASS of every stage, as tables.
+
+Compiling needs ``nvcc`` (:mod:`course_lib.compiler` finds it); reading the SASS needs the
+``cuobjdump`` that ships in Triton's wheel.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import os
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from course_lib import compiler
+from course_lib.kernels.tensor_cores.csrc import CSRC
+from course_lib.kernels.tensor_cores.stages import ALL_DESIGNS, DESIGN
+
+
+# ---- compiling without a GPU: ptxas's report and the SASS per stage ------------------------------
+def compile_stage(stage: str, arch: str | None = None, *, nvcc: Path | None = None,
+                  use_cache: bool = True) -> compiler.CompileResult:
+    """Compile one stage's .cu file to a cubin with ``nvcc -Xptxas -v`` (no GPU needed).
+
+    ``arch`` defaults to sm_90a (stages 0 and 1 also take e.g. "sm_80"). Raises RuntimeError with the
+    compiler's messages if it fails, or if nvcc is missing.
+    """
+    design = DESIGN[stage]
+    arch = arch or "sm_90a"
+    if design.hopper and arch != "sm_90a":
+        raise ValueError(f"{stage} uses wgmma and setmaxnreg: it compiles only for sm_90a, not {arch}")
+    return compiler.compile_cubin(CSRC / design.source, arch, compiler.NVCC_FLAGS, include_dirs=[CSRC], name=stage,
+                                  nvcc=nvcc, use_cache=use_cache)
+
+
+def compile_all(arch: str = "sm_90a", *, stages: Sequence[str] | None = None, jobs: int | None = None,
+                use_cache: bool = True) -> dict[str, compiler.CompileResult]:
+    """Compile every stage (or ``stages``) in parallel (nvcc processes), for ``arch``; for an
+    architecture without wgmma (sm_80, ...) only the stages that run there."""
+    nvcc = compiler.require_nvcc()
+    names = list(stages) if stages is not None else [d.stage for d in ALL_DESIGNS if arch == "sm_90a" or not d.hopper]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as pool:
+        futures = {name: pool.submit(compile_stage, name, arch, nvcc=nvcc, use_cache=use_cache) for name in names}
+        return {stage: f.result() for stage, f in futures.items()}
+
+
+# What the course points at in the SASS: tensor-core instructions, their feeders, barriers, and
+# local memory (which must be absent).
+SASS_HIGHLIGHTS = {
+    "HMMA": "warp-level tensor-core MMA (mma.sync)",
+    "HGMMA": "warpgroup tensor-core MMA (wgmma)",
+    "LDSM": "ldmatrix",
+    "STSM": "stmatrix",
+    "UTMALDG": "TMA load (global -> shared)",
+    "UTMASTG": "TMA store (shared -> global)",
+    "SYNCS": "mbarrier operations",
+    "USETMAXREG": "setmaxnreg",
+    "STG": "ordinary global stores",
+    "LDL": "local-memory load (spill)",
+    "STL": "local-memory store (spill)",
+}
+
+
+def resource_table(results: dict[str, compiler.CompileResult]) -> str:
+    """ptxas's report for every kernel, one line each, as text (at most 100 characters wide)."""
+    rows = [f"{'stage':<23}{'kernel':<20}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
+    for stage, r in results.items():
+        d = DESIGN[stage]
+        for k in r.kernels:
+            smem = k.static_smem_bytes or d.smem_bytes
+            rows.append(
+                f"{stage:<23}{k.name:<20}{d.threads:>8}{k.registers:>6}{k.spill_store_bytes + k.spill_load_bytes:>8}"
+                f"{k.stack_bytes:>7}{smem / 1024:>8.1f}KB  {d.block[0]}x{d.block[1]}x{d.block[2]}, {d.stages}"
+            )
+    return "\n".join(rows)
+
+
+def sass_mix_by_kernel(cubin: Path) -> dict[str, collections.Counter]:
+    """How often each SASS opcode occurs in each kernel of a cubin (demangled name -> counts): a file
+    with several kernels (primer_fp32.cu) counted kernel by kernel."""
+    out = {}
+    for part in re.split(r"\n\s*Function : ", compiler.sass(cubin))[1:]:
+        out[compiler.demangle(part.split()[0])] = collections.Counter(compiler.SASS_LINE.findall(part))
+    return out
+
+
+def instruction_table(results: dict[str, compiler.CompileResult],
+                      opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
+    """How many of each highlighted SASS opcode every stage's cubin holds, as text (each column as
+    wide as its opcode: pick the opcodes to keep a table narrow)."""
+    opcodes = list(opcodes)
+    widths = [max(len(op) + 2, 6) for op in opcodes]
+    rows = [f"{'stage':<23}" + "".join(f"{op:>{w}}" for op, w in zip(opcodes, widths))]
+    for stage, r in results.items():
+        mix = compiler.sass_instruction_mix(r.cubin)
+        rows.append(f"{stage:<23}" + "".join(f"{mix[op]:>{w}}" for op, w in zip(opcodes, widths)))
+    return "\n".join(rows)
+
+
+# ---- excerpts the notebooks print ---------------------------------------------------------------
+# Notebooks 06 and 07 print parts of the sources, each between two marker lines that name it:
+#     // [excerpt ring-k-loop]
+#     ...
+#     // [/excerpt ring-k-loop]
+EXCERPT_BEGIN = re.compile(r"^\s*// \[excerpt ([a-z0-9-]+)\]\s*$")
+EXCERPT_END = re.compile(r"^\s*// \[/excerpt ([a-z0-9-]+)\]\s*$")
+
+
+def source_path(stage_or_file: str | Path) -> Path:
+    """A stage's .cu file, or a file in csrc/ by name (a Path is taken as it is); ValueError naming
+    what exists otherwise."""
+    if isinstance(stage_or_file, Path):
+        return stage_or_file
+    path = CSRC / (DESIGN[stage_or_file].source if stage_or_file in DESIGN else stage_or_file)
+    if path.parent != CSRC or not path.is_file():
+        names = sorted(DESIGN) + sorted(p.name for p in CSRC.iterdir() if p.suffix in (".cu", ".cuh", ".h"))
+        raise ValueError(f"{stage_or_file!r} is neither a stage nor a file in {CSRC}: one of {', '.join(names)}")
+    return path
+
+
+def excerpts(stage_or_file: str | Path) -> dict[str, tuple[int, int]]:
+    """The excerpts marked in a source file: name -> (first, last) line index of its content.
+    Raises ValueError naming the file, the marker and its line if a marker is unbalanced, a name
+    is used twice, or two excerpts overlap without one holding the other."""
+    path = source_path(stage_or_file)
+    spans: dict[str, tuple[int, int]] = {}
+    open_: list[tuple[str, int]] = []  # (name, line of its begin marker), innermost last
+    for n, line in enumerate(path.read_text().splitlines()):
+        begin, end = EXCERPT_BEGIN.match(line), EXCERPT_END.match(line)
+        if begin:
+            name = begin.group(1)
+            if name in spans or any(name == o for o, _ in open_):
+                raise ValueError(f"{path.name}:{n + 1}: excerpt {name!r} is marked twice")
+            open_.append((name, n))
+        elif end:
+            name = end.group(1)
+            if not open_ or open_[-1][0] != name:
+                expected = f"close // [/excerpt {open_[-1][0]}] first" if open_ else "no excerpt is open"
+                raise ValueError(f"{path.name}:{n + 1}: // [/excerpt {name}] does not close an open "
+                                 f"// [excerpt {name}] ({expected})")
+            _, first = open_.pop()
+            spans[name] = (first + 1, n - 1)
+    if open_:
+        name, first = open_[-1]
+        raise ValueError(f"{path.name}:{first + 1}: // [excerpt {name}] is never closed by // [/excerpt {name}]")
+    return spans
+
+
+def source_excerpt(stage_or_file: str | Path, name: str) -> str:
+    """The lines of a stage's .cu file (or of a file in csrc/) between ``// [excerpt name]`` and
+    ``// [/excerpt name]``, without the marker lines (nor those of excerpts inside it), indented as
+    in the file."""
+    spans = excerpts(stage_or_file)
+    if name not in spans:
+        path = source_path(stage_or_file)
+        raise ValueError(f"{path.name} has no excerpt {name!r} (a line // [excerpt {name}] and, below it, "
+                         f"// [/excerpt {name}]); it has {', '.join(sorted(spans)) or 'none'}")
+    first, last = spans[name]
+    lines = source_path(stage_or_file).read_text().splitlines()[first:last + 1]
+    return "\n".join(line for line in lines if not (EXCERPT_BEGIN.match(line) or EXCERPT_END.match(line)))

@@ -1,0 +1,188 @@
+"""A pure-Python model of the address and schedule arithmetic the tensor-core kernels rely on.
+
+These functions restate, element by element, what the kernels and the hardware do, so that the tests
+can check on a machine without a GPU that what TMA writes is what wgmma reads (descriptors, the
+canonical layouts), that stage 6's epilogue stores every accumulator where the TMA store reads it
+(stmatrix), and that the persistent stages' schedules cover every tile and K slice once.
+
+The numbers the model shares with the kernels are read by name from the C++ (:mod:`.csrc`): the
+descriptors' strides from ``tc_hopper.cuh``, stage 6's tile and stream-K thresholds from
+``tc_6_tma_store.cu``. The layouts that are the hardware's, not the kernels' (the 128-byte swizzle,
+fragment layouts, the grouped tile order, waves), come from :mod:`course_lib.layout`. The C++
+functions that compute the same things (``a_descriptor_at``, ``GroupedTiles::locate``,
+``use_stream_k`` ...) are held to this model by a test that compiles ``static_assert``s.
+"""
+
+from __future__ import annotations
+
+from course_lib.kernels.tensor_cores import csrc
+from course_lib.layout import (  # noqa: F401 - importable from the model too
+    BF16_BYTES,
+    MMA_SHAPES,
+    SWIZZLE_ATOM,
+    SWIZZLE_ROW,
+    cdiv,
+    grouped_order,
+    mma_m16n8k16,
+    persistent_ctas,
+    swizzle_128b,
+    tma_box_offset,
+    wgmma_m64nNk16_d,
+    whole_tile_efficiency,
+)
+
+ELEM = BF16_BYTES  # bytes per element of A, B and C
+WGMMA_K = 16  # K of one wgmma.m64nNk16 for 16-bit inputs (PTX ISA 9.7.15.5)
+
+# ---- stage 0's fragments -------------------------------------------------------------------------
+# Stage 0 loads A and B and stores C with a_row ... c_col (tc_0_mma_sync_minimal.cu), which are the
+# PTX ISA's fragment layout of mma.m16n8k16: the same function serves the notebook and the tests,
+# which hold the .cu's formulas to it (read from the source and compiled for the CPU).
+tc0_fragment_position = mma_m16n8k16
+TC0_ELEMENTS = {op: MMA_SHAPES[op][2] for op in ("A", "B", "C")}  # register elements per lane
+
+
+# ---- wgmma's shared-memory matrix descriptors (PTX ISA 9.7.15.5.1.2.2) ------------------------------
+def descriptor_encode(x: int) -> int:
+    return (x & 0x3FFFF) >> 4
+
+
+def make_descriptor(start: int, lbo: int, sbo: int, swizzle_mode: int = 1, base_offset: int = 0) -> int:
+    """A wgmma shared-memory matrix descriptor: bits 0-13 start >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4,
+    49-51 base offset, 62-63 swizzle mode (1 = 128-byte swizzle)."""
+    return (
+        descriptor_encode(start)
+        | descriptor_encode(lbo) << 16
+        | descriptor_encode(sbo) << 32
+        | (base_offset & 0x7) << 49
+        | (swizzle_mode & 0x3) << 62
+    )
+
+
+def decode_descriptor(desc: int) -> dict[str, int]:
+    return {
+        "start": (desc & 0x3FFF) << 4,
+        "lbo": ((desc >> 16) & 0x3FFF) << 4,
+        "sbo": ((desc >> 32) & 0x3FFF) << 4,
+        "base_offset": (desc >> 49) & 0x7,
+        "swizzle_mode": (desc >> 62) & 0x3,
+    }
+
+
+# The descriptor fields the kernels use, read from tc_hopper.cuh. A, K-major: LBO unused ("assumed
+# 1"), SBO = the next 8 rows. B, N-major: LBO = the next 64 columns (the next box), SBO = the next 8 k.
+A_LBO, A_SBO, B_LBO, B_SBO = (csrc.constant("tc_hopper.cuh", n) for n in ("A_LBO", "A_SBO", "B_LBO", "B_SBO"))
+
+
+def a_descriptor(tile_base: int, warpgroup_row0: int, k16: int) -> int:
+    """Descriptor for a 64 x 16 slice of a K-major A tile with 128-byte rows (as in the kernels):
+    the slice of k = 16 k16 .. 16 k16 + 15 starts 16 k16 elements into the warpgroup's first row."""
+    return make_descriptor(tile_base + warpgroup_row0 * SWIZZLE_ROW + k16 * WGMMA_K * ELEM, A_LBO, A_SBO)
+
+
+def b_descriptor(tile_base: int, k16: int) -> int:
+    """Descriptor for a 16 x N slice of an N-major B tile stored as 64 x 64 boxes (as in the
+    kernels): the slice starts 16 k16 rows of 128 bytes into the first box."""
+    return make_descriptor(tile_base + k16 * WGMMA_K * SWIZZLE_ROW, B_LBO, B_SBO)
+
+
+def wgmma_k_major_address(desc: int, row: int, k: int) -> int:
+    """Where wgmma reads element (row, k) of a K-major 128B-swizzled operand described by ``desc``:
+    canonical layout ((8,m),(T,2k)):((8T,SBO),(1,T)) (PTX ISA 9.7.15.5.1.2.1.3), in bytes, then
+    the swizzle applied to the address."""
+    d = decode_descriptor(desc)
+    assert d["swizzle_mode"] == 1 and 0 <= k < WGMMA_K
+    linear = d["start"] + (row // 8) * d["sbo"] + (row % 8) * SWIZZLE_ROW + k * ELEM
+    return swizzle_128b(linear)
+
+
+def wgmma_mn_major_address(desc: int, n: int, k: int) -> int:
+    """Where wgmma reads element (k, n) of an MN-major 128B-swizzled operand: canonical layout
+    ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)) in units of elements, T = 8 for bf16."""
+    d = decode_descriptor(desc)
+    assert d["swizzle_mode"] == 1 and 0 <= k < WGMMA_K
+    linear = d["start"] + (n % 64) * ELEM + (n // 64) * d["lbo"] + (k % 8) * SWIZZLE_ROW + (k // 8) * d["sbo"]
+    return swizzle_128b(linear)
+
+
+# (row, column) of accumulator d[i] of thread ``thread`` of a warpgroup for m64nNk16 (PTX ISA
+# 9.7.15.5.1.1, matrix D): the layout of course_lib.layout, called as the kernels' comments do.
+wgmma_accumulator_position = wgmma_m64nNk16_d
+
+
+# ---- stage 6's epilogue: stmatrix into swizzled staging boxes ----------------------------------------
+def stmatrix_staging_address(thread: int, j: int) -> int:
+    """Byte offset (within one consumer's staging buffer of 64 x 64 boxes) of the row that lane
+    ``thread % 32`` addresses for stmatrix number ``j`` (16 columns each) - as in tc_6_tma_store.cu."""
+    warp, lane = divmod(thread, 32)
+    row = warp * 16 + ((lane // 8) % 2) * 8 + lane % 8
+    col = j * 16 + (lane // 16) * 8
+    box, chunk = divmod(col, 64)
+    return box * 64 * 64 * ELEM + row * SWIZZLE_ROW + ((chunk // 8) ^ (row % 8)) * 16
+
+
+def stmatrix_fragment_position(lane: int, matrix: int, element: int) -> tuple[int, int]:
+    """(row, column) within 8x8 matrix ``matrix`` of the bf16 ``element`` (0 or 1) that lane
+    ``lane`` supplies to stmatrix (the ldmatrix/mma fragment: row lane/4, columns 2*(lane%4)+e)."""
+    return lane // 4, 2 * (lane % 4) + element
+
+
+# ---- the persistent stages' schedules --------------------------------------------------------------
+def grouped_tile_order(cluster_rows: int, cols: int, group_m: int) -> list[tuple[int, int]]:
+    """The order in which the persistent stages hand out cluster tiles (GroupedTiles::locate in
+    tc_schedule.cuh): the grouped order over rows of clusters."""
+    return [grouped_order(t, cluster_rows, cols, group_m) for t in range(cluster_rows * cols)]
+
+
+# Stage 6's constexprs (its tile, cluster and stream-K thresholds), read from tc_6_tma_store.cu: stream-K
+# below STREAM_K_BELOW of whole-tile efficiency, for K of at least STREAM_K_MIN_SLICES slices.
+STAGE6 = csrc.constants("tc_6_tma_store.cu")
+STREAM_K_BELOW = STAGE6["STREAM_K_BELOW"]
+STREAM_K_MIN_SLICES = STAGE6["STREAM_K_MIN_SLICES"]
+
+
+def stage6_schedule(M: int, N: int, K: int, clusters: int = 66) -> str:
+    """How stage 6 covers an M x N x K product with ``clusters`` resident 2-CTA clusters (66 on the
+    H200): "whole tiles" or "stream-K" (the launcher's rule, use_stream_k in tc_6_tma_store.cu)."""
+    c = STAGE6
+    cluster_tiles = cdiv(cdiv(M, c["BLOCK_M"]), c["CLUSTER"]) * cdiv(N, c["BLOCK_N"])
+    few = whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW
+    long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES
+    return "stream-K" if few and long_k else "whole tiles"
+
+
+def stream_k_work(cluster_tiles: int, clusters: int, slices: int,
+                  stream_k: bool = True) -> list[list[tuple[int, int, int]]]:
+    """Each cluster's work units (tile, first K slice, end K slice), in order, as ``WorkCursor`` in
+    tc_stream_k.cuh hands them out: whole waves of whole tiles round robin, then the rest shared out
+    by slices."""
+    dp_tiles = cluster_tiles - cluster_tiles % clusters if stream_k else cluster_tiles
+    split = (cluster_tiles - dp_tiles) * slices
+    out = []
+    for c in range(clusters):
+        units = [(t, 0, slices) for t in range(c, dp_tiles, clusters)]
+        pos, end = split * c // clusters, split * (c + 1) // clusters
+        while pos < end:
+            k = pos % slices
+            k_end = min(slices, k + end - pos)
+            units.append((dp_tiles + pos // slices, k, k_end))
+            pos += k_end - k
+        out.append(units)
+    return out
+
+
+def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner: int, tile: int) -> list[int]:
+    """The clusters whose partial sums the owner of split tile ``tile`` adds (the kernel's loop)."""
+    dp_tiles = cluster_tiles - cluster_tiles % clusters
+    split = (cluster_tiles - dp_tiles) * slices
+
+    def start(c: int) -> int:
+        return split * c // clusters
+
+    tile_end = (tile - dp_tiles + 1) * slices
+    out, c = [], owner + 1
+    while c < clusters and start(c) < tile_end:
+        if start(c + 1) > start(c):
+            out.append(c)
+        c += 1
+    return out

@@ -1,0 +1,232 @@
+"""The tensor-core stages: what each kernel is made of (:class:`Design`, one per ``.cu`` file in
+``course_lib/csrc``), how the extension is built for a GPU (:func:`build_plan`, :func:`extension`),
+and the course's GEMM wrapper of each stage (:func:`make_gemm`, :data:`GEMMS`).
+
+A design's tile, threads, pipeline slots and cluster are the constants of its ``.cu`` file, read by
+name (:mod:`.csrc`); its shared memory is computed here from them, as the kernel lays it out, and a
+test holds that to the compiler (ptxas's report; ``SMEM_BYTES`` by ``static_assert``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from course_lib import backend, compiler, dtypes, features
+from course_lib.features import BF16_TENSOR_CORES, HOPPER_SM90A, Feature
+from course_lib.gemm import new_output, prepare
+from course_lib.kernels.tensor_cores import csrc
+from course_lib.kernels.tensor_cores.csrc import CSRC
+
+# The notebook that teaches each stage: mma.sync from CUDA C++ (06), then Hopper's wgmma path (07).
+NOTEBOOK_MMA_SYNC = "06_tensor_cores"
+NOTEBOOK_HOPPER = "07_hopper_tensor_cores"
+SHAPE_MULTIPLE = 8  # 16-byte rows for TMA: 8 bf16
+ALIGNMENT_BYTES = 16
+ELEM = 2  # bytes per bf16
+BINDING = "tc_binding.cu"
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """What a stage's kernel is made of: its words here, its numbers from its .cu file."""
+
+    stage: str
+    title: str
+    idea: str
+    min_arch: str  # "sm_80" or "sm_90a"
+    shape_multiple: int = SHAPE_MULTIPLE  # M, N, K must be multiples of this (1: any shape)
+
+    @property
+    def source(self) -> str:
+        """The stage's .cu file in csrc/: its name is the stage's, as is its extension entry's."""
+        return f"{self.stage}.cu"
+
+    @property
+    def constants(self) -> dict[str, int | float]:
+        """The constexprs of the stage's .cu file (and of the headers it includes), by name."""
+        return csrc.constants(self.source)
+
+    @property
+    def hopper(self) -> bool:
+        return self.min_arch == "sm_90a"
+
+    @property
+    def notebook(self) -> str:
+        return NOTEBOOK_HOPPER if self.hopper else NOTEBOOK_MMA_SYNC
+
+    @property
+    def needs(self) -> tuple[Feature, ...]:
+        """What the stage's kernels need of a GPU (course_lib.features), beyond its dtype's needs."""
+        return (HOPPER_SM90A,) if self.hopper else (BF16_TENSOR_CORES,)
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        """BLOCK_M, BLOCK_N, BLOCK_K: the tile of C a CTA computes, and the K slice it loads at once."""
+        c = self.constants
+        return c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"]
+
+    @property
+    def threads(self) -> int:
+        return self.constants["THREADS"]
+
+    @property
+    def stages(self) -> int:
+        """Shared-memory slots of the pipeline (1: no pipeline)."""
+        return self.constants.get("STAGES", 1)
+
+    @property
+    def cluster(self) -> int:
+        """CTAs per cluster (2: B's slices multicast to both)."""
+        return self.constants.get("CLUSTER", 1)
+
+    @property
+    def mma_sync_per_slice(self) -> int:
+        """mma.sync.m16n8k16 one warp issues per BLOCK_K slice of K: its WARP_M x WARP_N piece of C
+        in 16 x 8 tiles, times BLOCK_K / 16 (0 for the wgmma stages)."""
+        if self.hopper:
+            return 0
+        c = self.constants
+        warp_m, warp_n = c["BLOCK_M"] // c["WARPS_M"], c["BLOCK_N"] // c["WARPS_N"]
+        return (warp_m // c["MMA_M"]) * (warp_n // c["MMA_N"]) * (c["BLOCK_K"] // c["MMA_K"])
+
+    @property
+    def smem_bytes(self) -> int:
+        """Shared memory per CTA, as the kernel lays it out: stage 1's padded tiles (static), or a
+        ring of A and B slots, their mbarriers, stage 6's staging boxes and SMEM_SLACK bytes of
+        alignment slack (dynamic; the .cu's SMEM_BYTES)."""
+        c, (bm, bn, bk) = self.constants, self.block
+        if not self.hopper:
+            return ELEM * (bm * c["A_PITCH"] + bk * c["B_PITCH"]) if "A_PITCH" in c else 0
+        barriers = 8 * (2 * self.stages if "STAGES" in c else 1)  # full (and empty) per slot
+        staging = ELEM * c["CONSUMERS"] * c["C_HALF_BOXES"] * c["C_BOX"] ** 2 if "C_BOX" in c else 0
+        return self.stages * (bm + bn) * bk * ELEM + barriers + staging + c["SMEM_SLACK"]
+
+
+# Stage 0 stands before the staircase: the smallest correct use of the tensor cores, read line by
+# line in notebook 06. DESIGNS is the staircase (stages 1-6) that charts and tables walk, its last
+# stage the one recordings sweep; ALL_DESIGNS has stage 0 too.
+MINIMAL = Design("tc_0_mma_sync_minimal", "mma.sync, fragments from global memory",
+                 "4 warps, each one 16x8 tile of C: per 16 of K one mma.sync.m16n8k16 whose A and B "
+                 "fragments each lane loads element by element from global memory (zero outside); "
+                 "no shared memory", "sm_80", shape_multiple=1)
+DESIGNS: tuple[Design, ...] = (
+    Design("tc_1_mma_sync", "mma.sync + ldmatrix (warp-level)",
+           "8 warps, each a 64x32 piece of C from 4x4 mma.sync.m16n8k16 per 16 of K; ldmatrix(.trans) "
+           "from padded shared-memory tiles; next slice loaded to registers while the tensor cores work",
+           "sm_80"),
+    Design("tc_2_wgmma_tma", "wgmma + TMA, 128B swizzle",
+           "2 warpgroups x m64n128k16 read A and B straight from shared memory; one thread asks TMA "
+           "for each 64-wide K slice; load and multiply take turns", "sm_90a"),
+    Design("tc_3_pipeline", "5-slot mbarrier pipeline",
+           "full/empty mbarriers per slot; copies run up to 5 slices ahead of the tensor cores", "sm_90a"),
+    Design("tc_4_warp_specialized", "warp specialisation, setmaxnreg, 128x256",
+           "producer warpgroup (40 registers) + 2 consumer warpgroups (232 registers) each holding a "
+           "64x256 fp32 accumulator; m64n256k16", "sm_90a"),
+    Design("tc_5_persistent", "persistent + clusters, TMA multicast",
+           "one CTA per SM walks tiles in grouped order; 2-CTA clusters share B slices by multicast", "sm_90a"),
+    Design("tc_6_tma_store", "wgmma in flight + TMA-store epilogue",
+           "wait_group 1 keeps one wgmma batch queued; accumulators leave through stmatrix into "
+           "swizzled shared memory and an asynchronous TMA store", "sm_90a"),
+)
+ALL_DESIGNS: tuple[Design, ...] = (MINIMAL,) + DESIGNS
+DESIGN = {d.stage: d for d in ALL_DESIGNS}
+
+
+# ---- the extension (GPU only) ---------------------------------------------------------------
+_EXTENSION = None
+
+
+def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[list[Path], list[str], str]:
+    """Sources, nvcc flags and extension name for a GPU the course treats as compute capability
+    ``capability``: on Hopper every stage, for sm_90a; on other GPUs of sm_80 or newer stages 0-1.
+
+    ``ptx_only`` compiles stages 0-1 to PTX alone, which the driver compiles for the real GPU when the
+    extension loads: how the course runs an older GPU's build on a newer one (COURSE_ASSUME_CAPABILITY).
+    """
+    major, minor = capability
+    if not BF16_TENSOR_CORES.available(capability):
+        raise RuntimeError(f"the tensor-core stages need {BF16_TENSOR_CORES.name} (compute capability "
+                           f"{BF16_TENSOR_CORES.where}), and this GPU is treated as {major}.{minor}")
+    if HOPPER_SM90A.available(capability) and not ptx_only:
+        sources = [CSRC / d.source for d in ALL_DESIGNS] + [CSRC / BINDING]
+        flags = [compiler.SM90A, "-DTC_WITH_SM90A"]
+        name = "course_tensor_cores_sm90a"
+    else:  # wgmma does not exist here (or is not assumed to): stages 0 and 1 only
+        sources = [CSRC / d.source for d in ALL_DESIGNS if not d.hopper] + [CSRC / BINDING]
+        code = f"compute_{major}{minor}" if ptx_only else f"sm_{major}{minor}"
+        flags = [f"-gencode=arch=compute_{major}{minor},code={code}"]
+        name = f"course_tensor_cores_{code.replace('compute_', 'ptx')}"
+    return sources, [f for f in compiler.NVCC_FLAGS if f != "-std=c++17"] + flags, name  # torch adds -std
+
+
+def build_extension(verbose: bool = False):
+    """Build or load the course's extension for this GPU (:func:`build_plan`)."""
+    backend.require_gpu("the tensor-core extension",
+                        "runs only on an NVIDIA GPU (on the CPU, compile_stage() shows what the compiler makes of it)")
+    b = backend.get()
+    sources, flags, name = build_plan(b.capability, ptx_only=b.assumed)
+    return compiler.load_extension(name, sources, flags, include_paths=(CSRC,), verbose=verbose)
+
+
+def extension(verbose: bool = False):
+    """Build (first call, ~1 minute) or load the extension for this GPU and return the module."""
+    global _EXTENSION
+    if _EXTENSION is None:
+        _EXTENSION = build_extension(verbose=verbose)
+    return _EXTENSION
+
+
+# ---- the stages: check, allocate, launch ----------------------------------------------------
+def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, **knobs) -> Callable:
+    """The GEMM function of a stage: check the operands, allocate C, launch. ``launcher()`` gives
+    the function to launch (default: the extension's entry named for the stage), called as
+    ``launch(a, b, c, **knobs)``; a knob that is callable is called for its value at launch."""
+    design = DESIGN[stage]
+    multiple = design.shape_multiple
+
+    def gemm(a: object, b: object) -> object:
+        ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=multiple)
+        why = features.why_not_here(f"stage {stage!r} (bf16)", design.needs + dtypes.BF16.needs, gpu_only=True)
+        if why is not None:
+            raise features.NotOnThisGPU(why)
+        for name, t in (("a", ops.a), ("b", ops.b)):
+            if multiple > 1 and t.data_ptr() % ALIGNMENT_BYTES:  # stage 0 reads element by element
+                raise ValueError(
+                    f"{stage}: {name} does not start on a {ALIGNMENT_BYTES}-byte boundary (a view "
+                    f"into a larger tensor?); pass {name}.clone()"
+                )
+        launch = launcher() if launcher else getattr(extension(), stage)
+        c = new_output(ops.M, ops.N, torch.bfloat16, ops.a.device)
+        resolved = {k: (v() if callable(v) else v) for k, v in knobs.items()}
+        launch(ops.a, ops.b, c, **resolved)  # launches on torch.cuda.current_stream()
+        return ops.give_back(c)
+
+    gemm.__name__ = stage
+    gemm.__qualname__ = stage
+    gemm.__doc__ = f"{design.title}: c = a @ b, bf16 in and out, fp32 accumulation ({design.source})."
+    return gemm
+
+
+tc_0_mma_sync_minimal = make_gemm("tc_0_mma_sync_minimal")
+tc_1_mma_sync = make_gemm("tc_1_mma_sync")
+tc_2_wgmma_tma = make_gemm("tc_2_wgmma_tma")
+tc_3_pipeline = make_gemm("tc_3_pipeline")
+tc_4_warp_specialized = make_gemm("tc_4_warp_specialized")
+tc_5_persistent = make_gemm("tc_5_persistent")
+# Stage 6 runs at most one CTA per SM (the textbook persistent grid): on the H200 that measured
+# better than the grid derived from occupancy (stage 5's), at 4096^3 and at 8192^3.
+tc_6_tma_store = make_gemm("tc_6_tma_store", group_m=8, max_ctas=backend.sm_count)
+# Stage name -> its bf16 GEMM, in course order (course_lib.registry's manifest reads it).
+GEMMS: dict[str, Callable] = {
+    "tc_0_mma_sync_minimal": tc_0_mma_sync_minimal,
+    "tc_1_mma_sync": tc_1_mma_sync,
+    "tc_2_wgmma_tma": tc_2_wgmma_tma,
+    "tc_3_pipeline": tc_3_pipeline,
+    "tc_4_warp_specialized": tc_4_warp_specialized,
+    "tc_5_persistent": tc_5_persistent,
+    "tc_6_tma_store": tc_6_tma_store,
+}
