@@ -187,7 +187,7 @@ def element_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, dtype: st
     s = torch.sqrt((a64 * a64) @ (b64 * b64))
     record = dtypes.get(dtype)
     u_out, u_mul = record.unit_roundoff, record.product_error
-    if rounds_partial_sums and record.torch_dtype in (torch.float16, torch.bfloat16):
+    if rounds_partial_sums and u_out > dtypes.FP32.unit_roundoff:  # partial sums rounded to a narrower output
         u_mul += u_out
     return 2 * u_out * ref.abs() + 8 * (u_mul + ACCUMULATOR_ERROR * math.sqrt(K)) * s + 1e-300
 

@@ -67,10 +67,20 @@ BF16 = CourseDtype(
     needs=(BF16_TENSOR_CORES,), unit_roundoff=2.0**-8, product_error=0.0, tolerance=1e-2, sanity=5e-2,
     triton_precision="ieee", triton_type="bf16")
 
+# Every course dtype, in the order tables show them: a new record is added here too.
 RECORDS: dict[str, CourseDtype] = {d.name: d for d in (FP32, TF32, FP16, BF16)}
 NAMES: tuple[str, ...] = tuple(RECORDS)
-# The course dtype a tensor's element type means when no name is given: float32 is exact fp32.
-_BY_TORCH_DTYPE = {torch.float32: FP32, torch.float16: FP16, torch.bfloat16: BF16}
+# The course dtype a tensor's element type means when no name is given: the first record that holds
+# it (float32 means exact fp32; tf32 must be asked for by name).
+_BY_TORCH_DTYPE: dict[torch.dtype, CourseDtype] = {}
+for _d in RECORDS.values():
+    _BY_TORCH_DTYPE.setdefault(_d.torch_dtype, _d)
+
+
+def torch_dtype_names() -> str:
+    """The element types the course's GEMMs take, in words ("float32, float16 or bfloat16")."""
+    names = [str(t).replace("torch.", "") for t in _BY_TORCH_DTYPE]
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
 
 
 def get(dtype: str | CourseDtype) -> CourseDtype:

@@ -27,8 +27,8 @@ def dtype_of(x: object) -> str:
     record = course_dtypes.of_torch(t.dtype)
     if record is None:
         raise TypeError(
-            f"element type {t.dtype} is not one the course's GEMMs take; use float32, float16 or "
-            "bfloat16 (for example a.float())"
+            f"element type {t.dtype} is not one the course's GEMMs take; use "
+            f"{course_dtypes.torch_dtype_names()} (for example a.float())"
         )
     return record.name
 

@@ -172,7 +172,11 @@ class Guard:
 
 
 def _same(x: torch.Tensor, y: torch.Tensor) -> bool:
-    return bool(torch.equal(x.view(torch.uint8) if x.element_size() == 1 else x, y))
+    """Whether two arrays hold the same bits (1-byte float types compare as bytes: torch cannot
+    compare them as numbers)."""
+    if x.element_size() == 1:
+        x, y = x.view(torch.uint8), y.view(torch.uint8)
+    return bool(torch.equal(x, y))
 
 
 def _describe(buf: _Buffer, kind: str, side: str, elements: set) -> str:

@@ -117,8 +117,8 @@ def _with(fn: Callable, name: str, doc: str | None = None, **kwargs) -> GemmFn:
     return gemm
 
 
-def _per_dtype(fn: Callable, name: str, names: tuple[str, ...] = dtypes.NAMES) -> dict[str, GemmFn]:
-    """One course GEMM per dtype of a wrapper ``fn(a, b, dtype)``."""
+def _per_dtype(fn: Callable, name: str, names: tuple[str, ...]) -> dict[str, GemmFn]:
+    """One course GEMM per dtype in ``names`` of a wrapper ``fn(a, b, dtype)``."""
     return {d: _with(fn, f"{name}_{d}", dtype=d) for d in names}
 
 
@@ -128,10 +128,13 @@ def _manifest() -> list[Stage]:
     from course_lib.kernels import naive, shared_memory_tiling, tensor_cores, thread_coarsening
 
     tiling, coarse = shared_memory_tiling, thread_coarsening
+    # Which dtypes each stage computes is said here, row by row: a new dtype record joins no stage
+    # until its row lists it (with a wrapper that computes it).
+    four = ("fp32", "tf32", "fp16", "bf16")
     t02 = "02 shared-memory tiling (T={})"
     rows = [
         Stage(name="cublas", notebook="", backend="cublas", title="cuBLAS (torch.matmul)",
-              gemms={d: _cublas(d) for d in dtypes.NAMES}, rounds_partial_sums=True),
+              gemms={d: _cublas(d) for d in four}, rounds_partial_sums=True),
         # 01: one thread per element of C
         Stage(name="naive", notebook="01_naive", backend="numba", title="01 naive (x along columns)",
               gemms={"fp32": naive.naive}),
@@ -158,17 +161,17 @@ def _manifest() -> list[Stage]:
           for name, cfg in sorted(coarse.SWEEP_CONFIGS.items())),
         # 04 and 05: Triton
         Stage(name="triton_tiled", notebook=c04.NOTEBOOK, backend="triton", title="Triton tiled (pointers + masks)",
-              gemms=_per_dtype(c04.tiled_matmul, "triton_tiled")),
+              gemms=_per_dtype(c04.tiled_matmul, "triton_tiled", four)),
         Stage(name="triton_tiled_transposed_b", notebook=c04.NOTEBOOK, backend="triton",
               title="Triton tiled, B pre-transposed (the article's experiment)",
-              gemms=_per_dtype(c04.tiled_matmul_transposed_b, "triton_tiled_transposed_b")),
+              gemms=_per_dtype(c04.tiled_matmul_transposed_b, "triton_tiled_transposed_b", four)),
         # check() rounds the descriptor stage's shapes up to multiples of 8: 16-byte rows for every dtype.
         Stage(name="triton_tiled_descriptors", notebook=c04.FAST_NOTEBOOK, backend="triton", shape_multiple=8,
               title="Triton tiled (tensor descriptors)",
-              gemms=_per_dtype(c04.tiled_matmul_descriptors, "triton_tiled_descriptors")),
+              gemms=_per_dtype(c04.tiled_matmul_descriptors, "triton_tiled_descriptors", four)),
         Stage(name="triton_fast", notebook=c04.FAST_NOTEBOOK, backend="triton", sweep=True,
               title="Triton fast (grouped, descriptors, tuned)",
-              gemms=_per_dtype(c04.fast_matmul_autotuned, "triton_fast"), tuning_log=c04.tuning_log),
+              gemms=_per_dtype(c04.fast_matmul_autotuned, "triton_fast", four), tuning_log=c04.tuning_log),
         # 06 and 07: tensor cores from CUDA C++ (stage 0, then the staircase whose last step is swept)
         *(Stage(name=d.stage, notebook=d.notebook, backend="cuda-extension", title=d.title,
                 gemms={"bf16": tensor_cores.GEMMS[d.stage]}, gpu_only=True, needs=d.needs,

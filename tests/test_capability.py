@@ -10,7 +10,7 @@ from course_lib.bench import recording
 from course_lib.kernels import tensor_cores as tc
 
 HOPPER_ONLY = {"tc_2_wgmma_tma", "tc_3_pipeline", "tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"}
-TENSOR_CORE_DTYPES = {"tf32", "bf16"}
+TENSOR_CORE_DTYPES = {d for d in dtypes.NAMES if dtypes.get(d).needs}  # what needs Ampere's tensor cores
 
 
 def runnable(capability, device=None):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import course_lib
-from course_lib import dtypes, features, registry
+from course_lib import dtypes, features, guard, registry
 from course_lib.registry import Stage
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -66,7 +66,7 @@ def test_a_stage_tells_tf32_from_fp32():
 
 
 def test_every_dtype_record_is_complete_and_consistent():
-    assert dtypes.NAMES == ("fp32", "tf32", "fp16", "bf16")
+    assert dtypes.NAMES == tuple(dtypes.RECORDS) and len(set(dtypes.NAMES)) == len(dtypes.NAMES)
     for d in dtypes.RECORDS.values():
         assert dtypes.get(d.name) is d and str(d) == d.name
         # the stored type's unit roundoff: half its machine epsilon
@@ -76,6 +76,19 @@ def test_every_dtype_record_is_complete_and_consistent():
     assert dtypes.of_torch(torch.float32) is dtypes.FP32 and dtypes.of_torch(torch.int8) is None
     with pytest.raises(ValueError, match="the course uses one of fp32, tf32, fp16, bf16"):
         dtypes.get("fp64")
+    assert dtypes.torch_dtype_names() == "float32, float16 or bfloat16"
+
+
+def test_the_operands_guard_value_is_exact_in_every_dtype():
+    """check surrounds A and B with INPUT_GUARD (course_lib.guard): a new dtype that cannot hold it
+    exactly would read as a wrong value; pick another guard value then."""
+    for d in dtypes.RECORDS.values():
+        assert torch.tensor(guard.INPUT_GUARD).to(d.torch_dtype).double().item() == guard.INPUT_GUARD, d.name
+
+
+def test_one_byte_operands_compare_as_bytes():
+    x = torch.zeros(4).to(torch.float8_e4m3fn)
+    assert guard._same(x, x.clone()) and not guard._same(x, torch.ones(4).to(torch.float8_e4m3fn))
 
 
 def _dtype_fact_tables(path: Path) -> list[int]:

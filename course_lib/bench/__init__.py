@@ -257,7 +257,8 @@ def _recorded_rows(rec: Results, name: str, dtype: str, shapes: Sequence[Shape])
     if not rows:
         raise LookupError(
             f"nothing recorded for {name} ({dtype}) at {list(shapes)} in {rec.path.name if rec.path else 'the recording'}; "
-            f"recorded shapes: {sorted({(r['M'], r['N'], r['K']) for r in rec.select(name, dtype)})}"
+            f"recorded shapes: {sorted({(r['M'], r['N'], r['K']) for r in rec.select(name, dtype)})} "
+            f"(a new stage is recorded on a GPU: STAGES={name} bash tools/gpu_run_all.sh record)"
         )
     return rows
 

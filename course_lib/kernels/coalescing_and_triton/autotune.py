@@ -24,12 +24,11 @@ from course_lib import backend
 from course_lib import dtypes
 from course_lib.gemm import Operands, new_output, prepare
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, require_32bit_offsets
-from course_lib.kernels.coalescing_and_triton.fast import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, launch_fast
+from course_lib.kernels.coalescing_and_triton.fast import PORTABLE_CONFIGS, FastConfig, candidates, launch_fast
 from course_lib.layout import cdiv
 from course_lib.timing import time_fn
 
 SMALL_M = 64  # at most this many rows of A: the small-M candidates
-_SIXTEEN = ("fp16", "bf16")
 
 
 def small_m_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:
@@ -39,7 +38,7 @@ def small_m_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[
     split-K gives each tile several programs: about one program per SM (``fill``) and a few
     multiples of it for 64-column tiles."""
     block_m = max(16, 1 << (M - 1).bit_length()) if M > 1 else 16
-    long_k = 256 if dtype in _SIXTEEN else 128
+    long_k = 512 // dtypes.get(dtype).torch_dtype.itemsize  # 512 bytes of each row of B: 256 16-bit, 128 32-bit
 
     def fill(block_n: int, block_k: int) -> int:  # splits for about one program per SM, >= 4 slices each
         return max(1, min(cdiv(sm_count, cdiv(N, block_n)), cdiv(K, block_k) // 4))
@@ -59,7 +58,7 @@ def few_tile_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple
     """Extra candidates when the big tiles of FAST_CONFIGS give fewer than two tiles per SM:
     tiles of half the size, one program each, and the big tile split along K into 2-4 ranges
     (only where each range keeps at least 8 K-slices)."""
-    big = FAST_CONFIGS[dtype][0]
+    big = candidates(dtype)[0]
     tiles = cdiv(M, big.block_m) * cdiv(N, big.block_n)
     out = [replace(big, block_n=big.block_n // 2, persistent=False, epilogue_split=1, num_stages=4)]
     for split in (2, 3, 4):
@@ -73,11 +72,11 @@ def shape_candidates(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple
     heuristic of this module's docstring)."""
     if M <= SMALL_M:
         return small_m_configs(dtype, M, N, K, sm_count)
-    big = FAST_CONFIGS[dtype][0]
+    big = candidates(dtype)[0]
     tiles = cdiv(M, big.block_m) * cdiv(N, big.block_n)
     if tiles < 2 * sm_count:
-        return FAST_CONFIGS[dtype] + few_tile_configs(dtype, M, N, K, sm_count)
-    return FAST_CONFIGS[dtype]
+        return candidates(dtype) + few_tile_configs(dtype, M, N, K, sm_count)
+    return candidates(dtype)
 
 
 _TUNED: dict[tuple, FastConfig] = {}
@@ -87,7 +86,7 @@ _TIMES: dict[tuple, dict[str, float | None]] = {}  # per key: {candidate label: 
 def autotuned_config(ops: Operands, dtype: str, c) -> FastConfig:
     """The fastest candidate for these operands (timed once per shape, strides and alignment)."""
     if not backend.get().is_gpu:
-        return FAST_CONFIGS[dtype][0]
+        return candidates(dtype)[0]
     candidates = shape_candidates(dtype, ops.M, ops.N, ops.K, backend.sm_count())
     aligned = all(descriptor_problem(t, "x") is None for t in (ops.a, ops.b, c))
     key = (dtype, ops.M, ops.N, ops.K, ops.a.stride(), ops.b.stride(), aligned)

@@ -29,6 +29,7 @@ from course_lib import backend
 from course_lib import dtypes
 from course_lib.gemm import Operands, new_output, prepare
 from course_lib.kernels.coalescing_and_triton import common
+from course_lib.kernels.coalescing_and_triton.tiled import matmul_tile_masked
 
 
 @triton.jit
@@ -237,28 +238,10 @@ def grouped_matmul_kernel(
     INPUT_PRECISION: tl.constexpr,
 ):
     # Where a matrix breaks TMA's rules: notebook 04's tile (pointers and masks, any strides, any
-    # alignment), one program per tile in grouped order.
+    # alignment; its K loop is in matmul_tile_masked, shown there), one program per tile in grouped order.
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows of A and of C
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns of B and of C
-    ks = tl.arange(0, BLOCK_K)
-
-    # ---- pointers to the first K-slice -----------------------------------------------------------
-    a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak
-    b_ptrs = b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn
-
-    # ---- mainloop: masks instead of wrap-around; past the edge of A or B we read zeros -----------
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k0), other=0.0)
-        b = tl.load(b_ptrs, mask=(ks[:, None] < K - k0) & (cols[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-
-    # ---- epilogue: elements past the edge of C are not written -----------------------------------
-    c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+    matmul_tile_masked(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                       stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, INPUT_PRECISION)
 
 
 @dataclass(frozen=True)
@@ -375,6 +358,14 @@ TRANSPOSE_BLOCK = (64, 64)
 TRANSPOSE_WARPS = 4
 
 
+def candidates(dtype: str) -> tuple[FastConfig, ...]:
+    """The fast kernels' candidates for ``dtype`` (FAST_CONFIGS), or a ValueError saying where they go."""
+    if dtype not in FAST_CONFIGS or dtype not in PORTABLE_CONFIGS:
+        raise ValueError(f"triton_fast has no configurations for {dtype!r} (it has {', '.join(FAST_CONFIGS)}); "
+                         "a new dtype needs its candidates in FAST_CONFIGS and PORTABLE_CONFIGS (fast.py)")
+    return FAST_CONFIGS[dtype]
+
+
 @triton.jit
 def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr,
                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
@@ -487,7 +478,7 @@ def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | 
     c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
     common.require_32bit_offsets(stage, ops.a, ops.b, c)
     try:
-        launch_fast(ops, dtype, config or FAST_CONFIGS[dtype][0], c)
+        launch_fast(ops, dtype, config or candidates(dtype)[0], c)
     except triton.runtime.errors.OutOfResources:
         if config is not None:
             raise
