@@ -512,3 +512,10 @@ def test_the_package_exports_exactly_its_all():
     offered = {n for n, v in vars(c04).items()
                if not n.startswith("_") and not isinstance(v, types.ModuleType) and n != "annotations"}
     assert offered == set(c04.__all__), offered ^ set(c04.__all__)
+
+
+def test_triton_fast_says_where_a_dtype_without_candidates_needs_them(monkeypatch):
+    monkeypatch.delitem(fast.FAST_CONFIGS, "bf16")
+    a, b = random_inputs(8, 8, 8, "bf16", seed=0)
+    with pytest.raises(ValueError, match=r"no configurations for 'bf16'.*FAST_CONFIGS and PORTABLE_CONFIGS"):
+        get_stage("triton_fast").gemm("bf16")(a, b)

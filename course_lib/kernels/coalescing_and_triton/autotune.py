@@ -24,7 +24,7 @@ from course_lib import backend
 from course_lib import dtypes
 from course_lib.gemm import Operands, new_output, prepare
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, require_32bit_offsets
-from course_lib.kernels.coalescing_and_triton.fast import PORTABLE_CONFIGS, FastConfig, candidates, launch_fast
+from course_lib.kernels.coalescing_and_triton.fast import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, candidates, launch_fast
 from course_lib.layout import cdiv
 from course_lib.timing import time_fn
 
@@ -58,7 +58,7 @@ def few_tile_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple
     """Extra candidates when the big tiles of FAST_CONFIGS give fewer than two tiles per SM:
     tiles of half the size, one program each, and the big tile split along K into 2-4 ranges
     (only where each range keeps at least 8 K-slices)."""
-    big = candidates(dtype)[0]
+    big = FAST_CONFIGS[dtype][0]
     tiles = cdiv(M, big.block_m) * cdiv(N, big.block_n)
     out = [replace(big, block_n=big.block_n // 2, persistent=False, epilogue_split=1, num_stages=4)]
     for split in (2, 3, 4):
@@ -72,11 +72,11 @@ def shape_candidates(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple
     heuristic of this module's docstring)."""
     if M <= SMALL_M:
         return small_m_configs(dtype, M, N, K, sm_count)
-    big = candidates(dtype)[0]
+    big = FAST_CONFIGS[dtype][0]
     tiles = cdiv(M, big.block_m) * cdiv(N, big.block_n)
     if tiles < 2 * sm_count:
-        return candidates(dtype) + few_tile_configs(dtype, M, N, K, sm_count)
-    return candidates(dtype)
+        return FAST_CONFIGS[dtype] + few_tile_configs(dtype, M, N, K, sm_count)
+    return FAST_CONFIGS[dtype]
 
 
 _TUNED: dict[tuple, FastConfig] = {}
@@ -86,7 +86,7 @@ _TIMES: dict[tuple, dict[str, float | None]] = {}  # per key: {candidate label: 
 def autotuned_config(ops: Operands, dtype: str, c) -> FastConfig:
     """The fastest candidate for these operands (timed once per shape, strides and alignment)."""
     if not backend.get().is_gpu:
-        return candidates(dtype)[0]
+        return FAST_CONFIGS[dtype][0]
     candidates = shape_candidates(dtype, ops.M, ops.N, ops.K, backend.sm_count())
     aligned = all(descriptor_problem(t, "x") is None for t in (ops.a, ops.b, c))
     key = (dtype, ops.M, ops.N, ops.K, ops.a.stride(), ops.b.stride(), aligned)
@@ -126,6 +126,7 @@ def fast_matmul_autotuned(a: object, b: object, dtype: str = "fp32") -> object:
     CPU the first candidate of :data:`FAST_CONFIGS`."""
     stage = "triton_fast"
     ops = prepare(a, b, stage=stage, dtypes=(dtype,))
+    candidates(dtype)  # a dtype without candidates is refused here, with where they go
     c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
     require_32bit_offsets(stage, ops.a, ops.b, c)
     launch_fast(ops, dtype, autotuned_config(ops, dtype, c), c)
