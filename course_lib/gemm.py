@@ -185,7 +185,8 @@ def random_inputs(
 def relative_error(c: object, ref: object) -> float:
     """||C - R|| / ||R|| in float64 (Frobenius norms): how the course measures a GEMM's error against a
     reference (float64 in ``check``, cuBLAS in ``bench``). Where R is all zeros, the largest |C - R|."""
-    c64, ref64 = _as_tensor(c, "c").double(), _as_tensor(ref, "reference").double().to(_as_tensor(c, "c").device)
+    c64 = _as_tensor(c, "c").double()
+    ref64 = _as_tensor(ref, "reference").double().to(c64.device)
     diff = c64 - ref64
     ref_norm = float(torch.linalg.norm(ref64))
     return float(torch.linalg.norm(diff)) / ref_norm if ref_norm > 0 else float(diff.abs().max())

@@ -106,14 +106,15 @@ def _cublas(dtype: str) -> GemmFn:
     return gemm
 
 
-def _with(fn: Callable, name: str, doc: str | None = None, **kwargs) -> GemmFn:
+def _with(fn: Callable, name: str, **kwargs) -> GemmFn:
     """``fn(a, b, **kwargs)`` as a course GEMM ``gemm(a, b)`` named ``name``: one stage of a kernel
     that takes a parameter (a tile size, a configuration, a dtype)."""
     def gemm(a: object, b: object) -> object:
         return fn(a, b, **kwargs)
 
     gemm.__name__ = gemm.__qualname__ = name
-    gemm.__doc__ = doc or (fn.__doc__ or "").strip().splitlines()[0] + (f" {kwargs}" if kwargs else "")
+    first_line = (fn.__doc__ or fn.__name__).strip().splitlines()[0]
+    gemm.__doc__ = f"{first_line} {kwargs}" if kwargs else first_line
     return gemm
 
 
@@ -211,11 +212,11 @@ stages = course  # the name the notebooks and the package face use
 
 
 def get_stage(name: str) -> Stage:
-    by_name = {s.name: s for s in course()}
+    course()  # the manifest, built once
     try:
-        return by_name[name]
+        return _COURSE[name]
     except KeyError:
-        raise KeyError(f"no stage named {name!r}; the course has: {', '.join(by_name)}") from None
+        raise KeyError(f"no stage named {name!r}; the course has: {', '.join(_COURSE)}") from None
 
 
 def stage_or_callable(gemm: str | Stage | Callable, dtype: str) -> tuple[str, GemmFn]:
