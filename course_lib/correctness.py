@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from course_lib import backend, dtypes, guard
+from course_lib import backend, dtypes, guard, layout
 from course_lib.gemm import random_inputs, relative_error
 from course_lib.layout import Shape
 from course_lib.registry import Stage, get_stage, stage_or_callable
@@ -57,13 +57,11 @@ GPU_SHAPES: tuple[Shape, ...] = CPU_SHAPES + (
 )
 
 
-def default_shapes(multiple: int = 1) -> list[Shape]:
-    """The shapes ``check`` uses on this backend; each dimension rounded up to ``multiple``."""
+def default_shapes(multiple: int | tuple[int, int, int] = 1) -> list[Shape]:
+    """The shapes ``check`` uses on this backend; each dimension rounded up to its multiple in the
+    shape rule ``multiple`` (course_lib.layout)."""
     shapes = GPU_SHAPES if backend.get().is_gpu else CPU_SHAPES
-    if multiple <= 1:
-        return list(shapes)
-    up = lambda v: -(-v // multiple) * multiple  # noqa: E731
-    return list(dict.fromkeys(tuple(up(v) for v in s) for s in shapes))
+    return list(dict.fromkeys(layout.round_up(s, multiple) for s in shapes))
 
 
 def tolerance(dtype: str, K: int) -> float:

@@ -17,6 +17,37 @@ def cdiv(n: int, d: int) -> int:
     return -(-n // d)
 
 
+# ---- which shapes a kernel takes ---------------------------------------------------------------------
+# A stage's shape rule: one number (M, N and K must all be multiples of it; 1: any shape) or one per
+# dimension (M, N, K). TMA needs 16-byte rows, so a kernel that reads A, B and C through it needs K
+# and N multiples of 8 (bf16); M counts rows, which a partial box fills with zeros (stage 6 takes any M).
+def multiples(rule: int | tuple[int, int, int]) -> tuple[int, int, int]:
+    """The rule as (M's, N's, K's multiple)."""
+    return (rule, rule, rule) if isinstance(rule, int) else tuple(rule)
+
+
+def fits(shape: Shape, rule: int | tuple[int, int, int]) -> bool:
+    """Whether an (M, N, K) shape obeys the rule."""
+    return all(v % m == 0 for v, m in zip(shape, multiples(rule)))
+
+
+def round_up(shape: Shape, rule: int | tuple[int, int, int]) -> Shape:
+    """The shape with each dimension rounded up to the rule's multiple."""
+    return tuple(cdiv(v, m) * m for v, m in zip(shape, multiples(rule)))
+
+
+def rule_text(rule: int | tuple[int, int, int]) -> str:
+    """The rule in words: "M, N and K must be multiples of 8", "N and K must be multiples of 8"."""
+    groups: dict[int, list[str]] = {}
+    for name, m in zip("MNK", multiples(rule)):
+        if m > 1:
+            groups.setdefault(m, []).append(name)
+    if not groups:
+        return "any shape"
+    parts = [(" and ".join([", ".join(n[:-1]), n[-1]] if len(n) > 2 else n), m) for m, n in groups.items()]
+    return "; ".join(f"{names} must be {'a multiple' if len(names) == 1 else 'multiples'} of {m}" for names, m in parts)
+
+
 # ---- the 128-byte swizzle ------------------------------------------------------------------------
 # TMA with CU_TENSOR_MAP_SWIZZLE_128B writes a box whose rows are 128 bytes so that, inside each
 # group of 8 rows (1024 bytes), 16-byte chunk c of row r lands at chunk position c ^ (r % 8); wgmma's

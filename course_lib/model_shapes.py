@@ -1,4 +1,4 @@
-"""The GEMMs real models run: the shape table of notebook 06's "When the fast kernel is slow".
+"""The GEMMs real models run: the shape table of notebook 08's "Real shapes".
 
 Every row is one linear layer of a public model at a number of tokens M. A linear layer computes
 Y = X W^T with X of M x K (M tokens, K input features) and W of N x K; in the course's convention
@@ -75,6 +75,10 @@ MODEL_SHAPES: tuple[ModelShape, ...] = (
                "N = 6400 is 25 tiles of 256; K = 1600 is 25 slices of 64"),
     ModelShape("gpt2-xl proj 4k", GPT2_XL, "MLP c_proj", "prefill", 4096, 1600, 6400,
                "N = 1600 is not a multiple of 128: the last tile column is partly empty"),
+    ModelShape("gpt2-xl attn 1600", GPT2_XL, "attention c_proj", "prefill", 1600, 1600, 1600,
+               "a mid-size square, no power of two: 13 x 7 = 91 tiles of 128 x 256 for 132 SMs"),
+    ModelShape("gpt2 attn 768", GPT2, "attention c_proj", "prefill", 768, 768, 768,
+               "a small square: 6 x 3 = 18 tiles of 128 x 256, 12 K-slices each"),
     # ---- training: a weight gradient, K = tokens ---------------------------------------------------
     ModelShape("gpt2 dW qkv", GPT2, "gradient of c_attn's weight", "training", 768, 2304, 16384,
                "K = 16384 tokens is 7 times N; only 6 x 9 = 54 tiles of 128 x 256 for 132 SMs"),
@@ -87,6 +91,10 @@ MODEL_SHAPES: tuple[ModelShape, ...] = (
                "a batch of 64: still 64 multiply-adds per weight element read"),
     ModelShape("qwen2.5 down M=32", QWEN25_7B, "MLP down", "decode", 32, 3584, 18944,
                "a batch of 32 with K much larger than N"),
+    ModelShape("qwen2.5 qkv M=8", QWEN25_7B, "attention q,k,v (fused)", "decode", 8, 4608, 3584,
+               "a batch of 8: the smallest multiple of 8 that wgmma's N side takes"),
+    ModelShape("llama3 down M=128", LLAMA3_8B, "MLP down", "decode", 128, 4096, 14336,
+               "a batch of 128: 128 multiply-adds per weight, still left of the ridge"),
 )
 
 def find(shape: Shape) -> ModelShape:

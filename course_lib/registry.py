@@ -19,7 +19,7 @@ import torch
 
 from course_lib import backend, dtypes
 from course_lib.features import Feature, NotOnThisGPU, missing, why_not_here
-from course_lib.gemm import GemmFn, dtype_of, prepare
+from course_lib.gemm import GemmFn, LaunchPlans, dtype_of, plan_key, prepare
 
 BACKENDS = ("cublas", "numba", "triton", "cuda-extension")
 __all__ = ["BACKENDS", "NotOnThisGPU", "Stage", "course", "get_stage", "stage_or_callable", "stages"]
@@ -36,7 +36,7 @@ class Stage:
     gemms: dict[str, GemmFn] = field(repr=False)  # course dtype name -> fn(a, b) -> c
     gpu_only: bool = False  # True: cannot run on the CPU backend at all
     needs: tuple[Feature, ...] = ()  # what its kernels use beyond CUDA 13 (course_lib.features)
-    shape_multiple: int = 1  # M, N and K must be multiples of this (1: any shape)
+    shape_multiple: int | tuple[int, int, int] = 1  # the shape rule (course_lib.layout.fits); 1: any shape
     sweep: bool = False  # recording runs measure this stage over the whole size sweep
     variant_of: str | None = None  # a parameter variant of another stage (recorded at one size only)
     order: int = 0  # position in the course manifest (set by it; charts sort by it)
@@ -95,10 +95,24 @@ def _tf32(enabled: bool) -> Iterator[None]:
 
 
 def _cublas(dtype: str) -> GemmFn:
+    # The plan of operands seen before is that they passed prepare: cuBLAS makes every other choice.
+    plans = LaunchPlans()
+    # allow_tf32 governs products of float32 tensors only (PyTorch's notes, "TensorFloat-32 (TF32) on
+    # Ampere (and later) devices"), so a call with planned operands of another type skips the switch
+    # (three property calls: microseconds on the host).
+    switch = dtypes.get(dtype).torch_dtype == torch.float32
+
     def gemm(a: object, b: object) -> object:
+        key = plan_key(a, b)
+        if plans.get(key) is not None:  # operands like these passed prepare before
+            if not switch:
+                return torch.matmul(a, b)
+            with _tf32(dtype == "tf32"):
+                return torch.matmul(a, b)
         ops = prepare(a, b, stage="cublas", dtypes=(dtype,))
         with _tf32(dtype == "tf32"):
             c = torch.matmul(ops.a, ops.b)
+        plans.keep(key, "checked")
         return ops.give_back(c)
 
     gemm.__name__ = f"cublas_{dtype}"

@@ -45,6 +45,9 @@ RECORD_KEYS = {
     "cublas_tflops": float,
     "ratio_to_cublas": float,
 }
+# The final stages' records also hold their time as called (host included: course_lib.timing's
+# time_fn(host=True)) beside cuBLAS's, timed the same way in the same call.
+AS_CALLED_KEYS = ("ms_as_called", "cublas_ms_as_called", "ratio_to_cublas_as_called")
 
 
 # What a recorded (or live) "ms" is, said under every table of records: the timer (course_lib.timing)
@@ -209,6 +212,13 @@ def validate(data: Any, path: Path | None = None) -> Results:
         expect = r["tflops"] / r["cublas_tflops"]
         if abs(r["ratio_to_cublas"] - expect) > 1e-3 * max(1.0, expect):
             raise _bad(path, f"record {i}: ratio_to_cublas {r['ratio_to_cublas']} != tflops / cublas_tflops")
+        if "ratio_to_cublas_as_called" in r:  # the final stages' second timing (bench.measure, as_called=True)
+            for key in AS_CALLED_KEYS:
+                if not isinstance(r.get(key), (int, float)) or not (r[key] > 0 and math.isfinite(r[key])):
+                    raise _bad(path, f"record {i}: {key} = {r.get(key)!r} must be a positive number")
+            expect = r["cublas_ms_as_called"] / r["ms_as_called"]
+            if abs(r["ratio_to_cublas_as_called"] - expect) > 1e-3 * max(1.0, expect):
+                raise _bad(path, f"record {i}: ratio_to_cublas_as_called != cublas_ms_as_called / ms_as_called")
     return Results(path, prov, ceilings, tuple(records))
 
 

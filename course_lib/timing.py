@@ -5,7 +5,8 @@ every stage against cuBLAS with it). Two habits make short kernels time honestly
 
 * the L2 cache is flushed before every run (a 256 MB memset, larger than the H200's 60 MB L2, as
   ``triton.testing.do_bench`` does), so no run finds its inputs already in L2;
-* runs shorter than a millisecond are queued behind extra flushes, so the CPU is far ahead of the
+* runs shorter than a millisecond are queued behind extra flushes (unless the host's time is what is
+  being measured: ``time_fn(..., host=True)``), so the CPU is far ahead of the
   GPU when the first timed run starts. Otherwise a Python wrapper that takes longer to launch than
   a flush and a run take on the GPU leaves the GPU idle inside the timed interval, and that idle
   time is counted as the kernel's. At least 256 flushes (about 20 ms of GPU work); more when the
@@ -84,10 +85,17 @@ def lead_flushes(fn: Callable[[], object], flush: Callable[[], object], runs: in
 
 
 def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int = 3, max_runs: int = 300,
-            flush: str = "write") -> Timing:
+            flush: str = "write", host: bool = False) -> Timing:
     """Time ``fn`` on the GPU with CUDA events: one warm-up, then as many runs as fit the budget,
     each after an L2 flush (``flush``: one of :data:`FLUSHES`); the median and the 20th/80th
-    percentiles of the runs."""
+    percentiles of the runs.
+
+    ``host=False`` (GPU time): short runs are queued behind extra flushes (the module's docstring), so
+    the host's time to launch is kept out. ``host=True`` (as called): the host waits for the flush to
+    finish before each run, so the run starts on an idle GPU and its time is the call's whole latency -
+    the wrapper's Python, the launch, the kernel - what a caller who waits for the result gets.
+    (``triton.testing.do_bench`` queues the run right behind its flush, which hides up to one flush of
+    host time, about 80 us on the H200.)"""
     backend.require_gpu("time_fn", "times kernels")
     fn()
     torch.cuda.synchronize()
@@ -100,11 +108,13 @@ def time_fn(fn: Callable[[], object], *, budget_ms: float = 150.0, min_runs: int
     estimate = max(start.elapsed_time(end), 1e-3)
     runs = int(min(max_runs, max(min_runs, budget_ms // estimate)))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-    if estimate < _LEAD_BELOW_MS:
+    if estimate < _LEAD_BELOW_MS and not host:
         for _ in range(lead_flushes(fn, empty_l2, runs)):
             empty_l2()
     for s, e in events:
         empty_l2()
+        if host:
+            torch.cuda.synchronize()
         s.record()
         fn()
         e.record()

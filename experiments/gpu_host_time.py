@@ -5,12 +5,13 @@ timed as people call it and in GPU time alone.
 
 Two measurements, both with cuBLAS (``torch.matmul``) measured the same way in the same run:
 
-* **host time per call**: a small product (64 x 64 x 64, bf16 unless named), called back to back
-  ``CALLS`` times after a warm-up (which also lets ``triton_fast`` tune the shape); the wall time
-  per call, the best of ``REPEATS`` rounds. At this size the GPU needs a few microseconds per
-  product, so the wall time is the host's: the wrapper's checks, its choice of configuration, the
-  launch.
-* **as called vs GPU time**, on every shape of ``course_lib/model_shapes.py``: ``triton.testing.do_bench``
+* **host time per call**: a small product (64 x 64 x 64) in every dtype of the final stages, called
+  back to back ``CALLS`` times after a warm-up (which also lets ``triton_fast`` tune the shape and
+  every final stage make its launch plan); the wall time per call, the best of ``REPEATS`` rounds.
+  At this size the GPU needs a few microseconds per product, so the wall time is the host's: the
+  wrapper's checks, its choice of configuration, the launch. ``torch.matmul`` in the same dtype
+  (with TF32 allowed for tf32) is the yardstick.
+* **as called vs GPU time**, on the decode shapes of ``course_lib/model_shapes.py``: ``triton.testing.do_bench``
   (each call after an L2 flush; when the host is slower than the GPU, its time shows: what a loop
   of calls gets) and ``triton.testing.do_bench_cudagraph`` (the calls captured in a CUDA graph and
   replayed: GPU time only). Medians in microseconds; the ratio is cuBLAS's time over the kernel's.
@@ -37,7 +38,8 @@ from course_lib.model_shapes import MODEL_SHAPES
 
 CALLS, REPEATS = 2000, 3
 SMALL = (64, 64, 64)
-KERNELS = (("triton_fast", "bf16"), ("tc_6_tma_store", "bf16"), ("cublas", "bf16"), ("triton_fast", "fp32"))
+KERNELS = (("triton_fast", "bf16"), ("tc_6_tma_store", "bf16"), ("cublas", "bf16"))
+DTYPES = ("bf16", "fp16", "tf32", "fp32")
 
 
 def _inputs(M: int, N: int, K: int, dtype: str):
@@ -46,6 +48,12 @@ def _inputs(M: int, N: int, K: int, dtype: str):
 
 def _callable(stage: str, dtype: str):
     if stage == "torch.matmul":
+        if dtype == "tf32":
+            def tf32_matmul(a, b):  # as a caller who allowed TF32 once, for the whole program
+                return torch.matmul(a, b)
+            torch.backends.cuda.matmul.allow_tf32 = True
+            return tf32_matmul
+        torch.backends.cuda.matmul.allow_tf32 = False
         return torch.matmul
     return registry.get_stage(stage).gemm(dtype)
 
@@ -88,13 +96,14 @@ def main() -> int:
         "what": __doc__.split("\n\n")[2].strip(),
     }
     host = {}
-    for stage, dtype in (("torch.matmul", "bf16"), ("cublas", "bf16"), ("triton_fast", "bf16"),
-                         ("tc_6_tma_store", "bf16"), ("triton_fast", "fp32"), ("cublas", "fp32")):
-        a, b = _inputs(*SMALL, dtype)
-        host[f"{stage} {dtype}"] = round(host_us_per_call(_callable(stage, dtype), a, b), 2)
-        print(f"host time per call, {SMALL}: {stage} {dtype}: {host[f'{stage} {dtype}']:.1f} us", flush=True)
+    for dtype in DTYPES:
+        for stage in ("torch.matmul", "cublas", "triton_fast") + (("tc_6_tma_store",) if dtype == "bf16" else ()):
+            a, b = _inputs(*SMALL, dtype)
+            host[f"{stage} {dtype}"] = round(host_us_per_call(_callable(stage, dtype), a, b), 2)
+            print(f"host time per call, {SMALL}: {stage} {dtype}: {host[f'{stage} {dtype}']:.1f} us", flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
-    for s in MODEL_SHAPES:
+    for s in (s for s in MODEL_SHAPES if s.phase == "decode"):
         for stage, dtype in KERNELS:
             st = registry.get_stage(stage)
             if st.why_not_here(dtype) is not None:

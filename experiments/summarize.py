@@ -48,7 +48,7 @@ SHAPE_RECORDING = ("2026-12-01_1950_rerecord_final_kernels", "final_rerecord")
 SHAPE_LIMITS = "2026-12-01_1927_shape_limits"
 SHAPE_EXPLORE = ("2026-12-01_0940_shapes_explore_1", "2026-12-01_0955_shapes_explore_2")
 # Host time per call and the final kernels timed as called and in GPU time (experiments/gpu_host_time.py).
-HOST_TIME = "2026-12-01_2255_host_time_and_tc0"
+HOST_TIME = "2026-12-02_2140_issue26_record_host_check"
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
@@ -416,7 +416,7 @@ def host_time_summary() -> dict:
             "date": prov["date"], "python": prov["python"], "made_by": "experiments/summarize.py",
             "runs": [f"experiments/runs/{HOST_TIME}/host_time.json"],
             "what": "host time per call: a 64 x 64 x 64 product called 2000 times back to back, the wall time per "
-                    "call, best of 3 rounds; as called: triton.testing.do_bench (each call after an L2 flush, the "
+                    "call, best of 3 rounds, beside torch.matmul in the same dtype; as called: triton.testing.do_bench (each call after an L2 flush, the "
                     "host's time included when it is longer than the GPU's); GPU time: "
                     "triton.testing.do_bench_cudagraph (the calls replayed from a CUDA graph); medians; cuBLAS "
                     "(torch.matmul, bf16) timed the same way in the same run; ratio = cuBLAS's time / the kernel's",

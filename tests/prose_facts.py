@@ -497,13 +497,15 @@ def decode_span(stage: str, dtype: str, what: str) -> tuple[float, float]:
 def flush_saving_span(kernels=("cublas", "triton_fast")) -> tuple[float, float]:
     """% less time at the decode rows when the flush only reads (L2 left clean) instead of writing."""
     f = results.summary("shape_table")["flush_ms"]
-    return span(100 * (1 - f[lb][k]["read"] / f[lb][k]["write"]) for lb in _decode_labels() for k in kernels if k in f[lb])
+    return span(100 * (1 - f[lb][k]["read"] / f[lb][k]["write"]) for lb in _decode_labels() if lb in f
+                for k in kernels if k in f[lb])
 
 
 def flush_change_span(kernel: str = "tc_6_tma_store") -> tuple[float, float]:
     """|read - write| / write, in %, at the decode rows ``kernel`` has."""
     f = results.summary("shape_table")["flush_ms"]
-    return span(100 * abs(f[lb][kernel]["read"] / f[lb][kernel]["write"] - 1) for lb in _decode_labels() if kernel in f[lb])
+    return span(100 * abs(f[lb][kernel]["read"] / f[lb][kernel]["write"] - 1) for lb in _decode_labels()
+                if lb in f and kernel in f[lb])
 
 
 def flush_roof_span(kernel: str, how: str) -> tuple[float, float]:
@@ -514,7 +516,7 @@ def flush_roof_span(kernel: str, how: str) -> tuple[float, float]:
     bw = s["flush_copy_bandwidth_gbs"] * 1e9
     out = []
     for lb in _decode_labels():
-        f = s["flush_ms"][lb]
+        f = s["flush_ms"].get(lb, {})
         if kernel in f:
             out.append(100 * bytes_moved(f["M"], f["N"], f["K"], 2) / (f[kernel][how] * 1e-3) / bw)
     return span(out)
@@ -585,6 +587,19 @@ def host_decode_span(stage: str, what: str) -> tuple[float, float]:
     f = {"called": lambda d: 100 * d["as_called_ratio"], "gpu": lambda d: 100 * d["gpu_time_ratio"],
          "slower": lambda d: 1 / d["as_called_ratio"]}[what]
     return span(f(d) for d in rows)
+
+
+def decode_called_us(stage: str, beside: str = "triton_fast") -> tuple[float, float]:
+    """Over the decode rows, ``stage``'s time as called (µs; for "cublas", the cuBLAS time recorded
+    beside ``beside``'s bf16 records)."""
+    rows = recording().select(beside if stage == "cublas" else stage, "bf16", [_model(lb).shape for lb in _decode_labels()])
+    return span(1e3 * r["cublas_ms_as_called" if stage == "cublas" else "ms_as_called"] for r in rows)
+
+
+def decode_gpu_us(stage: str, beside: str = "triton_fast") -> tuple[float, float]:
+    """Over the decode rows, ``stage``'s GPU time (µs; "cublas" as in :func:`decode_called_us`)."""
+    rows = recording().select(beside if stage == "cublas" else stage, "bf16", [_model(lb).shape for lb in _decode_labels()])
+    return span(1e3 * r["cublas_ms" if stage == "cublas" else "ms"] for r in rows)
 
 
 def cublas_decode_called_span() -> tuple[float, float]:

@@ -31,7 +31,8 @@ def test_every_stage_is_registered_with_its_metadata():
         # mma.sync (stages 0-1) is taught in notebook 06, Hopper's wgmma path (stages 2-6) in 07
         assert st.notebook == ("06_tensor_cores" if i < 2 else "07_hopper_tensor_cores")
         assert st.dtypes == ("bf16",)
-        assert st.gpu_only and st.shape_multiple == (1 if i == 0 else tc.SHAPE_MULTIPLE) and tc.SHAPE_MULTIPLE == 8
+        want = 1 if i == 0 else tc.ANY_M if st.name == "tc_6_tma_store" else tc.SHAPE_MULTIPLE
+        assert st.gpu_only and st.shape_multiple == want and tc.SHAPE_MULTIPLE == 8
         assert st.order == course_lib.get_stage(STAGE_NAMES[0]).order + i  # consecutive, in the manifest
         assert st.sweep == (name == STAGE_NAMES[-1])
         assert (features.BF16_TENSOR_CORES in st.needs) == (i < 2) and (features.HOPPER_SM90A in st.needs) == (i >= 2)
@@ -51,10 +52,14 @@ def test_cpu_backend_refuses_with_a_clear_error(name):
 def test_shapes_off_the_multiple_are_rejected_before_launch(shape):
     M, N, K = shape
     a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
-    with pytest.raises(ValueError, match="multiples of 8"):
-        tc.tc_6_tma_store(a, b)
-    with pytest.raises(ValueError, match="multiples of 8"):
+    with pytest.raises(ValueError, match="M, N and K must be multiples of 8"):
         tc.tc_1_mma_sync(a, b)
+    if M % 8 == 0:  # stage 6 takes any M (TMA fills a partial box of rows with zeros)
+        with pytest.raises(ValueError, match="tc_6_tma_store: N and K must be multiples of 8, but [NK]="):
+            tc.tc_6_tma_store(a, b)
+    elif not course_lib.backend.get().is_gpu:
+        with pytest.raises(RuntimeError, match="runs only on an NVIDIA GPU"):  # every check passed
+            tc.tc_6_tma_store(a, b)
 
 
 @pytest.mark.skipif(course_lib.backend.get().is_gpu, reason="checks the CPU backend's refusal")
@@ -202,10 +207,13 @@ def test_stream_k_covers_every_slice_once_and_owners_find_their_contributors(til
 def test_stage6_uses_stream_k_only_when_whole_tiles_leave_clusters_idle():
     assert tc.stage6_schedule(4096, 4096, 4096) == "whole tiles"  # 256 cluster tiles: 97 % in 4 rounds
     assert tc.stage6_schedule(8192, 8192, 8192) == "whole tiles"
-    assert tc.stage6_schedule(16, 4096, 4096) == "stream-K"  # 16 tiles for 66 clusters
     assert tc.stage6_schedule(768, 2304, 16384) == "stream-K"  # 27 cluster tiles: 41 %
     assert tc.stage6_schedule(2048, 2304, 768) == "whole tiles"  # 55 %, but only 12 K-slices a tile
-    assert tc.stage6_schedule(64, 14336, 4096) == "whole tiles"  # 56 of 66: 85 %
+    assert tc.stage6_schedule(136, 14336, 4096) == "whole tiles"  # 56 of 66: 85 %
+    assert tc.stage6_schedule(200, 4096, 4096) == "stream-K"  # 16 tiles for 66 clusters
+    # a decode step, M <= 128: the operands swapped, whatever N and K
+    for m in (1, 16, 64, 100, 128):
+        assert tc.stage6_schedule(m, 4096, 4096) == tc.stage6_schedule(m, 64, 64) == "swapped"
     assert tc.whole_tile_efficiency(66, 66) == 1.0 and tc.whole_tile_efficiency(67, 66) == 67 / 132
     # the launcher's own rule (use_stream_k) is held to this one in tests/test_tensor_cores_cxx.py
 
@@ -397,7 +405,7 @@ def compiled():
     if compiler.find_cuobjdump() is None:
         pytest.skip("cuobjdump not found (it ships inside the triton wheel)")
     results = tc.compile_all("sm_90a")  # all stages in parallel, cached outside the repository
-    mixes = {name: compiler.sass_instruction_mix(r.cubin) for name, r in results.items()}
+    mixes = {name: tc.staircase_mix(r.cubin) for name, r in results.items()}
     return results, mixes
 
 
@@ -441,9 +449,27 @@ def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
         # C leaves through stmatrix + TMA store only. The only ordinary global stores are stream-K's:
         # a contributor's 32 float4 of partial sums per thread (unrolled) and the flag it raises.
         assert mix["STSM"] > 0 and mix["UTMASTG"] > 0 and mix["STG"] == 256 // 8 + 1
-    # One kernel per file: the stage launches nothing else (the persistent stages' clusters of 2
-    # are a constant, not a template argument with several instantiations).
-    assert len(results[name].kernels) == 1
+    # One kernel per file (the persistent stages' clusters of 2 are a constant, not a template
+    # argument with several instantiations) - and stage 6's decode path, one kernel per token tile.
+    own = [k for k in results[name].kernels if tc.staircase_kernel(k.name)]
+    decode = [k for k in results[name].kernels if not tc.staircase_kernel(k.name)]
+    assert len(own) == 1
+    assert len(decode) == (4 if name == "tc_6_tma_store" else 0)
+
+
+def test_stage6_decode_kernels_swap_the_operands(compiled):
+    """The decode path: one kernel per token tile T (16, 32, 64, 128), each a 64 x T wgmma (HGMMA)
+    fed by TMA loads, no register reallocation, and C written with ordinary 2-byte stores."""
+    results, _ = compiled
+    mixes = tc.sass_mix_by_kernel(results["tc_6_tma_store"].cubin)
+    decode = {name: mix for name, mix in mixes.items() if not tc.staircase_kernel(name)}
+    assert sorted(decode) == [f"tc::stage6::decode_kernel<{t}>" for t in (128, 16, 32, 64)]
+    for name, mix in decode.items():
+        assert mix["HGMMA"] == 64 // 16 and mix["UTMALDG"] > 0 and mix["USETMAXREG"] == 0, name
+        assert mix["UTMASTG"] == 0 and mix["STG"] > 0 and mix["LDL"] + mix["STL"] == 0, name
+    source = (tc.CSRC / "tc_6_tma_store.cu").read_text()
+    assert ", p, 1, 1, 1, 0;" in (tc.CSRC / "tc_hopper.cuh").read_text()  # imm-trans-a = 1, imm-trans-b = 0
+    assert "wgmma_swapped<T>(acc, b_descriptor(" in source  # B's box is A', A's rows are B'
 
 
 def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
@@ -455,7 +481,7 @@ def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
     for name in ("tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"):
         d = tc.DESIGN[name]
         c = d.constants
-        (k,) = results[name].kernels
+        (k,) = [k for k in results[name].kernels if tc.staircase_kernel(k.name)]
         assert k.registers == 65536 // d.threads // 8 * 8 == 168, k  # tc::registers_at_launch(384)
         pool = k.registers * d.threads
         assert 128 * c["PRODUCER_REGS"] + c["CONSUMERS"] * 128 * c["CONSUMER_REGS"] <= pool < 65536, name
@@ -580,17 +606,32 @@ def test_persistent_grid_settings_are_correct_on_the_gpu(group_m, max_ctas):
 
 
 # Shapes where stage 6 shares tiles out by K slices: a decode step (M < 64 rows, most warps' rows
-# outside C), one tile, one wave and a few tiles more, a partial last K slice.
-STREAM_K_SHAPES = [(16, 4096, 4096), (8, 264, 200), (1000, 1008, 520), (2048, 2304, 768), (64, 14336, 1000)]
+# outside C), one tile, one wave and a few tiles more, a partial last K slice; M that is no multiple of 8.
+STREAM_K_SHAPES = [(16, 4096, 4096), (8, 264, 200), (1000, 1008, 520), (2048, 2304, 768), (64, 14336, 1000),
+                   (100, 1000, 1000), (301, 520, 136)]
+# The swapped schedule (M <= 128): every token tile (16, 32, 64, 128), M = 1 and M between the tiles,
+# K split into ranges or not (N = 8: one column tile, many ranges), a partial last K slice.
+SWAPPED_SHAPES = [(1, 6144, 4096), (3, 8, 8), (9, 4608, 3584), (17, 200, 1032), (33, 1000, 264), (64, 14336, 1000),
+                  (100, 520, 18944), (128, 4096, 14336)]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("stream_k", [-1, 0, 1])
-def test_stage6_schedules_are_correct_on_the_gpu(stream_k):
-    fn = tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=course_lib.backend.sm_count, stream_k=stream_k)
-    course_lib.check(fn, "bf16", STREAM_K_SHAPES)
-    for _ in range(3):  # the fix-up flags carry a launch number: back-to-back launches stay right
-        course_lib.check(fn, "bf16", STREAM_K_SHAPES[:1], seed=len(STREAM_K_SHAPES))
+@pytest.mark.parametrize("schedule", [-1, 0, 1, 2])
+def test_stage6_schedules_are_correct_on_the_gpu(schedule):
+    """-1 by the shape, 0 whole tiles, 1 stream-K, 2 operands swapped (tc_launch.h's SCHEDULE_*)."""
+    fn = tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=course_lib.backend.sm_count, schedule=schedule)
+    shapes = SWAPPED_SHAPES if schedule == 2 else STREAM_K_SHAPES + (SWAPPED_SHAPES if schedule == -1 else [])
+    course_lib.check(fn, "bf16", shapes)
+    for _ in range(3):  # the fix-up flags and split-K counters carry over: back-to-back launches stay right
+        course_lib.check(fn, "bf16", shapes[:1], seed=len(shapes))
+
+
+@pytest.mark.gpu
+def test_stage6_swapped_refuses_more_than_128_rows_on_the_gpu():
+    fn = tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=0, schedule=2)
+    a, b = course_lib.random_inputs(136, 64, 64, "bf16")
+    with pytest.raises(RuntimeError, match="M <= 128"):
+        fn(a, b)
 
 
 @pytest.mark.gpu

@@ -36,7 +36,7 @@ for section in "$@"; do
     record)
         if [ -n "${STAGES:-}" ]; then
             cp course_lib/results/nvidia_h200.json "$OUT/nvidia_h200.json"
-            timeout 560 python3 -m course_lib.bench --record --stages "$STAGES" --out "$OUT/rerecord.json" \
+            timeout 580 python3 -m course_lib.bench --record --stages "$STAGES" --out "$OUT/rerecord.json" \
                 --replace-in "$OUT/nvidia_h200.json" ${KEEP_CUBLAS:+--keep-cublas} >"$OUT/record.log" 2>&1 || status=1
         else
             timeout 560 python3 -m course_lib.bench --record --out "$OUT/nvidia_h200.json" >"$OUT/record.log" 2>&1 || status=1

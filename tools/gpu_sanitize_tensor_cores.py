@@ -22,8 +22,12 @@ import course_lib
 from course_lib.gemm import relative_error
 from course_lib.kernels import tensor_cores as tc
 
-# The last two go through stage 6's stream-K path (few tiles, long K): partial sums between clusters.
+# For stage 6, (16, 4096, 4096) is its decode path (operands swapped, K split into ranges whose sums
+# the last CTA of a tile adds) and (768, 2304, 4096) its stream-K path (partial sums between clusters).
 SHAPES = ((256, 256, 256), (264, 520, 200), (16, 4096, 4096), (768, 2304, 4096))
+# Stage 6 alone takes any M: the decode path with M no multiple of 8 (token tiles of 64 and 128, split
+# and not), and stream-K with a partial tile row.
+STAGE6_SHAPES = ((37, 1000, 1032), (100, 520, 4096), (3, 8, 8), (200, 4096, 4096))
 
 
 def main(names: list[str]) -> int:
@@ -33,7 +37,7 @@ def main(names: list[str]) -> int:
     if not names or "tc_6_tma_store" in names:
         runs.append(("tc_6_tma_store max_ctas=2", tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=2)))
     for name, fn in runs:
-        for M, N, K in SHAPES:
+        for M, N, K in SHAPES + (STAGE6_SHAPES if name.startswith("tc_6") else ()):
             a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
             c = fn(a, b)
             torch.cuda.synchronize()

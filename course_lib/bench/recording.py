@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from course_lib import backend, bench
+from course_lib import backend, bench, layout
 from course_lib.bench import SQUARE_SIZES, SWEEP_SHAPES
 from course_lib.layout import Shape
 from course_lib.model_shapes import MODEL_SHAPES
@@ -54,20 +54,19 @@ def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
                 if st.name in FINAL_STAGES:
                     shapes += [s for s in MODEL_TABLE if s not in shapes]
             for shape in shapes:
-                if all(d % st.shape_multiple == 0 for d in shape):
+                if layout.fits(shape, st.shape_multiple):
                     plan.append((st.name, dtype, shape))
     return plan
 
 
 def refused_shapes(selected: Sequence[str] | None = None) -> list[str]:
-    """One line per sweep or table shape a sweep stage refuses (its shape_multiple)."""
+    """One line per sweep or table shape a sweep stage refuses (its shape rule, shape_multiple)."""
     out = []
     for st in stages():
         if st.sweep and (not selected or st.name in selected):
             for shape in list(SWEEP_SHAPES) + list(MODEL_TABLE if st.name in FINAL_STAGES else ()):
-                if any(d % st.shape_multiple for d in shape):
-                    out.append(f"{st.name} at {shape[0]}x{shape[1]}x{shape[2]}: M, N and K must be multiples "
-                               f"of {st.shape_multiple}")
+                if not layout.fits(shape, st.shape_multiple):
+                    out.append(f"{st.name} at {shape[0]}x{shape[1]}x{shape[2]}: {layout.rule_text(st.shape_multiple)}")
     return out
 
 
@@ -108,7 +107,7 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
     failures = []
     for name, dtype, shape in full:
         try:
-            records.append(bench.measure(name, dtype, shape))
+            records.append(bench.measure(name, dtype, shape, as_called=name in FINAL_STAGES))
             r = records[-1]
             bar.step(f"{name} {dtype} {shape}: {r['tflops']:.1f} TF")
             # Written after every measurement, so a run cut short keeps what it measured.

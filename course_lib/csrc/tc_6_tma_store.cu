@@ -215,16 +215,210 @@ constexpr bool use_stream_k(int k_slices, int cluster_tiles, int clusters) {
 }
 // [/excerpt when-stream-k]
 
+// ---- decode: few rows of A, operands swapped ------------------------------------------------------
+// A decode step multiplies a few token rows (M = 1-128) by a weight matrix: stage 6's 128-row tile
+// would hold 1-128 real rows, and wgmma's M side is at least 64. Computing C^T = B^T A^T instead
+// puts the weights on wgmma's 64-row side and the tokens on its N side, which may be as small as 8:
+// each CTA computes a 64 (columns of C) x T (rows of C) piece of C^T from 64 x 64 slices of B (read
+// through TMA exactly as above) and T x 64 slices of A (a box of T rows; rows past M read as zeros).
+// Reading the weights once at memory speed is the whole job, so the CTA is simple: one producer
+// warp keeps a ring of slices in flight, one consumer warpgroup multiplies. Where the column
+// tiles are fewer than the SMs can hold, K is split into ranges, one CTA each; the last CTA of a
+// tile to finish adds the others' fp32 partial sums in the order of their ranges (the same sum
+// whatever the finishing order) and writes the tile.
+// Slots of the ring per token tile: about 100 KB of shared memory (two CTAs per SM, or three for
+// T <= 32), enough bytes of B in flight to keep reading at memory speed.
+constexpr int decode_stages(int T) { return T <= 64 ? 6 : 4; }
+constexpr int DECODE_COLS = 64;                              // columns of C per CTA: wgmma's M side
+constexpr int DECODE_THREADS = WARPGROUP + 32;               // a consumer warpgroup and a producer warp
+constexpr int DECODE_MAX_M = 128;                            // the largest token tile (wgmma n = 128)
+constexpr int DECODE_MIN_SLICES = 4;                         // K slices per range, at least
+
+template <int T>
+struct DecodeSmem {
+  static constexpr int STAGES = decode_stages(T);
+  bf16 a[STAGES][T * TILE_K];                               // T rows of A: T x 128 B, K-major
+  bf16 b[STAGES][TILE_K * DECODE_COLS];                     // one 64 x 64 box of B, N-major
+  uint64_t full[STAGES], empty[STAGES];
+  int last;                                                 // this CTA adds the partial sums
+};
+template <int T>
+constexpr int decode_smem_bytes() { return int(sizeof(DecodeSmem<T>)) + SMEM_SLACK; }
+
+// Split-K's fp32 partial sums, [tile][range][T / 8][WARPGROUP] float4s (each thread's accumulators
+// as it holds them), and one arrival counter per tile, zero between launches (the last CTA of a
+// tile resets it); both in device_scratch (tc_host.cuh).
+struct DecodeSplits {
+  float4* partials;
+  int* counters;
+};
+
+template <int T>
+__global__ void __launch_bounds__(DECODE_THREADS)
+decode_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, bf16* c,
+              DecodeSplits splits, int M, int N, int slices_per_range, int k_slices) {
+  extern __shared__ uint8_t smem_raw[];
+  DecodeSmem<T>& s = *reinterpret_cast<DecodeSmem<T>*>(align_smem(smem_raw));
+  constexpr int STAGES = DecodeSmem<T>::STAGES;
+  const int n0 = blockIdx.x * DECODE_COLS, m0 = blockIdx.y * T;
+  const int range = blockIdx.z, ranges = gridDim.z;
+  const int k_begin = range * slices_per_range;
+  const int k_end = min(k_begin + slices_per_range, k_slices);
+  const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+
+  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, 1);
+  __syncthreads();
+
+  if (threadIdx.x >= WARPGROUP) {
+    // ---- producer warp: one thread asks TMA for the slices, STAGES ahead ------------------------
+    if (threadIdx.x == WARPGROUP) {
+      for (int ks = k_begin, it = 0; ks < k_end; ++ks, ++it) {
+        const int slot = it % STAGES;
+        mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
+        mbar_arrive_expect_tx(&s.full[slot], (T + DECODE_COLS) * TILE_K * int(sizeof(bf16)));
+        tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * TILE_K, m0);
+        tma_load_2d(s.b[slot], &map_b, &s.full[slot], n0, ks * TILE_K);
+      }
+    }
+    return;
+  }
+
+  // ---- consumer warpgroup: acc = (this range's part of) C^T[n0 .. n0+63][m0 .. m0+T-1] -------------
+  float acc[T / 2];
+#pragma unroll
+  for (int i = 0; i < T / 2; ++i) acc[i] = 0.f;
+  int previous_slot = -1;
+  for (int ks = k_begin, it = 0; ks < k_end; ++ks, ++it) {
+    const int slot = it % STAGES;
+    mbar_wait(&s.full[slot], (it / STAGES) % 2);
+    // [excerpt swapped-slice]
+    wgmma_fence();
+#pragma unroll
+    for (int k16 = 0; k16 < TILE_K / WGMMA_K; ++k16)  // B's box as A' (descriptor of B), A's rows as B'
+      wgmma_swapped<T>(acc, b_descriptor(s.b[slot], k16), a_descriptor(s.a[slot], k16), true);
+    wgmma_commit();
+    // [/excerpt swapped-slice]
+    wgmma_wait<1>();  // as in the main kernel: the previous slice is done, this one keeps running
+    if (threadIdx.x == 0 && previous_slot >= 0) mbar_arrive(&s.empty[previous_slot]);
+    previous_slot = slot;
+  }
+  wgmma_wait<0>();
+  fence_accumulators(acc);
+
+  // ---- split K: publish this range's sums; the last CTA of the tile adds them all ------------------
+  const int tid = threadIdx.x;
+  if (ranges > 1) {
+    float4* mine = splits.partials + (size_t(tile) * ranges + range) * (T / 8) * WARPGROUP + tid;
+#pragma unroll
+    for (int i = 0; i < T / 8; ++i)
+      __stcg(mine + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+    __threadfence();                       // our partial sums before our arrival (release)
+    named_barrier_sync(1, WARPGROUP);
+    if (tid == 0) {
+      const int arrived = atomicAdd(splits.counters + tile, 1);
+      s.last = arrived == ranges - 1;
+      if (s.last) splits.counters[tile] = 0;  // ready for the next launch
+      __threadfence();                     // (acquire) the others' partial sums are visible after this
+    }
+    named_barrier_sync(1, WARPGROUP);
+    if (!s.last) return;
+#pragma unroll
+    for (int i = 0; i < T / 2; ++i) acc[i] = 0.f;
+    for (int r = 0; r < ranges; ++r) {  // in range order: the same sum whoever finishes last
+      const float4* src = splits.partials + (size_t(tile) * ranges + r) * (T / 8) * WARPGROUP + tid;
+#pragma unroll
+      for (int i = 0; i < T / 8; ++i) {
+        const float4 v = __ldcg(src + i * WARPGROUP);
+        acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
+      }
+    }
+  }
+
+  // ---- epilogue: C[m][n] = acc's C^T[n][m], bf16, element by element (C is small at decode) --------
+  // [excerpt swapped-store]
+  const int warp = tid / 32, lane = tid % 32;
+#pragma unroll
+  for (int j = 0; j < T / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {          // rows lane/4 and lane/4 + 8 of the warp's 16 in C^T
+      const int n = n0 + warp * 16 + lane / 4 + 8 * h;
+      const int m = m0 + 8 * j + 2 * (lane % 4);
+      if (n >= N) continue;
+      if (m < M) c[size_t(m) * N + n] = __float2bfloat16_rn(acc[4 * j + 2 * h]);
+      if (m + 1 < M) c[size_t(m + 1) * N + n] = __float2bfloat16_rn(acc[4 * j + 2 * h + 1]);
+    }
+  }
+  // [/excerpt swapped-store]
+}
+
+inline DecodeSplits decode_splits(size_t float4s, int tiles) {
+  return DecodeSplits{static_cast<float4*>(device_scratch(DECODE_PARTIALS, float4s * sizeof(float4))),
+                      static_cast<int*>(device_scratch(DECODE_COUNTERS, size_t(tiles) * sizeof(int)))};
+}
+
+// [excerpt decode-ranges]
+// How many ranges of K: as many CTAs as fit on the GPU at once (`resident`: SMs x CTAs per SM) in
+// one wave - a second, partial wave would leave SMs idle at the end - with at least
+// DECODE_MIN_SLICES slices per range. Tiles that fill the GPU by themselves are not split.
+constexpr int decode_ranges(int tiles, int k_slices, int resident) {
+  const int wanted = resident / tiles > 1 ? resident / tiles : 1;
+  const int most = k_slices / DECODE_MIN_SLICES > 1 ? k_slices / DECODE_MIN_SLICES : 1;
+  const int ranges = wanted < most ? wanted : most;
+  return ceil_div(k_slices, ceil_div(k_slices, ranges));  // none empty after rounding
+}
+// [/excerpt decode-ranges]
+
+template <int T>
+void launch_decode(const Gemm& g, cudaStream_t stream, int ranges) {
+  auto kernel = decode_kernel<T>;
+  constexpr int smem = decode_smem_bytes<T>();
+  allow_dynamic_smem(kernel, smem);
+  static int per_sm = 0;  // CTAs per SM (shared memory decides); asked once per process
+  if (per_sm == 0)
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, DECODE_THREADS, smem),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int k_slices = ceil_div(g.K, TILE_K);
+  const dim3 tiles(ceil_div(g.N, DECODE_COLS), ceil_div(g.M, T));
+  if (ranges <= 0) ranges = decode_ranges(int(tiles.x * tiles.y), k_slices, per_sm * device_sm_count());
+  ranges = ranges < k_slices ? ranges : k_slices;
+  const int per_range = ceil_div(k_slices, ranges);
+  ranges = ceil_div(k_slices, per_range);
+  const DecodeSplits splits =
+      ranges > 1 ? decode_splits(size_t(tiles.x) * tiles.y * ranges * (T / 8) * WARPGROUP, int(tiles.x * tiles.y))
+                 : DecodeSplits{nullptr, nullptr};
+  const CUtensorMap map_a = make_tensor_map(g.a, g.M, g.K, T, TILE_K, CU_TENSOR_MAP_SWIZZLE_128B);
+  kernel<<<dim3(tiles.x, tiles.y, ranges), DECODE_THREADS, smem, stream>>>(map_a, tensor_map_b(g), g.c, splits, g.M,
+                                                                             g.N, per_range, k_slices);
+  check_launch("tc_6_tma_store (decode)");
+}
+
+// [excerpt when-swapped]
+// The operands swapped for every M up to 128: a 128-row tile of stage 6 would be mostly empty.
+constexpr bool use_swapped(int M) { return M <= DECODE_MAX_M; }
+// [/excerpt when-swapped]
+
+// The token tile for M rows: the smallest of 16, 32, 64, 128 that holds them.
+inline void launch_decode_for(const Gemm& g, cudaStream_t stream, int ranges) {
+  if (g.M <= 16) return launch_decode<16>(g, stream, ranges);
+  if (g.M <= 32) return launch_decode<32>(g, stream, ranges);
+  if (g.M <= 64) return launch_decode<64>(g, stream, ranges);
+  return launch_decode<128>(g, stream, ranges);
+}
+
 }  // namespace stage6
 
-void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas, int stream_k) {
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas, int schedule) {
   using namespace stage6;
   if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
+  if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M))) {
+    if (!use_swapped(g.M)) throw std::runtime_error("tc_6_tma_store: the swapped schedule takes M <= 128");
+    return launch_decode_for(g, stream, /*ranges: by the shape*/ 0);
+  }
   allow_dynamic_smem(kernel, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
   const int clusters = resident_clusters(kernel, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
   const int k_slices = ceil_div(g.K, BLOCK_K);
-  const bool split = stream_k > 0 || (stream_k < 0 && use_stream_k(k_slices, tiles.count(), clusters));
+  const bool split = schedule == SCHEDULE_STREAM_K || (schedule == SCHEDULE_AUTO && use_stream_k(k_slices, tiles.count(), clusters));
   const int ctas = split ? clusters * CLUSTER
                          : persistent_ctas(kernel, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, k_slices, split);

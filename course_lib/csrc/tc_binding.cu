@@ -32,18 +32,20 @@ void bind(pybind11::module_& m, const char* name, PersistentLauncher launcher) {
       pybind11::arg("max_ctas") = 0);
 }
 
-// Stage 6 also takes the schedule: -1 whole tiles or stream-K by the shape, 0 whole tiles, 1 stream-K.
-using StreamKLauncher = void (*)(const tc::Gemm&, cudaStream_t, int group_m, int max_ctas, int stream_k);
-void bind(pybind11::module_& m, const char* name, StreamKLauncher launcher) {
+// Stage 6 also takes the schedule (tc_launch.h): -1 by the shape, 0 whole tiles, 1 stream-K,
+// 2 operands swapped (M <= 128); and it takes any M (`any_m`).
+using ScheduleLauncher = void (*)(const tc::Gemm&, cudaStream_t, int group_m, int max_ctas, int schedule);
+void bind(pybind11::module_& m, const char* name, ScheduleLauncher launcher) {
   m.def(
       name,
       [launcher](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int group_m, int max_ctas,
-                 int stream_k) {
-        tc::run(a, b, c,
-                [&](const tc::Gemm& g, cudaStream_t stream) { launcher(g, stream, group_m, max_ctas, stream_k); });
+                 int schedule) {
+        tc::run(
+            a, b, c, [&](const tc::Gemm& g, cudaStream_t stream) { launcher(g, stream, group_m, max_ctas, schedule); },
+            /*any_shape=*/false, /*any_m=*/true);
       },
       DOC, pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("group_m") = 8,
-      pybind11::arg("max_ctas") = 0, pybind11::arg("stream_k") = -1);
+      pybind11::arg("max_ctas") = 0, pybind11::arg("schedule") = tc::SCHEDULE_AUTO);
 }
 
 }  // namespace

@@ -14,8 +14,9 @@
 namespace tc {
 
 // `any_shape`: the kernel reads one element at a time (stage 0), so M, N, K and the alignment are free.
+// `any_m`: M is free (stage 6: TMA fills a partial box of rows with zeros and clips its stores).
 inline void check_operands(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c,
-                           bool any_shape = false) {
+                           bool any_shape = false, bool any_m = false) {
   for (const torch::Tensor* t : {&a, &b, &c}) {
     TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kBFloat16 && t->dim() == 2 && t->is_contiguous(),
                 "tensor-core stages take contiguous 2-D bfloat16 CUDA tensors");
@@ -23,15 +24,16 @@ inline void check_operands(const torch::Tensor& a, const torch::Tensor& b, const
                 "tensor data must be 16-byte aligned");
   }
   TORCH_CHECK(a.size(1) == b.size(0) && c.size(0) == a.size(0) && c.size(1) == b.size(1), "shapes do not match");
-  TORCH_CHECK(any_shape || (a.size(0) % 8 == 0 && a.size(1) % 8 == 0 && b.size(1) % 8 == 0),
-              "M, N and K must be multiples of 8");
+  TORCH_CHECK(any_shape || ((any_m || a.size(0) % 8 == 0) && a.size(1) % 8 == 0 && b.size(1) % 8 == 0),
+              any_m ? "N and K must be multiples of 8" : "M, N and K must be multiples of 8");
   TORCH_CHECK(a.device() == b.device() && a.device() == c.device(), "all tensors must be on one device");
 }
 
 // Checks the tensors, then calls launch(gemm, stream) on the current CUDA stream of their device.
 template <typename Launch>
-void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Launch&& launch, bool any_shape = false) {
-  check_operands(a, b, c, any_shape);
+void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Launch&& launch, bool any_shape = false,
+         bool any_m = false) {
+  check_operands(a, b, c, any_shape, any_m);
   const c10::cuda::CUDAGuard guard(a.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(a.device().index()).stream();
   const Gemm g{reinterpret_cast<const __nv_bfloat16*>(a.data_ptr()),

@@ -298,6 +298,54 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
       : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
 }
 
+// Swapped operands (stage 6's decode path): D[64 x T] (+)= A'[64 x 16] * B'[16 x T] with A' = a
+// 64-column slice of B^T and B' = T rows of A, read from the same swizzled tiles as above. A' lies
+// N-major in shared memory (B's rows are K), so imm-trans-a = 1 and its descriptor is B's;
+// B' lies K-major (A's rows are K), so imm-trans-b = 0 and its descriptor is A's (with T rows).
+// wgmma takes any T that is a multiple of 8 up to 256; the course uses 16, 32, 64 and 128.
+#define TC_WGMMA_REGS_0_7 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define TC_WGMMA_REGS_8_15 "%8, %9, %10, %11, %12, %13, %14, %15"
+#define TC_WGMMA_REGS_16_31                                              \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, " \
+  "%30, %31"
+template <int T>
+__device__ __forceinline__ void wgmma_swapped(float (&d)[T / 2], uint64_t desc_bt, uint64_t desc_a, bool accumulate) {
+  static_assert(T == 16 || T == 32 || T == 64 || T == 128, "the decode path's token tiles");
+  const int acc = int(accumulate);
+  if constexpr (T == 16) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16\n"
+        "{" TC_WGMMA_REGS_0_7 "}, %8, %9, p, 1, 1, 1, 0;\n}\n"
+        : TC_WGMMA_D8(d, 0)
+        : "l"(desc_bt), "l"(desc_a), "r"(acc));
+  } else if constexpr (T == 32) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16\n"
+        "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 "}, %16, %17, p, 1, 1, 1, 0;\n}\n"
+        : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8)
+        : "l"(desc_bt), "l"(desc_a), "r"(acc));
+  } else if constexpr (T == 64) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16\n"
+        "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 ", " TC_WGMMA_REGS_16_31 "}, %32, %33, p, 1, 1, 1, 0;\n}\n"
+        : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8), TC_WGMMA_D8(d, 16), TC_WGMMA_D8(d, 24)
+        : "l"(desc_bt), "l"(desc_a), "r"(acc));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16\n"
+        "{" TC_WGMMA_REGS_0_63 "}, %64, %65, p, 1, 1, 1, 0;\n}\n"
+        : TC_WGMMA_D64(d, 0)
+        : "l"(desc_bt), "l"(desc_a), "r"(acc));
+  }
+}
+#undef TC_WGMMA_REGS_0_7
+#undef TC_WGMMA_REGS_8_15
+#undef TC_WGMMA_REGS_16_31
+
 #undef TC_WGMMA_D8
 #undef TC_WGMMA_D64
 #undef TC_WGMMA_REGS_0_63

@@ -5,7 +5,7 @@
 // with fp32 accumulation, on `stream`, and throws std::runtime_error with the CUDA error text if
 // the launch fails. The caller guarantees: the pointers are device pointers aligned to 16 bytes and
 // M, N, K are multiples of 8 (the course's Python wrapper checks both before it calls) - except
-// for stage 0, which reads one element at a time and takes any shape.
+// for stage 0, which reads one element at a time and takes any shape, and stage 6, which takes any M.
 //
 // Nothing here includes torch: the stage files compile on their own with nvcc (the course's
 // compile test does that), and tc_binding.cu is the one file that knows about torch tensors.
@@ -38,8 +38,12 @@ void launch_tc_4_warp_specialized(const Gemm& g, cudaStream_t stream);
 // Persistent stages (clusters of 2 CTAs): `group_m` is the number of cluster rows of tiles walked
 // together (L2 reuse), `max_ctas` caps the grid (0: as many clusters as fit on the GPU at once).
 void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
-// Stage 6 also shares tiles out by K slices (stream-K) when whole tiles leave clusters idle:
-// `stream_k` -1 decides by the shape, 0 never, 1 always (for the tests).
-void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0, int stream_k = -1);
+// Stage 6 picks a schedule by the shape: whole tiles; stream-K (tiles shared out by K slices) when
+// whole tiles leave clusters idle; for M <= 128 (a decode step) the operands swapped, C^T = B^T A^T.
+// `schedule` SCHEDULE_AUTO decides by the shape; the others force one (for the tests). Stage 6
+// takes any M; N and K multiples of 8 (16-byte rows for TMA).
+constexpr int SCHEDULE_AUTO = -1, SCHEDULE_WHOLE_TILES = 0, SCHEDULE_STREAM_K = 1, SCHEDULE_SWAPPED = 2;
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0,
+                           int schedule = SCHEDULE_AUTO);
 
 }  // namespace tc

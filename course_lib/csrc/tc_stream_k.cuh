@@ -152,34 +152,19 @@ __device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Par
 }
 
 // The fix-up buffers of the current device for `ctas` CTAs of `consumers` warpgroups, each CTA with
-// `tile_floats` fp32 partial sums: allocated on first use and grown when a larger grid needs them (the
-// first call at a shape allocates, never a timed one). Launches on one stream run one after another,
-// so one set per device is enough; each launch gets a new epoch.
+// `tile_floats` fp32 partial sums (device_scratch, tc_host.cuh: the first call at a shape allocates,
+// never a timed one). Each launch gets a new epoch; the count starts again when the flags are new.
 inline Partials fixup_buffers(int ctas, int consumers, size_t tile_floats) {
-  struct Buffers {
-    float4* data = nullptr;
-    int* flags = nullptr;
-    size_t floats = 0;
-    int flag_count = 0;
-    int epoch = 0;
-  };
-  static std::unordered_map<int, Buffers> per_device;
+  static std::unordered_map<int, int> epochs;  // per device
+  bool fresh_flags = false;
+  auto* data = static_cast<float4*>(device_scratch(STREAM_K_PARTIALS, size_t(ctas) * tile_floats * sizeof(float)));
+  auto* flags = static_cast<int*>(device_scratch(STREAM_K_FLAGS, size_t(ctas) * consumers * sizeof(int), &fresh_flags));
   int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  Buffers& b = per_device[device];
-  const size_t floats = size_t(ctas) * tile_floats;
-  const int flag_count = ctas * consumers;
-  if (b.floats < floats || b.flag_count < flag_count) {
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the old buffers may be in use
-    if (b.data) check_cuda(cudaFree(b.data), "cudaFree"), check_cuda(cudaFree(b.flags), "cudaFree");
-    check_cuda(cudaMalloc(&b.data, floats * sizeof(float)), "cudaMalloc(stream-K partials)");
-    check_cuda(cudaMalloc(&b.flags, size_t(flag_count) * sizeof(int)), "cudaMalloc(stream-K flags)");
-    check_cuda(cudaMemset(b.flags, 0, size_t(flag_count) * sizeof(int)), "cudaMemset(stream-K flags)");
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    b.floats = floats, b.flag_count = flag_count, b.epoch = 0;
-  }
-  if (++b.epoch == INT_MAX) b.epoch = 1;  // flags from 2^31 launches ago cannot still be pending
-  return Partials{b.data, b.flags, b.epoch};
+  int& epoch = epochs[device];
+  if (fresh_flags) epoch = 0;
+  if (++epoch == INT_MAX) epoch = 1;  // flags from 2^31 launches ago cannot still be pending
+  return Partials{data, flags, epoch};
 }
 
 }  // namespace tc

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import triton
 
+from collections import defaultdict
 from dataclasses import replace
 
 from course_lib import backend
 from course_lib import dtypes
-from course_lib.gemm import Operands, new_output, prepare
+from course_lib.gemm import LaunchPlans, Operands, new_output, plan_key, prepare
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, require_32bit_offsets
-from course_lib.kernels.coalescing_and_triton.fast import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, candidates, launch_fast
+from course_lib.kernels.coalescing_and_triton.fast import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, FastPlan, candidates, launch_fast
 from course_lib.layout import cdiv
 from course_lib.timing import time_fn
 
@@ -56,11 +57,15 @@ def small_m_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[
 
 def few_tile_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:
     """Extra candidates when the big tiles of FAST_CONFIGS give fewer than two tiles per SM:
-    tiles of half the size, one program each, and the big tile split along K into 2-4 ranges
-    (only where each range keeps at least 8 K-slices)."""
+    tiles of half the size, one program each (and of a quarter, where the big tiles fill at most a
+    quarter of the SMs), and the big tile split along K into 2-4 ranges (only where each range keeps
+    at least 8 K-slices)."""
     big = FAST_CONFIGS[dtype][0]
     tiles = cdiv(M, big.block_m) * cdiv(N, big.block_n)
     out = [replace(big, block_n=big.block_n // 2, persistent=False, epilogue_split=1, num_stages=4)]
+    if 4 * tiles <= sm_count:  # a quarter of a wave or less (1024^3: 32 tiles): quarter-size tiles too
+        out.append(replace(big, block_m=big.block_m // 2, block_n=big.block_n // 2, num_warps=4, persistent=False,
+                           epilogue_split=1, num_stages=4))
     for split in (2, 3, 4):
         if tiles * split <= 3 * sm_count and cdiv(K, big.block_k) >= 8 * split:
             out.append(replace(big, persistent=False, split_k=split, epilogue_split=1))
@@ -121,13 +126,28 @@ def tuning_log() -> list[dict]:
              "candidates_ms": dict(times)} for k, times in _TIMES.items()]
 
 
+# One set of launch plans per course dtype: fp32 and tf32 operands have the same key.
+_PLANS: defaultdict[str, LaunchPlans] = defaultdict(LaunchPlans)
+
+
 def fast_matmul_autotuned(a: object, b: object, dtype: str = "fp32") -> object:
     """Stage ``triton_fast``: on a GPU the fastest of :func:`shape_candidates` for this shape; on the
-    CPU the first candidate of :data:`FAST_CONFIGS`."""
+    CPU the first candidate of :data:`FAST_CONFIGS`.
+
+    The first call with operands of a key (:func:`course_lib.gemm.plan_key`) checks them, picks the
+    configuration and launches it as a :class:`.fast.FastPlan`; later calls with the key launch that
+    plan into a new C."""
     stage = "triton_fast"
+    key = plan_key(a, b)
+    plan = _PLANS[dtype].get(key)
+    if plan is not None:  # operands like these passed every check below
+        candidates(dtype)  # the one check made again: it reads FAST_CONFIGS, which no key holds
+        c = new_output(plan.M, plan.N, plan.c_dtype, a.device)
+        plan(a, b, c)
+        return c
     ops = prepare(a, b, stage=stage, dtypes=(dtype,))
     candidates(dtype)  # a dtype without candidates is refused here, with where they go
     c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
     require_32bit_offsets(stage, ops.a, ops.b, c)
-    launch_fast(ops, dtype, autotuned_config(ops, dtype, c), c)
+    _PLANS[dtype].keep(key, FastPlan(ops, dtype, autotuned_config(ops, dtype, c), c))  # launches it
     return ops.give_back(c)

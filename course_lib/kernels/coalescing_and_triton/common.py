@@ -93,17 +93,34 @@ def descriptor_problem(t: torch.Tensor, name: str) -> str | None:
 
 
 _allocator_set = False
+_SCRATCH: dict[tuple[int, int | None], torch.Tensor] = {}  # (device, stream) -> the descriptors' scratch
 
 
 def ensure_allocator() -> None:
     """Descriptors made inside a kernel need a little global memory per program for the TMA
-    descriptor; Triton asks for it through the allocator set with ``triton.set_allocator``."""
+    descriptor; Triton asks for it through the allocator set with ``triton.set_allocator``, on every
+    launch (its CUDA launcher's ``allocate_scratch``, Triton 3.6 and 3.7).
+
+    The allocator hands out one buffer per device and stream, grown when a launch asks for more,
+    instead of a ``torch.empty`` per launch. A kernel writes its descriptors there when it starts
+    and is done with them when it ends, and launches on one stream run one after another, so the next
+    launch on the stream finds the buffer free. Growing it frees the old one safely too: it was made
+    on this stream, and PyTorch's caching allocator gives freed memory only to later work on the
+    stream it was made on. The limits: a CUDA graph captured with the buffer keeps its address,
+    which a later growth frees; a launch with programmatic dependent launch (PDL; the course uses
+    none) could overlap the previous kernel. Alignment: PyTorch's CUDA allocator starts blocks on
+    512-byte boundaries (c10/cuda/CUDACachingAllocator.cpp, kMinBlockSize); a TMA descriptor needs 64
+    (cuda.h declares CUtensorMap alignas(64))."""
     global _allocator_set
     if _allocator_set or not backend.get().is_gpu:
         return
 
     def alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
-        return torch.empty(size, dtype=torch.int8, device="cuda")
+        key = (torch.cuda.current_device(), stream)
+        have = _SCRATCH.get(key)
+        if have is None or have.numel() < size:
+            _SCRATCH[key] = have = torch.empty(size, dtype=torch.int8, device="cuda")
+        return have
 
     triton.set_allocator(alloc)
     _allocator_set = True

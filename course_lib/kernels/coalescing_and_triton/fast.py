@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
+from triton.compiler import CompiledKernel
 
 from course_lib import backend
 from course_lib import dtypes
@@ -401,34 +402,89 @@ def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_war
 
 def launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
     """Launch the fast kernel ``cfg`` asks for into ``c``; returns (compiled, used descriptors)."""
-    if cfg.b_layout == "nk":
-        # B^T (N x K, row-major): no copy when B is already stored that way (b = w.T, as for the
-        # weight of torch.nn.Linear), otherwise one pass of the transpose kernel.
-        b_arg = ops.b.T if ops.b.T.is_contiguous() else transpose(ops.b)
-    else:
-        b_arg = ops.b
-    use_desc = cfg.loads == "descriptors" and all(
-        common.descriptor_problem(t, n) is None for t, n in ((ops.a, "a"), (b_arg, "b"), (c, "c"))
-    )
-    a, b_arg = common.interpretable(ops.a), common.interpretable(b_arg)
-    # The kernels always get B's strides as a K x N matrix: for B^T that is the view b_arg.T,
-    # whose strides are (1, K) - pointer loads then run along K, descriptors use B^T's rows.
-    b_view = b_arg.T if cfg.b_layout == "nk" else b_arg
-    args = (a, b_view, c, ops.M, ops.N, ops.K,
-            a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1))
-    meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-    tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
-    if not use_desc:
-        return grouped_matmul_kernel[(tiles,)](*args, **meta), False
-    common.ensure_allocator()
-    if cfg.split_k > 1:
-        return launch_split_k(args, meta, cfg, c, tiles), True
-    meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
-    if cfg.persistent:
-        programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
-        return persistent_matmul_kernel[(min(tiles, programs),)](*args, **meta), True
-    return fast_matmul_kernel[(tiles,)](*args, **meta), True
+    plan = FastPlan(ops, dtype, cfg, c)
+    return plan.compiled, plan.descriptors
+
+
+class FastPlan:
+    """One configuration of the fast kernels on operands of one key (:func:`course_lib.gemm.plan_key`),
+    made by launching it into ``c``; ``plan(a, b, c)`` launches it again on operands of that key.
+
+    Decided once: B's layout, descriptors or pointers, the kernel and its grid, and every argument but
+    A, B and C - sizes, strides, constexprs; for split-K the tile counters and the fp32 workspace, made
+    once per plan (launches on one stream run in order: the argument of :func:`split_k_counters`).
+
+    The first launch goes through Triton's JIT, ``kernel[grid](*args, **meta)``, which binds the
+    arguments, specialises, finds (or compiles) the kernel and launches it. On a GPU it returns the
+    ``CompiledKernel``, and later launches call it directly: ``compiled[grid]`` gives a runner that
+    takes every parameter of the kernel positionally in its signature's order, constexprs included
+    (what ``JITFunction.run`` passes it, ``*bound_args.values()``, in Triton 3.6 and 3.7). That skips
+    the JIT's keyword binding, specialisation and cache look-up, and is right while the
+    specialisation would come out the same: it reads each integer argument (1, a multiple of 16) and
+    each pointer's 16-byte alignment. The key holds A's and B's shapes, strides and alignment; C
+    (:func:`course_lib.gemm.new_output`), B^T (the transpose kernel's output) and the workspace are
+    new allocations, whose alignment is far more than 16 bytes (a test holds new_output to this).
+    The interpreter (the CPU backend) returns no compiled kernel: there every launch is ``kernel[grid]``.
+    """
+
+    def __init__(self, ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor) -> None:
+        self.cfg, self.M, self.N, self.c_dtype = cfg, ops.M, ops.N, c.dtype
+        self.widen = not backend.get().is_gpu  # the interpreter's bf16 (common.interpretable)
+        # B^T (N x K, row-major) for "nk": no copy when B is already stored that way (b = w.T, as for the
+        # weight of torch.nn.Linear), otherwise one pass of the transpose kernel on every call.
+        self.copy_b = cfg.b_layout == "nk" and not ops.b.T.is_contiguous()
+        b_arg = self.b_arg(ops.b)
+        self.descriptors = cfg.loads == "descriptors" and all(
+            common.descriptor_problem(t, n) is None for t, n in ((ops.a, "a"), (b_arg, "b"), (c, "c"))
+        )
+        a, b_view = self.kernel_operands(ops.a, b_arg)
+        # The kernels always get B's strides as a K x N matrix: for B^T that is the view b_arg.T,
+        # whose strides are (1, K) - pointer loads then run along K, descriptors use B^T's rows.
+        args = (a, b_view, c, ops.M, ops.N, ops.K,
+                a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1))
+        meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+                    INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
+        if self.descriptors:
+            common.ensure_allocator()
+        if not self.descriptors:
+            kernel, grid, rest = grouped_matmul_kernel, (tiles,), args[3:]
+        elif cfg.split_k > 1:
+            kernel, grid, rest, meta = launch_split_k(args, meta, cfg, c, tiles)
+        else:
+            meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
+            if cfg.persistent:
+                programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
+                kernel, grid = persistent_matmul_kernel, (min(tiles, programs),)
+            else:
+                kernel, grid = fast_matmul_kernel, (tiles,)
+            rest = args[3:]
+        self.kernel, self.grid, self.rest, self.meta = kernel, grid, rest, meta
+        self.compiled = kernel[grid](*args[:3], *rest, **meta)
+        self.runner = None
+        if isinstance(self.compiled, CompiledKernel):  # a GPU
+            self.runner = self.compiled[grid + (1,) * (3 - len(grid))]  # the runner reads three axes
+            self.tail = rest + tuple(meta[name] for name in kernel.arg_names[3 + len(rest):])  # the constexprs
+
+    def b_arg(self, b: torch.Tensor) -> torch.Tensor:
+        """B as the kernel reads it: as given ("kn"), or B^T, N x K row-major ("nk")."""
+        if self.cfg.b_layout == "kn":
+            return b
+        return transpose(b) if self.copy_b else b.T
+
+    def kernel_operands(self, a: torch.Tensor, b_arg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A, and B as a K x N view, as the kernel takes them."""
+        if self.widen:
+            a, b_arg = common.interpretable(a), common.interpretable(b_arg)
+        return a, (b_arg.T if self.cfg.b_layout == "nk" else b_arg)
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        """Launch again, into a new ``c``, on operands ``a`` and ``b`` of the plan's key."""
+        a, b_view = self.kernel_operands(a, self.b_arg(b))
+        if self.runner is not None:
+            self.runner(a, b_view, c, *self.tail)
+        else:
+            self.kernel[self.grid](a, b_view, c, *self.rest, **self.meta)
 
 
 def split_k_ranges(K: int, block_k: int, split_k: int) -> int:
@@ -454,17 +510,16 @@ def split_k_counters(tiles: int, device: torch.device) -> torch.Tensor:
 
 
 def launch_split_k(args: tuple, meta: dict, cfg: FastConfig, c: torch.Tensor, tiles: int):
-    """Launch :func:`split_k_matmul_kernel` into ``c`` with a fresh fp32 workspace; returns the
-    compiled kernel."""
-    a, b_view, _, M, N, K = args[:6]
+    """How :func:`split_k_matmul_kernel` is launched into ``c`` (``args`` and ``meta``: what the other
+    fast kernels get): the kernel, its grid, its arguments after C - a new fp32 workspace, the tile
+    counters, sizes, strides, K_PER_SPLIT - and its meta-parameters."""
+    M, N, K = args[3:6]
     k_per_split = split_k_ranges(K, cfg.block_k, cfg.split_k)
     splits = triton.cdiv(K, k_per_split)  # after rounding to whole slices, maybe fewer than asked
     partial = torch.empty((splits, M, N), dtype=torch.float32, device=c.device)
     common.require_32bit_offsets("triton_fast (split-K workspace)", partial.view(splits * M, N))
-    return split_k_matmul_kernel[(tiles, splits)](
-        a, b_view, c, partial, split_k_counters(tiles, c.device), M, N, K,
-        a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1), k_per_split,
-        SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk", **meta)
+    rest = (partial, split_k_counters(tiles, c.device), *args[3:], k_per_split)
+    return split_k_matmul_kernel, (tiles, splits), rest, dict(meta, SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk")
 
 
 def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | None = None) -> object:

@@ -62,6 +62,8 @@ from course_lib.kernels.tensor_cores.inspection import (
     sass_mix_by_kernel,
     source_excerpt,
     source_path,
+    staircase_kernel,
+    staircase_mix,
 )
 from course_lib.kernels.tensor_cores.model import (
     A_LBO,
@@ -97,6 +99,7 @@ from course_lib.kernels.tensor_cores.model import (
 from course_lib.kernels.tensor_cores.stages import (
     ALIGNMENT_BYTES,
     ALL_DESIGNS,
+    ANY_M,
     BINDING,
     DESIGN,
     DESIGNS,

@@ -63,12 +63,28 @@ SASS_HIGHLIGHTS = {
 }
 
 
+# Stage 6's file also holds its decode path (the operands swapped, one kernel per token tile), which
+# notebook 08 teaches; the tables of the staircase show each stage's own kernel.
+DECODE_KERNEL = "decode_kernel"
+
+
+def staircase_kernel(name: str) -> bool:
+    """Whether a kernel of a stage's file is the stage's kernel (not stage 6's decode path)."""
+    return DECODE_KERNEL not in name
+
+
+def staircase_mix(cubin: Path) -> collections.Counter:
+    """The SASS opcode counts of a stage's own kernel (:func:`staircase_kernel`) in its cubin."""
+    return sum((mix for name, mix in sass_mix_by_kernel(cubin).items() if staircase_kernel(name)),
+               collections.Counter())
+
+
 def resource_table(results: dict[str, compiler.CompileResult]) -> str:
-    """ptxas's report for every kernel, one line each, as text (at most 100 characters wide)."""
+    """ptxas's report for every stage's kernel, one line each, as text (at most 100 characters wide)."""
     rows = [f"{'stage':<23}{'kernel':<20}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
     for stage, r in results.items():
         d = DESIGN[stage]
-        for k in r.kernels:
+        for k in (k for k in r.kernels if staircase_kernel(k.name)):
             smem = k.static_smem_bytes or d.smem_bytes
             rows.append(
                 f"{stage:<23}{k.name:<20}{d.threads:>8}{k.registers:>6}{k.spill_store_bytes + k.spill_load_bytes:>8}"
@@ -88,13 +104,13 @@ def sass_mix_by_kernel(cubin: Path) -> dict[str, collections.Counter]:
 
 def instruction_table(results: dict[str, compiler.CompileResult],
                       opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
-    """How many of each highlighted SASS opcode every stage's cubin holds, as text (each column as
+    """How many of each highlighted SASS opcode every stage's kernel holds, as text (each column as
     wide as its opcode: pick the opcodes to keep a table narrow)."""
     opcodes = list(opcodes)
     widths = [max(len(op) + 2, 6) for op in opcodes]
     rows = [f"{'stage':<23}" + "".join(f"{op:>{w}}" for op, w in zip(opcodes, widths))]
     for stage, r in results.items():
-        mix = compiler.sass_instruction_mix(r.cubin)
+        mix = staircase_mix(r.cubin)
         rows.append(f"{stage:<23}" + "".join(f"{mix[op]:>{w}}" for op, w in zip(opcodes, widths)))
     return "\n".join(rows)
 

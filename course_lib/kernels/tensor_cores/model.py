@@ -141,10 +141,16 @@ STREAM_K_BELOW = STAGE6["STREAM_K_BELOW"]
 STREAM_K_MIN_SLICES = STAGE6["STREAM_K_MIN_SLICES"]
 
 
+DECODE_MAX_M = STAGE6["DECODE_MAX_M"]
+
+
 def stage6_schedule(M: int, N: int, K: int, clusters: int = 66) -> str:
     """How stage 6 covers an M x N x K product with ``clusters`` resident 2-CTA clusters (66 on the
-    H200): "whole tiles" or "stream-K" (the launcher's rule, use_stream_k in tc_6_tma_store.cu)."""
+    H200): "swapped" for M <= DECODE_MAX_M (C^T = B^T A^T), else "whole tiles" or "stream-K" (the
+    launcher's rule: launch_tc_6_tma_store and use_stream_k in tc_6_tma_store.cu)."""
     c = STAGE6
+    if M <= DECODE_MAX_M:
+        return "swapped"
     cluster_tiles = cdiv(cdiv(M, c["BLOCK_M"]), c["CLUSTER"]) * cdiv(N, c["BLOCK_N"])
     few = whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW
     long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES

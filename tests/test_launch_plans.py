@@ -1,0 +1,355 @@
+"""Launch plans (course_lib.gemm.plan_key, LaunchPlans): the final stages check and decide once per
+kind of operands, and every later call with the same key only allocates C and launches - still
+through new_output, so check's poisoned outputs and guard regions catch a kernel through the plan."""
+
+import math
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+import numpy as np
+import pytest
+import torch
+
+import course_lib
+from course_lib import backend, check, features, registry
+from course_lib.gemm import LaunchPlans, new_output, plan_key, poisoned_outputs, prepare, random_inputs
+from course_lib.guard import guarded
+from course_lib.kernels import tensor_cores as tc
+from course_lib.kernels.coalescing_and_triton import autotune, fast
+from course_lib.kernels.coalescing_and_triton.autotune import fast_matmul_autotuned
+
+# Tests that play a GPU's part on the CPU, or compare bits with a process that autotunes anew.
+cpu_only = pytest.mark.skipif(backend.get().is_gpu, reason="plays the GPU's part on the CPU backend")
+
+
+def _counting(monkeypatch, module, name: str) -> list:
+    """Replace ``module.name`` by a wrapper that records each call, and return the record."""
+    calls = []
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+@pytest.fixture
+def fresh_triton_plans(monkeypatch):
+    """triton_fast without the plans other tests made: what a fresh process has."""
+    plans = defaultdict(LaunchPlans)
+    monkeypatch.setattr(autotune, "_PLANS", plans)
+    return plans
+
+
+def _misaligned(M: int, N: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A contiguous M x N matrix whose first element is 4 bytes past a 16-byte boundary."""
+    storage = torch.randn(M * N + 4, device=backend.get().torch_device).to(dtype)
+    t = storage[4 // storage.element_size():][:M * N].view(M, N)
+    assert t.data_ptr() % 16 == 4
+    return t
+
+
+# ---- the key and the cache ---------------------------------------------------------------------
+def test_the_key_holds_what_the_checks_read():
+    a, b = random_inputs(8, 16, 24, "fp32", seed=0)
+    same = plan_key(a, b)
+    assert same is not None and plan_key(a.clone(), b.clone()) == same  # other tensors, same kind
+    assert plan_key(a[:4], b) != same  # shape
+    assert plan_key(a.T.contiguous().T, b) != same  # strides (column-major A)
+    assert plan_key(a.half(), b.half()) != plan_key(a, b)  # element type
+    assert plan_key(_misaligned(8, 24), b) != same  # alignment of the base address
+    x, y = a.cpu().numpy(), b.cpu().numpy()
+    assert plan_key(x, y) is None and plan_key(a, y) is None  # numpy arrays: no plan
+
+
+def test_plans_are_kept_per_key_up_to_a_limit_and_dropped_with_the_backend(monkeypatch):
+    plans = LaunchPlans(limit=2)
+    assert plans.get(None) is None
+    plans.keep(None, "never kept")
+    assert len(plans) == 0
+    for k in ("k1", "k2", "k3"):
+        plans.keep((k,), k)
+    assert plans.get(("k1",)) is None and plans.get(("k3",)) == "k3" and len(plans) == 2  # the oldest went
+    fake = backend.Backend("gpu", "faked by a test", "Fake GPU", (9, 0), (9, 0))
+    monkeypatch.setattr(backend, "_BACKEND", fake)
+    assert plans.get(("k3",)) is None  # another backend: the checks would read another device
+    monkeypatch.undo()
+    assert plans.get(("k3",)) is None and len(plans) == 0
+
+
+@pytest.mark.parametrize("mode", ["plain", "poisoned", "guarded"])
+def test_new_output_starts_on_a_16_byte_boundary(mode):
+    # FastPlan relies on it: its descriptor choice and Triton's specialisation read C's alignment.
+    for M, N in ((1, 1), (3, 5), (33, 17)):
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            if mode == "guarded":
+                with guarded():
+                    c = new_output(M, N, dtype, "cpu")
+            elif mode == "poisoned":
+                with poisoned_outputs():
+                    c = new_output(M, N, dtype, "cpu")
+            else:
+                c = new_output(M, N, dtype, "cpu")
+            assert c.data_ptr() % 16 == 0 and c.is_contiguous(), (mode, M, N, dtype)
+
+
+# ---- triton_fast ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["fp32", "tf32", "bf16"])
+def test_triton_fast_checks_and_decides_once_per_key(monkeypatch, fresh_triton_plans, dtype):
+    prepares = _counting(monkeypatch, autotune, "prepare")
+    tunings = _counting(monkeypatch, autotune, "autotuned_config")
+    offsets = _counting(monkeypatch, autotune, "require_32bit_offsets")
+    a, b = random_inputs(40, 72, 48, dtype, seed=1)
+    first = fast_matmul_autotuned(a, b, dtype)
+    a2, b2 = a.clone(), b.clone()  # other tensors of the same key
+    second = fast_matmul_autotuned(a2, b2, dtype)
+    assert len(prepares) == len(tunings) == len(offsets) == 1  # the second call took the plan
+    assert len(fresh_triton_plans[dtype]) == 1
+    assert torch.equal(first, second)
+    torch.testing.assert_close(second.double(), a.double() @ b.double(), rtol=2e-2, atol=2e-2)
+
+
+def test_triton_fast_plan_gives_what_the_checked_path_gives(fresh_triton_plans):
+    # A plan launches what the first call launched; a process without plans computes the same bits.
+    a, b = random_inputs(70, 40, 100, "fp32", seed=2)
+    fast_matmul_autotuned(a, b, "fp32")
+    planned = fast_matmul_autotuned(a, b, "fp32")
+    fresh_triton_plans.clear()
+    assert torch.equal(planned, fast_matmul_autotuned(a, b, "fp32"))
+
+
+def test_another_key_makes_another_plan(monkeypatch, fresh_triton_plans):
+    prepares = _counting(monkeypatch, autotune, "prepare")
+    a, b = random_inputs(24, 32, 40, "fp32", seed=3)
+    plans = fresh_triton_plans["fp32"]
+    fast_matmul_autotuned(a, b, "fp32")
+    variants = [(a[:20], b), (a.T.contiguous().T, b), (_misaligned(24, 40), b)]  # shape, strides, alignment
+    for x, y in variants:
+        torch.testing.assert_close(fast_matmul_autotuned(x, y, "fp32"), x @ y, rtol=1e-4, atol=1e-4)
+    with pytest.raises(TypeError, match="takes float32 inputs"):  # element type: checked, refused
+        fast_matmul_autotuned(a.half(), b.half(), "fp32")
+    assert len(prepares) == 1 + len(variants) + 1 and len(plans) == 1 + len(variants)  # the refused: none
+    descriptors = [p.descriptors for p in plans._plans.values()]
+    # the aligned operands are read through descriptors; a misaligned A cannot be (TMA's rule)
+    assert descriptors[0] is True and descriptors[-1] is False
+
+
+@cpu_only
+def test_numpy_operands_take_the_checked_path_every_time(monkeypatch, fresh_triton_plans):
+    prepares = _counting(monkeypatch, autotune, "prepare")
+    a, b = np.ones((3, 5), np.float32), np.ones((5, 2), np.float32)
+    for _ in range(2):
+        c = fast_matmul_autotuned(a, b, "fp32")
+        assert isinstance(c, np.ndarray) and np.all(c == 5)
+    assert len(prepares) == 2 and len(fresh_triton_plans["fp32"]) == 0
+
+
+def test_bad_input_after_a_plan_is_still_refused(fresh_triton_plans):
+    a, b = random_inputs(16, 16, 16, "fp32", seed=4)
+    fast_matmul_autotuned(a, b, "fp32")
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        fast_matmul_autotuned(a, b[:8], "fp32")
+    with pytest.raises(ValueError, match="must be a 2-D matrix"):
+        fast_matmul_autotuned(a, b[0], "fp32")
+    with pytest.raises(TypeError, match="a is torch.float32 but b is torch.float16"):
+        fast_matmul_autotuned(a, b.half(), "fp32")
+    other = "meta" if backend.get().torch_device == "cpu" else "cpu"
+    with pytest.raises(ValueError, match="backend runs this kernel with inputs on"):
+        fast_matmul_autotuned(a.to(other), b.to(other), "fp32")
+
+
+@cpu_only
+def test_a_plan_that_skips_tiles_is_caught_by_check(fresh_triton_plans):
+    # check's first run makes the plan (and passes); then the plan is made to launch one program for
+    # a C of six tiles. check's second run takes the plan: C still comes from new_output, poisoned
+    # with NaN inside guard regions, so the tiles never written are found.
+    shape = (100, 130, 40)
+    assert check("triton_fast", "fp32", shapes=[shape], seed=5)
+    (plan,) = fresh_triton_plans["fp32"]._plans.values()
+    assert plan.grid[0] == 6 and plan.runner is None  # 2 x 3 tiles of 64 x 64; the interpreter
+    plan.grid = (1,)
+    with pytest.raises(AssertionError, match="never wrote"):
+        check("triton_fast", "fp32", shapes=[shape], seed=6)
+    assert len(fresh_triton_plans["fp32"]) == 1  # it was the plan that ran
+
+
+# ---- the runner a GPU launches through, played by the interpreter -------------------------------
+class _FakeCompiled:
+    """Stands for Triton's CompiledKernel: ``self[grid]`` is a runner that takes every parameter of
+    the kernel positionally, in its signature's order (constexprs too), as the real one does; it
+    hands them to the interpreter by name, so a parameter in the wrong place computes a wrong C."""
+
+    runs = 0
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        assert len(grid) == 3
+
+        def runner(*args):
+            assert len(args) == len(self.kernel.arg_names), (args, self.kernel.arg_names)
+            _FakeCompiled.runs += 1
+            self.kernel[grid](**dict(zip(self.kernel.arg_names, args)))
+
+        return runner
+
+
+class _Jit:
+    """A kernel whose launch through the JIT returns a (fake) compiled kernel, as on a GPU."""
+
+    def __init__(self, kernel, launches: list):
+        self.kernel, self.launches, self.arg_names = kernel, launches, kernel.arg_names
+
+    def __getitem__(self, grid):
+        def launch(*args, **meta):
+            self.launches.append(grid)
+            self.kernel[grid](*args, **meta)
+            return _FakeCompiled(self.kernel)
+
+        return launch
+
+
+@pytest.mark.parametrize("cfg, shape", [
+    (fast.FastConfig(32, 32, 32, group_m=2), (40, 72, 48)),  # one program per tile, descriptors
+    (fast.FastConfig(32, 32, 32, group_m=2, persistent=True, epilogue_split=2), (40, 72, 48)),
+    (fast.FastConfig(16, 32, 32, group_m=1, split_k=3), (5, 72, 200)),  # split-K: workspace, counters
+    (fast.FastConfig(32, 32, 32, group_m=2), (40, 70, 48)),  # B's rows 280 bytes: pointers
+    (fast.FastConfig(32, 32, 16, b_layout="nk", persistent=True), (40, 24, 32)),  # B^T, copied per call
+])
+@cpu_only
+def test_the_runner_gets_every_parameter_in_signature_order(monkeypatch, cfg, shape):
+    launches = []
+    for name in ("fast_matmul_kernel", "persistent_matmul_kernel", "split_k_matmul_kernel", "grouped_matmul_kernel"):
+        monkeypatch.setattr(fast, name, _Jit(getattr(fast, name), launches))
+    monkeypatch.setattr(fast, "CompiledKernel", _FakeCompiled)
+    dtype = "tf32" if cfg.b_layout == "nk" else "fp32"
+    M, N, K = shape
+    a, b = random_inputs(M, N, K, dtype, seed=7)
+    c = torch.full((M, N), math.nan)
+    plan = fast.FastPlan(prepare(a, b, stage="t", dtypes=(dtype,)), dtype, cfg, c)
+    assert plan.runner is not None and len(launches) == 1
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "fp32" else dict(rtol=2e-3, atol=2e-3)
+    for seed in (8, 9):  # new operands of the same key, into new outputs
+        a, b = random_inputs(M, N, K, dtype, seed=seed)
+        c = torch.full((M, N), math.nan)
+        runs = _FakeCompiled.runs
+        plan(a, b, c)
+        assert _FakeCompiled.runs == runs + 1 and len(launches) == 1  # the runner, not the JIT
+        torch.testing.assert_close(c.double(), a.double() @ b.double(), **tol)
+    if cfg.split_k > 1:
+        assert int(fast.split_k_counters(1, a.device).abs().sum()) == 0
+
+
+# ---- cuBLAS --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["fp32", "tf32", "bf16"])
+def test_cublas_checks_once_per_key(monkeypatch, dtype):
+    prepares = _counting(monkeypatch, registry, "prepare")
+    switches = _counting(monkeypatch, registry, "_tf32")
+    gemm = registry._cublas(dtype)
+    a, b = random_inputs(9, 11, 13, dtype, seed=10)
+    first = gemm(a, b)
+    second = gemm(a.clone(), b.clone())
+    # TF32 is a float32 mode: planned fp32 and tf32 calls still set it, 16-bit ones need not
+    assert len(switches) == (2 if dtype in ("fp32", "tf32") else 1)
+    with registry._tf32(dtype == "tf32"):
+        want = torch.matmul(a, b)
+    assert len(prepares) == 1 and torch.equal(first, second) and torch.equal(second, want)
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        gemm(a, b[:5])
+    if dtype != "bf16" and not backend.get().is_gpu:  # numpy has no bfloat16; numpy arrays are CPU inputs
+        for _ in range(2):
+            c = gemm(a.numpy(), b.numpy())
+            assert isinstance(c, np.ndarray) and np.array_equal(c, first.numpy())
+        assert len(prepares) == 4  # the refused call and both numpy calls were checked
+
+
+# ---- the tensor-core stages (a launcher played by PyTorch; features faked for the CPU) ------------
+@pytest.fixture
+def tc_stage(monkeypatch):
+    """A tensor-core stage whose launch is a PyTorch product (``state['skip']`` leaves C's last
+    column unwritten), on a backend that passes its features check."""
+    monkeypatch.setattr(features, "why_not_here", lambda *a, **k: None)
+    state = {"skip": False, "launcher": 0, "knob": 0}
+
+    def launch(a, b, c, *, max_ctas):
+        assert max_ctas == 132
+        full = (a.float() @ b.float()).to(c.dtype)
+        if state["skip"]:
+            c[:, :-1] = full[:, :-1]
+        else:
+            c.copy_(full)
+
+    def launcher():
+        state["launcher"] += 1
+        return launch
+
+    def sm_count():
+        state["knob"] += 1
+        return 132
+
+    return tc.make_gemm("tc_1_mma_sync", launcher, max_ctas=sm_count), state
+
+
+def test_tensor_core_stage_checks_and_resolves_once_per_key(monkeypatch, tc_stage):
+    gemm, state = tc_stage
+    prepares = _counting(monkeypatch, tc.stages, "prepare")
+    a, b = random_inputs(16, 24, 32, "bf16", seed=11)
+    first = gemm(a, b)
+    second = gemm(a.clone(), b.clone())
+    assert len(prepares) == 1 and state["launcher"] == 1 and state["knob"] == 1
+    assert torch.equal(first, second) and torch.equal(second, (a.float() @ b.float()).to(torch.bfloat16))
+    gemm(*random_inputs(8, 8, 8, "bf16", seed=12))  # another key: checked and resolved again
+    assert len(prepares) == 2 and state["launcher"] == 2 and state["knob"] == 2
+
+
+def test_tensor_core_stage_refuses_bad_input_after_a_plan(tc_stage):
+    gemm, _ = tc_stage
+    a, b = random_inputs(16, 16, 16, "bf16", seed=13)
+    gemm(a, b)
+    with pytest.raises(ValueError, match="16-byte boundary"):
+        gemm(_misaligned(16, 16, torch.bfloat16), b)
+    with pytest.raises(ValueError, match="not contiguous"):
+        gemm(a, b.T)
+    with pytest.raises(ValueError, match="multiples of 8"):
+        gemm(a[:12], b)
+    with pytest.raises(TypeError, match="bfloat16"):
+        gemm(a.float(), b.float())
+    assert gemm(a, b).shape == (16, 16)  # and the plan still serves the operands it was made for
+
+
+def test_tensor_core_plan_is_caught_by_check_when_it_skips_a_column(tc_stage):
+    gemm, state = tc_stage
+    assert check(gemm, "bf16", shapes=[(16, 24, 32)], seed=14)
+    state["skip"] = True
+    with pytest.raises(AssertionError, match="never wrote"):
+        check(gemm, "bf16", shapes=[(16, 24, 32)], seed=15)
+    assert state["launcher"] == 1  # the second check ran through the plan
+
+
+# ---- a fresh process ---------------------------------------------------------------------------
+_FRESH = """
+import sys, torch, course_lib
+from course_lib.gemm import random_inputs
+out = {}
+for name, dtype, shape in CASES:
+    a, b = random_inputs(*shape, dtype, seed=20)
+    out[(name, dtype)] = course_lib.get_stage(name).gemm(dtype)(a, b)
+torch.save(out, sys.argv[1])
+"""
+_CASES = [("triton_fast", "fp32", (40, 72, 48)), ("triton_fast", "bf16", (33, 24, 40)),
+          ("triton_fast", "tf32", (17, 40, 32)), ("cublas", "fp32", (9, 11, 13))]
+
+
+@cpu_only
+def test_planned_calls_compute_what_a_fresh_process_computes(tmp_path, fresh_triton_plans):
+    path = tmp_path / "fresh.pt"
+    env = dict(os.environ, COURSE_BACKEND=backend.get().name)
+    subprocess.run([sys.executable, "-c", f"CASES = {_CASES!r}\n" + _FRESH, str(path)], check=True, env=env,
+                   timeout=600)
+    fresh = torch.load(path)
+    for name, dtype, shape in _CASES:
+        gemm = course_lib.get_stage(name).gemm(dtype)
+        a, b = random_inputs(*shape, dtype, seed=20)
+        gemm(a, b)  # makes the plan
+        planned = gemm(a.clone(), b.clone())
+        assert torch.equal(planned, fresh[(name, dtype)]), (name, dtype)
