@@ -107,7 +107,7 @@ def test_summaries_are_what_the_raw_logs_give():
 
 def test_the_package_ships_no_large_logs():
     for path in results.RESULTS_DIR.iterdir():
-        limit = 200_000 if path == results.DEFAULT_GPU_FILE else 100_000
+        limit = 260_000 if path == results.DEFAULT_GPU_FILE else 100_000  # the recording: 410 records since the time as called (issue 26)
         assert path.stat().st_size < limit, f"{path.name} is {path.stat().st_size // 1000} KB: raw logs go to experiments/runs"
 
 

@@ -294,7 +294,7 @@ decode_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__
     // [excerpt swapped-slice]
     wgmma_fence();
 #pragma unroll
-    for (int k16 = 0; k16 < TILE_K / WGMMA_K; ++k16)  // B's box as A' (descriptor of B), A's rows as B'
+    for (int k16 = 0; k16 < TILE_K / WGMMA_K; ++k16)  // B's box as A', A's rows as B'
       wgmma_swapped<T>(acc, b_descriptor(s.b[slot], k16), a_descriptor(s.a[slot], k16), true);
     wgmma_commit();
     // [/excerpt swapped-slice]
