@@ -10,6 +10,12 @@ Shapes: 256^3 (whole tiles) and 264 x 520 x 200 (partial tiles, an odd number of
 partial K slice). Exits non-zero if an output differs from the float64 reference. Stage 6 runs once
 more on a single cluster (``max_ctas=2``), so that each CTA stores several tiles - each during the
 next tile's first slices - through the same staging boxes.
+
+``--small`` runs stage 6 alone on small shapes that still take each of its paths (racecheck, which
+tracks every shared-memory access, does not finish the full set within the section's time):
+whole tiles, stream-K (264 x 520 x 2048: 6 cluster tiles, 32 K slices), the swapped path with K
+split into ranges (100 x 520 x 4096) and not (3 x 8 x 8), and swapped with two token tiles
+(136 x 264 x 1032, forced).
 """
 
 from __future__ import annotations
@@ -28,16 +34,25 @@ SHAPES = ((256, 256, 256), (264, 520, 200), (16, 4096, 4096), (768, 2304, 4096))
 # Stage 6 alone takes any M: the decode path with M no multiple of 8 (token tiles of 64 and 128, split
 # and not), and stream-K with a partial tile row.
 STAGE6_SHAPES = ((37, 1000, 1032), (100, 520, 4096), (3, 8, 8), (200, 4096, 4096))
+SMALL_STAGE6 = ((264, 520, 200), (264, 520, 2048), (100, 520, 4096), (3, 8, 8), (37, 1000, 1032))
 
 
 def main(names: list[str]) -> int:
     tc.extension()
-    bad = 0
+    if names == ["--small"]:
+        runs = [("tc_6_tma_store", course_lib.get_stage("tc_6_tma_store")),
+                ("tc_6_tma_store swapped", tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=0, schedule=2))]
+        return check_runs(runs, lambda name: SMALL_STAGE6 + (((136, 264, 1032),) if "swapped" in name else ()))
     runs = [(name, course_lib.get_stage(name)) for name in names or [d.stage for d in tc.ALL_DESIGNS]]
     if not names or "tc_6_tma_store" in names:
         runs.append(("tc_6_tma_store max_ctas=2", tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=2)))
+    return check_runs(runs, lambda name: SHAPES + (STAGE6_SHAPES if name.startswith("tc_6") else ()))
+
+
+def check_runs(runs, shapes_of) -> int:
+    bad = 0
     for name, fn in runs:
-        for M, N, K in SHAPES + (STAGE6_SHAPES if name.startswith("tc_6") else ()):
+        for M, N, K in shapes_of(name):
             a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
             c = fn(a, b)
             torch.cuda.synchronize()

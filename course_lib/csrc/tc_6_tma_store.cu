@@ -410,10 +410,8 @@ inline void launch_decode_for(const Gemm& g, cudaStream_t stream, int ranges) {
 void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas, int schedule) {
   using namespace stage6;
   if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
-  if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M))) {
-    if (!use_swapped(g.M)) throw std::runtime_error("tc_6_tma_store: the swapped schedule takes M <= 128");
-    return launch_decode_for(g, stream, /*ranges: by the shape*/ 0);
-  }
+  if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M)))
+    return launch_decode_for(g, stream, /*ranges: by the shape*/ 0);  // M > 128: tiles of 128 tokens
   allow_dynamic_smem(kernel, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
   const int clusters = resident_clusters(kernel, THREADS, SMEM_BYTES, CLUSTER, max_ctas);

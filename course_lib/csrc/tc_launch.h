@@ -40,8 +40,9 @@ void launch_tc_4_warp_specialized(const Gemm& g, cudaStream_t stream);
 void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
 // Stage 6 picks a schedule by the shape: whole tiles; stream-K (tiles shared out by K slices) when
 // whole tiles leave clusters idle; for M <= 128 (a decode step) the operands swapped, C^T = B^T A^T.
-// `schedule` SCHEDULE_AUTO decides by the shape; the others force one (for the tests). Stage 6
-// takes any M; N and K multiples of 8 (16-byte rows for TMA).
+// `schedule` SCHEDULE_AUTO decides by the shape; the others force one (for the tests and experiments;
+// forced, the swapped schedule takes any M, in token tiles of 128). Stage 6 takes any M; N and K
+// multiples of 8 (16-byte rows for TMA).
 constexpr int SCHEDULE_AUTO = -1, SCHEDULE_WHOLE_TILES = 0, SCHEDULE_STREAM_K = 1, SCHEDULE_SWAPPED = 2;
 void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0,
                            int schedule = SCHEDULE_AUTO);
