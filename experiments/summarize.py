@@ -48,7 +48,7 @@ SHAPE_RECORDING = ("2026-12-01_1950_rerecord_final_kernels", "final_rerecord")
 SHAPE_LIMITS = "2026-12-01_1927_shape_limits"
 SHAPE_EXPLORE = ("2026-12-01_0940_shapes_explore_1", "2026-12-01_0955_shapes_explore_2")
 # Host time per call and the final kernels timed as called and in GPU time (experiments/gpu_host_time.py).
-HOST_TIME = "2026-12-02_2140_issue26_record_host_check"
+HOST_TIME = "2026-12-03_0225_host_time_alternating"
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
