@@ -24,8 +24,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from course_lib import backend, dtypes, guard, layout
-from course_lib.gemm import random_inputs, relative_error
+from course_lib import backend, dtypes, fp8, guard, layout
+from course_lib.gemm import poisoned_outputs, random_inputs, relative_error
 from course_lib.layout import Shape
 from course_lib.registry import Stage, get_stage, stage_or_callable
 
@@ -130,11 +130,12 @@ class Failure:
     seed: int
     dtype: str
     why: str
+    reproduce: str = ""  # the call that makes these inputs again (default: course_lib.random_inputs)
 
     def line(self) -> str:
         M, N, K = self.shape
-        return (f"M={M}, N={N}, K={K} (reproduce with course_lib.random_inputs({M}, {N}, {K}, "
-                f"{self.dtype!r}, seed={self.seed})): {self.why}")
+        how = self.reproduce or f"course_lib.random_inputs({M}, {N}, {K}, {self.dtype!r}, seed={self.seed})"
+        return f"M={M}, N={N}, K={K} (reproduce with {how}): {self.why}"
 
 
 class CheckFailure(AssertionError):
@@ -311,3 +312,63 @@ def check(
     if failures:
         raise CheckFailure(label, dtype, failures, len(shapes))
     return CheckReport(label, dtype, tuple(results))
+
+
+# ---- FP8 GEMMs (course_lib.fp8): fn(qa, qw) -> C = A W^T in bf16 ------------------------------------
+# The check's tolerance, relative Frobenius error. C is bf16: rounding it costs each element up to
+# 2^-9 of itself (about 1.7e-3 measured on normal data, experiments/JOURNAL.md 2026-12-03). The sums
+# of e4m3 products: with partial sums promoted every 128 of K, cuBLAS erred by 1.3e-4 on normal data
+# at every K up to 16,384 on the H200; a kernel that keeps the tensor core's 14-bit accumulator over
+# the whole of K erred by 1.3e-3 at K = 4,096 (cuBLAS's fast accumulation; the model
+# limited_sum_matmul agrees), growing like sqrt(K) on normal data. 4e-3 holds both up to K = 4,096,
+# growing with sqrt(K / 4096) beyond. Forgetting a scale, a transposed operand or a missing K-slice
+# err by far more (tests/test_fp8.py).
+FP8_TOLERANCE = 4e-3
+
+
+def fp8_tolerance(K: int) -> float:
+    return FP8_TOLERANCE * max(1.0, math.sqrt(K / 4096))
+
+
+FP8_CPU_SHAPES = ((1, 8, 16), (37, 72, 200), (130, 136, 256), (16, 264, 1024))
+FP8_GPU_SHAPES = FP8_CPU_SHAPES + ((1, 4096, 4096), (300, 1000, 520), (1000, 1032, 4096), (2048, 2048, 2048))
+
+
+def check_fp8(fn: Callable[[fp8.Quantized, fp8.Quantized], torch.Tensor], scaling: str = "tensor",
+              shapes: Sequence[tuple[int, int, int]] | None = None, *, seed: int | None = None, label: str = "fp8 gemm"):
+    """Check an FP8 GEMM ``fn(qa, qw) -> C`` (C = A W^T, M x N, bf16) against the float64 product of
+    its dequantized operands, on fresh inputs (shape i: seed + i), C poisoned with NaN first. Raises
+    :class:`CheckFailure` listing every wrong shape; returns a ``CheckReport``."""
+    if shapes is None:
+        shapes = FP8_GPU_SHAPES if backend.get().is_gpu else FP8_CPU_SHAPES
+    base = int(torch.randint(0, 2**31, (1,)).item()) if seed is None else int(seed)
+    what = f"e4m3, scaled per {scaling}"
+    results, failures = [], []
+    for i, (M, N, K) in enumerate(shapes):
+        qa, qw = fp8.fp8_inputs(M, N, K, scaling, seed=base + i)
+        how = f"course_lib.fp8.fp8_inputs({M}, {N}, {K}, {scaling!r}, seed={base + i})"
+        with poisoned_outputs():
+            c = fn(qa, qw)
+        why = None
+        if not isinstance(c, torch.Tensor) or tuple(c.shape) != (M, N) or c.dtype != torch.bfloat16:
+            got = f"{tuple(c.shape)} {c.dtype}" if isinstance(c, torch.Tensor) else type(c).__name__
+            why = f"returned {got}, expected ({M}, {N}) torch.bfloat16"
+        else:
+            ref = qa.dequantize() @ qw.dequantize().t()
+            c64 = c.double().to(ref.device)
+            bad = int((~torch.isfinite(c64)).sum())
+            rel = relative_error(c64, ref)
+            if bad:
+                why = f"{bad} elements not finite (C is NaN before the run: never written?)"
+            elif rel > fp8_tolerance(K):
+                worst = int((c64 - ref).abs().argmax())
+                m, n = divmod(worst, N)
+                why = (f"relative error {rel:.2e} > {fp8_tolerance(K):.1e}; worst C[{m}, {n}] = "
+                       f"{float(c64[m, n]):.4g}, reference {float(ref[m, n]):.4g}")
+        if why:
+            failures.append(Failure((M, N, K), base + i, what, why, how))
+        else:
+            results.append(ShapeResult((M, N, K), base + i, rel, fp8_tolerance(K)))
+    if failures:
+        raise CheckFailure(label, what, failures, len(shapes))
+    return CheckReport(label, what, tuple(results))

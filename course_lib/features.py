@@ -52,6 +52,10 @@ CUDA13 = Feature("CUDA 13 (Turing or newer)", (7, 5))
 # (PTX ISA, "Warp-level matrix multiply-accumulate instructions": .bf16 and .tf32 require sm_80).
 BF16_TENSOR_CORES = Feature("bf16 tensor cores", (8, 0))
 TF32_TENSOR_CORES = Feature("TF32 tensor cores", (8, 0))
+# Tensor cores that multiply FP8 (e4m3, e5m2) first exist on sm_89: mma.sync with .e4m3/.e5m2 needs
+# sm_89 (PTX ISA, "Warp-level matrix multiply-accumulate instructions"); cuBLAS's FP8 GEMMs
+# (torch._scaled_mm) need the same.
+FP8_TENSOR_CORES = Feature("FP8 tensor cores", (8, 9))
 # wgmma, setmaxnreg and the TMA tensor copies the course's kernels use are compiled for sm_90a, the
 # architecture-specific target that runs on compute capability 9.0 only: Blackwell (sm_100) has
 # tcgen05 instead of wgmma (PTX ISA: "wgmma.mma_async ... requires sm_90a").

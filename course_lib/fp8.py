@@ -9,6 +9,11 @@ does, written out so that each loss can be measured on its own.
   per row, or per block (DeepSeek-V3's recipe: 1 x 128 blocks of activations, 128 x 128 blocks of
   weights); :meth:`Quantized.dequantize` multiplies back. A block may be cut by the matrix's edge:
   every scale covers the elements it has.
+* :func:`fp8_inputs`, :func:`cublas_fp8`: an FP8 GEMM takes its operands quantized,
+  ``fn(qa, qw) -> C`` (A: M x K; W: N x K, the weight of ``torch.nn.Linear``, both K-major as
+  Hopper's FP8 tensor cores want them; C in bf16); cuBLAS's (``torch._scaled_mm``) is the yardstick,
+  and ``course_lib.correctness.check_fp8`` compares any such function with the float64 product of
+  the dequantized inputs.
 * :func:`limited_sum_matmul`: a model of Hopper's tensor core adding FP8 products with a narrow
   adder (14 bits below the largest exponent), with or without promoting the partial sums into fp32
   every few instructions.
@@ -20,6 +25,9 @@ import math
 from dataclasses import dataclass
 
 import torch
+
+from course_lib import backend
+from course_lib.gemm import relative_error
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,29 @@ def quantize(x: torch.Tensor, fmt: str | Fp8Format = "e4m3", scaling: str = "ten
     return Quantized(values, scales, (bm, bk), f)
 
 
+# ---- outliers: what one scale per tensor loses -----------------------------------------------------
+OUTLIER_CHANNELS = (7, 900, 2100, 3333)
+
+
+def outlier_activations(factor: float, tokens: int = 64, channels: int = 4096,
+                        seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Standard normal activations (tokens x channels) whose :data:`OUTLIER_CHANNELS` are ``factor``
+    times larger, and the mask of the ordinary channels."""
+    x = torch.randn(tokens, channels, generator=torch.Generator().manual_seed(seed))
+    x[:, list(OUTLIER_CHANNELS)] *= factor
+    ordinary = torch.ones(channels, dtype=torch.bool)
+    ordinary[list(OUTLIER_CHANNELS)] = False
+    return x, ordinary
+
+
+def outlier_error(factor: float, fmt: str = "e4m3", scaling: str = "tensor",
+                  block: tuple[int, int] | None = None) -> float:
+    """The relative error of the ordinary channels of :func:`outlier_activations` quantized with
+    ``scaling``: what the outliers' share of the scale costs the rest."""
+    x, ordinary = outlier_activations(factor)
+    return relative_error(quantize(x, fmt, scaling, block).dequantize()[:, ordinary], x[:, ordinary])
+
+
 # One Hopper FP8 wgmma multiplies K = 32 (tc_hopper.cuh's k16 for 16-bit types: twice as many 8-bit
 # elements in the same 32 bytes of a row).
 FP8_WGMMA_K = 32
@@ -177,3 +208,54 @@ def limited_sum_matmul(a: torch.Tensor, b: torch.Tensor, *, accumulator_bits: in
             total = (total + acc).float().double()  # the fp32 register sum
             acc.zero_()
     return total + acc
+
+
+# ---- FP8 GEMMs: operands and cuBLAS -----------------------------------------------------------------
+# How each scaling scales the two operands: A (activations, M x K) and W (weights, N x K). A scale
+# that varies along M or N multiplies whole rows or columns of C: the kernel applies it once, after
+# the sum. One that varies along K (blocks) multiplies partial sums: the kernel applies it inside
+# the loop over K, every 128 elements.
+OPERAND_SCALING = {
+    "tensor": (("tensor", None), ("tensor", None)),
+    "row": (("row", None), ("row", None)),  # rows of A, rows of W = columns of C
+    "block": (("block", (1, 128)), ("block", (128, 128))),  # DeepSeek-V3's recipe
+}
+
+
+def fp8_inputs(M: int, N: int, K: int, scaling: str = "tensor", *, seed: int | None = None,
+               device: torch.device | str | None = None) -> tuple[Quantized, Quantized]:
+    """Standard normal A (M x K) and W (N x K), quantized to e4m3 with ``scaling`` (:data:`OPERAND_SCALING`),
+    on the backend's device; a seed gives the same operands again."""
+    if scaling not in OPERAND_SCALING:
+        raise ValueError(f"unknown FP8 GEMM scaling {scaling!r}: use one of {sorted(OPERAND_SCALING)}")
+    device = backend.get().torch_device if device is None else device
+    gen = torch.Generator(device=device)
+    gen.manual_seed(int(seed) if seed is not None else int(torch.randint(0, 2**62, (1,)).item()))
+    a = torch.randn(M, K, generator=gen, device=device)
+    w = torch.randn(N, K, generator=gen, device=device)
+    (sa, ba), (sw, bw) = OPERAND_SCALING[scaling]
+    return quantize(a, "e4m3", sa, ba), quantize(w, "e4m3", sw, bw)
+
+
+def _scaling_of(qa: Quantized, qw: Quantized) -> str:
+    for name, ((sa, ba), (sw, bw)) in OPERAND_SCALING.items():
+        if (qa.block == scaling_block(tuple(qa.values.shape), sa, ba)
+                and qw.block == scaling_block(tuple(qw.values.shape), sw, bw)):
+            return name
+    raise ValueError(f"FP8 GEMM operands scaled by blocks {qa.block} (A) and {qw.block} (W): use one of "
+                     f"{sorted(OPERAND_SCALING)} (course_lib.fp8.OPERAND_SCALING)")
+
+
+def cublas_fp8(qa: Quantized, qw: Quantized) -> torch.Tensor:
+    """cuBLAS's FP8 GEMM (``torch._scaled_mm``): C = A W^T in bf16, each operand's scales passed as
+    cuBLAS wants them; fp32 partial sums promoted (no fast accumulation). Needs FP8 tensor cores
+    (compute capability 8.9 or newer)."""
+    scaling = _scaling_of(qa, qw)
+    sa, sw = qa.scales, qw.scales
+    if scaling == "tensor":  # 0-d tensors
+        sa, sw = sa.reshape(()), sw.reshape(())
+    elif scaling == "row":  # A's (M x 1), W's rows as C's columns (1 x N)
+        sw = sw.reshape(1, -1)
+    else:  # A's (M x K/128) with M contiguous, W's as (K/128 x N/128)
+        sa, sw = sa.t().contiguous().t(), sw.t()
+    return torch._scaled_mm(qa.values, qw.values.t(), scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)

@@ -49,6 +49,9 @@ SHAPE_LIMITS = "2026-12-01_1927_shape_limits"
 SHAPE_EXPLORE = ("2026-12-01_0940_shapes_explore_1", "2026-12-01_0955_shapes_explore_2")
 # Host time per call and the final kernels timed as called and in GPU time (experiments/gpu_host_time.py).
 HOST_TIME = "2026-12-03_0225_host_time_alternating"
+# cuBLAS in FP8 against bf16, and its accumulator with and without fast accumulation
+# (experiments/gpu_fp8_cublas.py).
+FP8_CUBLAS = "2026-12-03_0245_fp8_cublas"
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
@@ -428,12 +431,48 @@ def host_time_summary() -> dict:
     }
 
 
+def fp8_summary() -> dict:
+    """cuBLAS's FP8 GEMM (torch._scaled_mm) per scaling against cuBLAS bf16, TFLOP/s in GPU time and as
+    called; its relative error with and without fast accumulation at K = 1,024 - 16,384."""
+    run = json.loads((RUNS / FP8_CUBLAS / "fp8_cublas.json").read_text())
+    prov = run["provenance"]
+    keys = {"bf16": "bf16", "tensor": "e4m3 tensor", "tensor fast": "e4m3 tensor fast", "row": "e4m3 row",
+            "row fast": "e4m3 row fast", "block": "e4m3 block"}
+    speed = []
+    for r in run["speed"]:
+        M, N, K = r["shape"]
+        entry = {"shape": [M, N, K]}
+        for name, key in keys.items():
+            if f"{key} ms" in r:
+                entry[f"{name} tflops"] = round(2 * M * N * K / (r[f"{key} ms"] * 1e-3) / 1e12, 1)
+                entry[f"{name} tflops as called"] = round(2 * M * N * K / (r[f"{key} ms as called"] * 1e-3) / 1e12, 1)
+            if f"{key} rel_error" in r:
+                entry[f"{name} rel_error"] = r[f"{key} rel_error"]
+            if f"{key} error" in r:
+                entry[f"{name} refused"] = r[f"{key} error"].split("when calling")[0].strip()
+        speed.append(entry)
+    return {
+        "provenance": _gpu(prov) | {
+            "date": prov["date"], "python": prov["python"], "made_by": "experiments/summarize.py",
+            "runs": [f"experiments/runs/{FP8_CUBLAS}/fp8_cublas.json"],
+            "what": "torch._scaled_mm on e4m3 operands (A M x K, the weight N x K), bf16 output, per scaling "
+                    "(tensor; rows of A and of the weight; 1 x 128 and 128 x 128 blocks), with and without fast "
+                    "accumulation, beside torch.matmul in bf16; course_lib.timing.time_fn medians (GPU time, and "
+                    "host=True as called). accumulation: relative error against the float64 product of the "
+                    "dequantized inputs, fp32 output, M = N = 256, one scale per tensor",
+        },
+        "speed": speed,
+        "accumulation": run["accumulation"],
+    }
+
+
 SUMMARIES = {
     "nvidia_h200_triton_summary.json": triton_summary,
     "nvidia_h200_tensor_core_summary.json": tensor_core_summary,
     "nvidia_h200_stage_profiles_summary.json": stage_profiles_summary,
     "nvidia_h200_shape_table_summary.json": shape_table_summary,
     "nvidia_h200_host_time_summary.json": host_time_summary,
+    "nvidia_h200_fp8_summary.json": fp8_summary,
 }
 
 

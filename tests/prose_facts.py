@@ -606,3 +606,38 @@ def cublas_decode_called_span() -> tuple[float, float]:
     """cuBLAS's time at the decode rows as called (µs)."""
     rows = {d["label"]: d["cublas_as_called_us"] for d in results.summary("host_time")["decode"]}
     return span(rows.values())
+
+
+# ---- notebook 09: FP8 (course_lib/results/nvidia_h200_fp8_summary.json) ---------------------------
+
+def fp8_row(shape) -> dict:
+    """The recorded cuBLAS FP8 / bf16 row of one shape."""
+    rows = [r for r in results.summary("fp8")["speed"] if tuple(r["shape"]) == _shape(shape)]
+    assert len(rows) == 1, f"no single FP8 row for {shape}"
+    return rows[0]
+
+
+def fp8_tflops(shape, key: str) -> float:
+    """TFLOP/s in GPU time, key "bf16", "tensor", "tensor fast", "row", "row fast" or "block"."""
+    return fp8_row(shape)[f"{key} tflops"]
+
+
+def fp8_speedup(shape, key: str, over: str = "bf16") -> float:
+    return fp8_tflops(shape, key) / fp8_tflops(shape, over)
+
+
+def fp8_accum(data: str, K: int, fast: bool) -> float:
+    """cuBLAS's recorded relative error at K (fp32 output), data "normal" or "uniform 0-1"."""
+    rows = [r for r in results.summary("fp8")["accumulation"] if r["data"] == data and r["K"] == K]
+    return rows[0][f"fast_accum={fast}"]
+
+
+def outlier_pct(factor: float, fmt: str, scaling: str, block=None) -> float:
+    """% error of the ordinary channels next to outlier channels ``factor`` times larger (computed)."""
+    from course_lib import fp8
+
+    return 100 * fp8.outlier_error(factor, fmt, scaling, tuple(block) if block else None)
+
+
+def outlier_span(fmt: str, scaling: str, factors) -> tuple[float, float]:
+    return span(*(outlier_pct(f, fmt, scaling) for f in factors))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_lib import fp8
+from course_lib import correctness, fp8
 from course_lib.gemm import relative_error
 
 
@@ -109,3 +109,96 @@ def test_the_sum_model_refuses_bad_arguments():
         fp8.limited_sum_matmul(torch.ones(2, 3), torch.ones(4, 2))
     with pytest.raises(ValueError, match="promote_every"):
         fp8.limited_sum_matmul(torch.ones(2, 3), torch.ones(3, 2), promote_every=0)
+
+
+# ---- check_fp8: a right FP8 GEMM passes, wrong ones fail ---------------------------------------------
+
+def _right(qa, qw):
+    from course_lib.gemm import new_output
+
+    c = new_output(qa.values.shape[0], qw.values.shape[0], torch.bfloat16, qa.values.device)
+    c.copy_(qa.dequantize() @ qw.dequantize().t())
+    return c
+
+
+@pytest.mark.parametrize("scaling", sorted(fp8.OPERAND_SCALING))
+def test_check_fp8_passes_a_right_gemm_and_fails_wrong_ones(scaling):
+    report = correctness.check_fp8(_right, scaling)
+    assert len(report.results) == len(correctness.FP8_CPU_SHAPES) and report.max_rel_error < correctness.FP8_TOLERANCE
+
+    def no_scales(qa, qw):  # the products of the stored values, scales forgotten
+        return (qa.values.double() @ qw.values.double().t()).bfloat16()
+
+    def last_column_unwritten(qa, qw):
+        c = _right(qa, qw)
+        c[:, -1] = float("nan")
+        return c
+
+    def w_not_transposed_in_k(qa, qw):  # reads W's K in reverse
+        return (qa.dequantize() @ qw.dequantize().flip(1).t()).bfloat16()
+
+    for wrong, why in ((no_scales, "relative error"), (last_column_unwritten, "not finite"),
+                       (w_not_transposed_in_k, "relative error")):
+        with pytest.raises(AssertionError, match=why):
+            correctness.check_fp8(wrong, scaling)
+
+
+def test_check_fp8_names_a_wrong_output_type_and_cublas_refuses_mixed_scalings():
+    with pytest.raises(AssertionError, match="expected .* torch.bfloat16"):
+        correctness.check_fp8(lambda qa, qw: _right(qa, qw).float(), "tensor")
+    qa, _ = fp8.fp8_inputs(4, 8, 16, "tensor", seed=0)
+    _, qw = fp8.fp8_inputs(4, 8, 16, "row", seed=0)
+    with pytest.raises(ValueError, match="scaled by blocks"):
+        fp8.cublas_fp8(qa, qw)
+    with pytest.raises(ValueError, match="unknown FP8 GEMM scaling"):
+        fp8.fp8_inputs(4, 8, 16, "channel")
+
+
+# ---- notebook 09's exercises ----------------------------------------------------------------------
+
+def _blocks(x, *, divide_by=448.0, zero_scale=1.0, per_matrix_row=False, skip_divide=False):
+    """quantize_blocks with one deliberate mistake at a time."""
+    M, K = x.shape
+    nb = -(-K // 128)
+    scales, values = torch.ones(M, nb), torch.empty(M, K, dtype=torch.float8_e4m3fn)
+    for j in range(nb):
+        part = x[:, 128 * j: 128 * (j + 1)]
+        amax = (x if per_matrix_row else part).abs().amax(dim=1)
+        scales[:, j] = torch.where(amax > 0, amax / divide_by, zero_scale)
+        values[:, 128 * j: 128 * (j + 1)] = (part if skip_divide else part / scales[:, j:j + 1]).clamp(-448, 448).to(
+            torch.float8_e4m3fn)
+    return values, scales
+
+
+@pytest.mark.parametrize("wrong, said", [
+    (None, "no function yet"),
+    (lambda x: None, "returns None"),
+    (lambda x: _blocks(x, divide_by=1.0), "divide it by 448"),
+    (lambda x: _blocks(x, zero_scale=0.0), "give it scale 1"),
+    (lambda x: _blocks(x, per_matrix_row=True), "has its own"),
+    (lambda x: _blocks(x, skip_divide=True), "divide each value by its block's scale"),
+    (lambda x: (_blocks(x)[0].float(), _blocks(x)[1]), "torch.float8_e4m3fn"),
+    (lambda x: (_blocks(x)[0], _blocks(x)[1][:, :1]), "one per row and block"),
+])
+def test_the_block_puzzle_rejects_each_mistake_and_names_it(capsys, wrong, said):
+    from course_lib.exercises import fp8 as ex
+
+    assert not ex.block_quantize.check(wrong).ok
+    assert said in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_block_puzzle_accepts_the_course_solution_and_a_float32_one(capsys):
+    from course_lib.exercises import fp8 as ex
+
+    assert ex.block_quantize.check(ex.quantize_blocks).ok
+    assert ex.block_quantize.check(lambda x: _blocks(x)).ok
+    assert "solved" in capsys.readouterr().out
+
+
+def test_the_fp8_questions_know_their_answers():
+    from course_lib.exercises import fp8 as ex
+
+    assert ex.vanishing_ratio.check(16384).ok and ex.vanishing_ratio.check(8192).ok
+    assert not ex.vanishing_ratio.check(8).ok and not ex.vanishing_ratio.check(2**23).ok
+    assert ex.weight_scale_bytes.check(14336).ok
+    assert not ex.weight_scale_bytes.check(3584).ok
