@@ -52,6 +52,9 @@ HOST_TIME = "2026-12-03_0225_host_time_alternating"
 # cuBLAS in FP8 against bf16, and its accumulator with and without fast accumulation
 # (experiments/gpu_fp8_cublas.py).
 FP8_CUBLAS = "2026-12-03_0245_fp8_cublas"
+# The Triton FP8 GEMM's configurations against cuBLAS FP8, and its accumulator
+# (experiments/gpu_fp8_triton.py).
+FP8_TRITON = "2026-12-03_0230_fp8_triton_first_sweep"
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
@@ -451,10 +454,23 @@ def fp8_summary() -> dict:
             if f"{key} error" in r:
                 entry[f"{name} refused"] = r[f"{key} error"].split("when calling")[0].strip()
         speed.append(entry)
+    triton_run = json.loads((RUNS / FP8_TRITON / "fp8_triton.json").read_text())
+    triton_rows = []
+    for r in triton_run["sweep"]:
+        M, N, K = r["shape"]
+        flops = 2 * M * N * K
+
+        def tf(ms):
+            return round(flops / (ms * 1e-3) / 1e12, 1)
+        configs = {k: tf(v) for k, v in r.items() if "_w" in k and isinstance(v, float)}
+        triton_rows.append({"shape": [M, N, K], "cublas tflops": tf(r["cublas ms"]),
+                            "cublas fast tflops": tf(r["cublas fast ms"]), "best": r["best"],
+                            "best tflops": configs[r["best"]], "best fast tflops": tf(r["best fast ms"]),
+                            "configs tflops": configs})
     return {
         "provenance": _gpu(prov) | {
             "date": prov["date"], "python": prov["python"], "made_by": "experiments/summarize.py",
-            "runs": [f"experiments/runs/{FP8_CUBLAS}/fp8_cublas.json"],
+            "runs": [f"experiments/runs/{FP8_CUBLAS}/fp8_cublas.json", f"experiments/runs/{FP8_TRITON}/fp8_triton.json"],
             "what": "torch._scaled_mm on e4m3 operands (A M x K, the weight N x K), bf16 output, per scaling "
                     "(tensor; rows of A and of the weight; 1 x 128 and 128 x 128 blocks), with and without fast "
                     "accumulation, beside torch.matmul in bf16; course_lib.timing.time_fn medians (GPU time, and "
@@ -463,6 +479,11 @@ def fp8_summary() -> dict:
         },
         "speed": speed,
         "accumulation": run["accumulation"],
+        "triton": {"what": "fast_fp8.fp8_matmul, one scale per tensor, each configuration of the sweep (promoted "
+                           "once per K-slice), the best again with fast accumulation, beside cuBLAS FP8 promoted "
+                           "and fast in the same loop; GPU time (time_fn); TFLOP/s",
+                   "triton_version": triton_run["provenance"]["triton"],
+                   "shapes": triton_rows, "accumulation": triton_run["accumulation"]},
     }
 
 

@@ -641,3 +641,31 @@ def outlier_pct(factor: float, fmt: str, scaling: str, block=None) -> float:
 
 def outlier_span(fmt: str, scaling: str, factors) -> tuple[float, float]:
     return span(*(outlier_pct(f, fmt, scaling) for f in factors))
+
+
+def fp8_triton(shape, key: str = "best tflops") -> float:
+    """The Triton FP8 kernel's recorded row: "best tflops", "best fast tflops", "cublas tflops", ..."""
+    rows = [r for r in results.summary("fp8")["triton"]["shapes"] if tuple(r["shape"]) == _shape(shape)]
+    assert len(rows) == 1, f"no single Triton FP8 row for {shape}"
+    return rows[0][key]
+
+
+def fp8_triton_pct(shape, fast: bool = False) -> float:
+    """% of cuBLAS FP8 (promoted against promoted, fast against fast)."""
+    if fast:
+        return 100 * fp8_triton(shape, "best fast tflops") / fp8_triton(shape, "cublas fast tflops")
+    return 100 * fp8_triton(shape, "best tflops") / fp8_triton(shape, "cublas tflops")
+
+
+def fp8_triton_pct_span(shapes, fast: bool = False) -> tuple[float, float]:
+    return span(*(fp8_triton_pct(s, fast) for s in shapes))
+
+
+def fp8_triton_accum(K: int, fast: bool) -> float:
+    rows = [r for r in results.summary("fp8")["triton"]["accumulation"] if r["K"] == K]
+    return rows[0][f"fast={fast}"]
+
+
+def fp8_accum_max(fast: bool) -> float:
+    """The largest of cuBLAS's recorded accumulation errors, both kinds of data, every K."""
+    return max(r[f"fast_accum={fast}"] for r in results.summary("fp8")["accumulation"])

@@ -86,8 +86,13 @@ class BlockQuantizePuzzle(Puzzle):
                 return Verdict(False)
             if not torch.allclose(s, w, rtol=1e-6, atol=0):
                 ratio = float((s / w).median())
-                hint = (" — the block's largest magnitude should map to 448, e4m3's largest value: divide it by 448"
-                        if abs(ratio - E4M3.max) < 1 else " — each row of each block of 128 columns has its own")
+                if abs(ratio - E4M3.max) < 1:
+                    hint = " — the block's largest magnitude should map to 448, e4m3's largest value: divide it by 448"
+                elif bool(torch.allclose(s * w, torch.ones_like(w), rtol=1e-5)):
+                    hint = (" — a scale is what the stored values are multiplied by, x ≈ values × scale: "
+                            "scale = largest magnitude / 448, not its inverse")
+                else:
+                    hint = " — each row of each block of 128 columns has its own scale"
                 say(f"{self.title}: not yet — your scales differ from the course's {where}{hint}.")
                 return Verdict(False)
             back = values.double() * _spread(s, K)
@@ -119,9 +124,11 @@ block_quantize = BlockQuantizePuzzle()
 vanishing_ratio = Question(
     what="How many times larger than a product the accumulator is when the product is dropped whole",
     expected=lambda: 2 ** fp8.ACCUMULATOR_BITS,
-    rel_tol=0.5,  # between 2^13 and 2^14 by where in its binade the accumulator lies: both accepted
+    # between 2^13 and 2^14, by where in its power of two the accumulator lies: both accepted
+    accepts=lambda v: 2 ** (fp8.ACCUMULATOR_BITS - 1) <= float(v) <= 2 ** fp8.ACCUMULATOR_BITS,
     hint="the adder keeps 14 bits below the largest exponent; a product smaller than the last bit kept adds 0",
-    wrong=((2 ** E4M3.mantissa_bits, "that is e4m3's mantissa: the products are exact, the adder is what drops bits"),
+    wrong=((fp8.ACCUMULATOR_BITS, "that is the number of bits kept: how many times larger is the sum than its last bit?"),
+           (2 ** E4M3.mantissa_bits, "that is e4m3's mantissa: the products are exact, the adder is what drops bits"),
            (2 ** 23, "that is fp32's mantissa: the promoted sum in registers, not the tensor core's adder")),
 )
 

@@ -1,0 +1,311 @@
+"""A Triton GEMM in FP8: C = (A @ W^T) * scale_a[m] * scale_w[n], e4m3 operands, bf16 output.
+
+A (M x K) holds activations and W (N x K) the weight of ``torch.nn.Linear``, both e4m3 and both
+row-major: K-major, the only layout Hopper's FP8 tensor-core instruction (wgmma) reads for both
+operands (16-bit types may be transposed in shared memory, 8-bit ones may not). ``y = x @ W^T`` thus
+needs no copy of the weight.
+
+* Scales: one per tensor or one per row of each operand (:func:`course_lib.fp8.quantize`, scalings
+  "tensor" and "row"). A scale that is the same for every k factors out of the sum over k,
+  sum_k (sa_m a_mk)(sw_n w_nk) = sa_m sw_n sum_k a_mk w_nk, so the kernel applies both once per tile,
+  to the fp32 sums. Block scales (1 x 128 of A, 128 x 128 of W) change along K and would have to be
+  applied to each K-slice's partial sum inside the loop: another kernel.
+* The accumulator: fp32 in registers. On Hopper the tensor core adds FP8 products with a narrow adder
+  (about 14 bits; :func:`course_lib.fp8.limited_sum_matmul` models it); by default the kernel adds its
+  partial sum into the fp32 accumulator once per BLOCK_K slice (Triton's ``max_num_imprecise_acc``),
+  as cuBLAS does without fast accumulation. ``Fp8Config.fast_accumulation`` leaves Triton's default
+  for FP8 on Hopper instead: the tensor core's accumulator runs over the whole of K.
+* One program per tile, in grouped order (:func:`fast.grouped_tile`); pointer loads with masks at
+  every edge, K's tail included.
+
+On a GPU the kernel needs compute capability 8.9 or newer (Triton compiles e4m3 ``tl.dot`` for
+sm_89 and later: ``mma`` on Ada, ``wgmma`` on Hopper). On the CPU backend it runs, unchanged, in
+Triton's interpreter (3.7.1), which loads float8 tensors as raw bytes and, in ``tl.dot``, converts
+e4m3 operands to fp16 - exactly for every finite e4m3 value (a test reads all 254; the NaN
+pattern 0x7f becomes 480, which :func:`~course_lib.fp8.quantize` never produces) - and multiplies
+them with NumPy in fp32: the same exact products, summed in fp32 (in NumPy's order), without the
+narrow adder (``max_num_imprecise_acc`` is ignored there). What the interpreter does differently is
+the last step: it converts fp32 to bf16 by dropping the low 16 bits (toward zero: twice the error of
+a GPU's rounding, even with ``fp_downcast_rounding="rtne"``), so on the interpreter the kernel rounds
+to nearest even itself (``ROUND_BF16_BY_HAND``), as a GPU's conversion does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from course_lib import backend, features
+from course_lib.fp8 import Quantized
+from course_lib.gemm import new_output
+from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, ensure_allocator, require_32bit_offsets
+from course_lib.kernels.coalescing_and_triton.fast import grouped_tile
+
+STAGE = "fp8_matmul"
+
+
+@triton.jit
+def round_to_bf16(x):
+    """fp32 ``x`` rounded to the nearest bf16, ties to even, by integer arithmetic on its bits: add
+    just under half of the 16 bits that go (one more when the bit kept last is odd), then drop them.
+    For finite x only, which a sum of finite products times finite scales is."""
+    bits = x.to(tl.uint32, bitcast=True)
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
+def fp8_matmul_kernel(
+    # Pointers to matrices: A (M x K) and W (N x K) in e4m3, each K-major; C (M x N) in bf16
+    a_ptr, w_ptr, c_ptr,
+    # Pointers to the scales (fp32): of A's rows, of W's rows (= C's columns)
+    scale_a_ptr, scale_w_ptr,
+    # Matrix dimensions
+    M, N, K,
+    # Strides: rows of A, W and C, columns of C (K is contiguous in A and W: the wrapper checks);
+    # of the scales: 1 for one per row, 0 for one per tensor
+    stride_am, stride_wn, stride_cm, stride_cn, stride_sa, stride_sw,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr,
+):
+    # ---- which tile: one program per tile, on a 1-D grid in grouped order ------------------------
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows of A and of C
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # rows of W, columns of C
+    ks = tl.arange(0, BLOCK_K)
+
+    # ---- pointers to the first K-slice: BLOCK_M x BLOCK_K of A, BLOCK_N x BLOCK_K of W -----------
+    # Both tiles run along K in memory, as the FP8 tensor-core instruction reads them.
+    a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :]
+    w_ptrs = w_ptr + cols[:, None] * stride_wn + ks[None, :]
+
+    # ---- mainloop: walk along K, accumulating in fp32 --------------------------------------------
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        # Past the edges of A and W the masks give zeros, which add nothing.
+        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - k0), other=0.0)
+        w = tl.load(w_ptrs, mask=(cols[:, None] < N) & (ks[None, :] < K - k0), other=0.0)
+        # W's tile seen as BLOCK_K x BLOCK_N: a K-major B operand, no data moved.
+        acc = tl.dot(a, tl.trans(w), acc, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
+        a_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+
+    # ---- epilogue: both scales, once per tile; round to bf16 and store -----------------------------
+    # A scale per tensor is read as a scale per row that every row shares (stride 0): one path in
+    # the kernel and in the wrapper, for a load of BLOCK_M + BLOCK_N floats per tile, nothing
+    # beside the K loop.
+    sa = tl.load(scale_a_ptr + rows * stride_sa, mask=rows < M, other=0.0)
+    sw = tl.load(scale_w_ptr + cols * stride_sw, mask=cols < N, other=0.0)
+    c = acc * sa[:, None] * sw[None, :]
+    if ROUND_BF16_BY_HAND:  # the interpreter: its own conversion drops the low bits
+        c = round_to_bf16(c)
+    else:
+        c = c.to(tl.bfloat16)
+    c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
+    tl.store(c_ptrs, c, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def fp8_matmul_tma_kernel(
+    # Pointers to matrices: A (M x K) and W (N x K) in e4m3, each K-major; C (M x N) in bf16
+    a_ptr, w_ptr, c_ptr,
+    # Pointers to the scales (fp32): of A's rows, of W's rows (= C's columns)
+    scale_a_ptr, scale_w_ptr,
+    # Matrix dimensions
+    M, N, K,
+    # Strides: rows of A, W and C; of the scales (1 per row, 0 per tensor)
+    stride_am, stride_wn, stride_cm, stride_sa, stride_sw,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr,
+):
+    """fp8_matmul_kernel with A and W read through tensor descriptors (TMA on Hopper): one copy per
+    tile and K-slice, the edges zero-filled by the copy engine instead of masks; C stored through
+    one too (clipped at C's edges)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
+
+    # ---- which tile ---------------------------------------------------------------------------------
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    row0, col0 = pid_m * BLOCK_M, pid_n * BLOCK_N
+
+    # ---- mainloop -----------------------------------------------------------------------------------
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = a_desc.load([row0, k0])
+        w = w_desc.load([col0, k0])
+        acc = tl.dot(a, w.T, acc, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
+
+    # ---- epilogue: the scales, once per tile ------------------------------------------------------
+    rows = row0 + tl.arange(0, BLOCK_M)
+    cols = col0 + tl.arange(0, BLOCK_N)
+    sa = tl.load(scale_a_ptr + rows * stride_sa, mask=rows < M, other=0.0)
+    sw = tl.load(scale_w_ptr + cols * stride_sw, mask=cols < N, other=0.0)
+    c = acc * sa[:, None] * sw[None, :]
+    if ROUND_BF16_BY_HAND:
+        c = round_to_bf16(c)
+    else:
+        c = c.to(tl.bfloat16)
+    c_desc.store([row0, col0], c)
+
+
+@dataclass(frozen=True)
+class Fp8Config:
+    """One launch configuration of :func:`fp8_matmul_kernel`.
+
+    ``fast_accumulation``: False adds the tensor core's partial sum into the fp32 accumulator once
+    per BLOCK_K slice (``max_num_imprecise_acc=BLOCK_K``: at 128, every four 32-deep instructions,
+    DeepSeek-V3's interval); True leaves Triton's default for FP8 on Hopper, where the tensor core's
+    narrow accumulator runs over the whole of K (cuBLAS's ``use_fast_accum``). Other GPUs and the
+    interpreter accumulate in fp32 either way.
+    """
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 4
+    fast_accumulation: bool = False
+    descriptors: bool = False  # fp8_matmul_tma_kernel where the operands allow tensor descriptors
+
+    def __post_init__(self) -> None:
+        for name, least in (("block_m", 16), ("block_n", 16), ("block_k", 32)):
+            v = getattr(self, name)
+            # tl.arange needs powers of two; an FP8 mma is 32 deep in K and at least 16 wide
+            if v < least or v & (v - 1):
+                raise ValueError(f"Fp8Config: {name} must be a power of two >= {least}, not {v}")
+        if self.group_m < 1:
+            raise ValueError(f"Fp8Config: group_m is a number of tile rows >= 1, not {self.group_m}")
+
+    @property
+    def max_num_imprecise_acc(self) -> int | None:
+        """tl.dot's argument: products along K summed by the tensor core before an fp32 add."""
+        return None if self.fast_accumulation else self.block_k
+
+
+def fp8_config(M: int, N: int, K: int) -> Fp8Config:
+    """The configuration :func:`fp8_matmul` launches for an M x N x K product, by a rule of thumb
+    (not yet tuned on a GPU; a sweep replaces this function):
+
+    * BLOCK_K = 128 (32 KB of A and W per 128 x 128 stage), or K rounded up to a power of two when
+      K is shorter, so that a short K is not mostly masked-off zeros;
+    * M <= 64 (decode, small batches): 64 x 64 tiles, the fewest rows a Hopper warpgroup's mma
+      takes; the product is then bound by reading W, and narrow tiles give more programs to share it;
+    * M and N both >= 2048: 128 x 256 tiles with 8 warps and 3 stages, enough tiles to fill the SMs;
+    * otherwise 128 x 128 with 4 warps and 4 stages.
+    """
+    block_k = min(128, max(32, triton.next_power_of_2(K)))
+    if M <= 64:
+        return Fp8Config(64, 64, block_k, num_warps=4, num_stages=4)
+    if M >= 2048 and N >= 2048:
+        return Fp8Config(128, 256, block_k, num_warps=8, num_stages=3)
+    return Fp8Config(128, 128, block_k, num_warps=4, num_stages=4)
+
+
+# ---- the wrapper: check the operands, allocate C, launch -----------------------------------------
+def _per_row(q: Quantized, name: str) -> bool:
+    """Whether ``q`` has one scale per row (True) or one per tensor (False); anything else raises."""
+    rows, cols = q.values.shape
+    b_rows, b_cols = q.block
+    want = (-(-rows // b_rows), -(-cols // b_cols))
+    if tuple(q.scales.shape) != want:
+        raise ValueError(
+            f"{STAGE}: {name}.scales has shape {tuple(q.scales.shape)}, but {b_rows} x {b_cols} blocks "
+            f"over a {rows} x {cols} matrix need {want}; make {name} with course_lib.fp8.quantize"
+        )
+    if b_cols >= cols and b_rows >= rows:
+        return False
+    if b_cols >= cols and b_rows == 1:
+        return True
+    raise ValueError(
+        f"{STAGE}: {name} has one scale per {b_rows} x {b_cols} block; this kernel takes one scale per "
+        f"tensor or one per row, applied once to each tile's sums: quantize {name} with "
+        f"fp8.quantize(x, 'e4m3', 'tensor') or fp8.quantize(x, 'e4m3', 'row'). Block scales (1 x 128, "
+        "128 x 128) and column scales change along K and are not supported by this kernel"
+    )
+
+
+def check_operands(qa: object, qw: object) -> tuple[int, int, int, bool, bool]:
+    """M, N, K and whether each operand has per-row scales; raises, saying what to do, where the
+    kernel cannot take the operands."""
+    for name, q in (("qa", qa), ("qw", qw)):
+        if not isinstance(q, Quantized):
+            raise TypeError(f"{STAGE}: {name} must be a course_lib.fp8.Quantized (from fp8.quantize), "
+                            f"not {type(q).__name__}")
+        if q.fmt.name != "e4m3" or q.values.dtype != torch.float8_e4m3fn:
+            raise ValueError(
+                f"{STAGE}: {name} is in {q.fmt.name} ({q.values.dtype}); this kernel multiplies e4m3 "
+                f"only (e5m2 is the format of gradients): quantize with fp8.quantize(x, 'e4m3', ...)"
+            )
+        if q.values.dim() != 2:
+            raise ValueError(f"{STAGE}: {name} must be a 2-D matrix, but its shape is "
+                             f"{tuple(q.values.shape)}; quantize x.reshape(-1, x.shape[-1])")
+    (M, K), (N, K2) = qa.values.shape, qw.values.shape
+    if K != K2:
+        raise ValueError(
+            f"{STAGE}: qa is {M} x {K} and qw is {N} x {K2}, but both must be K-major with the same K: "
+            "qa is M x K (activations) and qw is N x K (the weight of nn.Linear, out x in); if you "
+            "hold W^T (K x N), quantize its transpose, w.T.contiguous()"
+        )
+    if M == 0 or N == 0 or K == 0:
+        raise ValueError(f"{STAGE}: empty matrix (M={M}, N={N}, K={K}); every dimension must be at least 1")
+    rows_a, rows_w = _per_row(qa, "qa"), _per_row(qw, "qw")
+
+    tensors = {"qa.values": qa.values, "qa.scales": qa.scales, "qw.values": qw.values, "qw.scales": qw.scales}
+    devices = {str(t.device) for t in tensors.values()}
+    if len(devices) > 1:
+        where = ", ".join(f"{n} on {t.device}" for n, t in tensors.items())
+        raise ValueError(f"{STAGE}: the operands are on different devices ({where}); move all four "
+                         "to one device")
+    want = backend.get().torch_device
+    if qa.values.device.type != want:
+        raise ValueError(f"{STAGE}: the operands are on {qa.values.device}, but the {backend.get().name} "
+                         f"backend runs the kernel on '{want}'; move them there")
+    for name, t in (("qa", qa.values), ("qw", qw.values)):
+        if t.stride(1) != 1 and K > 1:
+            raise ValueError(f"{STAGE}: {name}.values is not contiguous along K (strides {t.stride()}); "
+                             f"the FP8 tensor cores read both operands K-major: pass {name}.values.contiguous()")
+    return M, N, K, rows_a, rows_w
+
+
+def fp8_matmul(qa: Quantized, qw: Quantized, config: Fp8Config | None = None) -> torch.Tensor:
+    """C = A @ W^T (M x N, bf16) from A = ``qa`` (M x K) and W = ``qw`` (N x K, the weight of
+    nn.Linear), each e4m3 with one scale per tensor or per row; ``config``: :func:`fp8_config`'s
+    choice when None."""
+    M, N, K, rows_a, rows_w = check_operands(qa, qw)
+    # Triton's CUDA backend compiles e4m3 dots for sm_89 and newer (its supported_fp8_dtypes).
+    why = features.why_not_here(f"stage '{STAGE}'", (features.FP8_TENSOR_CORES,))
+    if why is not None:
+        raise features.NotOnThisGPU(why)
+    c = new_output(M, N, torch.bfloat16, qa.values.device)
+    require_32bit_offsets(STAGE, qa.values, qw.values, c)
+
+    cfg = config or fp8_config(M, N, K)
+    # One fp32 scale after another: the kernel steps through them with its own stride (1 or 0).
+    sa = qa.scales.reshape(-1).to(torch.float32).contiguous()
+    sw = qw.scales.reshape(-1).to(torch.float32).contiguous()
+    grid = (triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n),)
+    if cfg.descriptors and all(descriptor_problem(t, n) is None for t, n in ((qa.values, "A"), (qw.values, "W"), (c, "C"))):
+        ensure_allocator()
+        fp8_matmul_tma_kernel[grid](
+            qa.values, qw.values, c, sa, sw, M, N, K,
+            qa.values.stride(0), qw.values.stride(0), c.stride(0), int(rows_a), int(rows_w),
+            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+            MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc, ROUND_BF16_BY_HAND=not backend.get().is_gpu,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )
+        return c
+    fp8_matmul_kernel[grid](
+        qa.values, qw.values, c, sa, sw, M, N, K,
+        qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), int(rows_a), int(rows_w),
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc, ROUND_BF16_BY_HAND=not backend.get().is_gpu,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    return c
