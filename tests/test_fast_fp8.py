@@ -193,10 +193,11 @@ def test_block_shapes_that_cover_a_row_or_the_tensor_are_accepted():
 
 
 def test_the_config_rule_and_its_checks():
-    small, mid, large = fp8_config(16, 4096, 4096), fp8_config(512, 4096, 4096), fp8_config(4096, 4096, 4096)
+    small, short, large = fp8_config(16, 4096, 4096), fp8_config(2048, 2304, 768), fp8_config(4096, 4096, 4096)
     assert (small.block_m, small.block_n, small.block_k) == (64, 64, 128)
-    assert (mid.block_m, mid.block_n, mid.block_k) == (128, 128, 128)
-    assert (large.block_m, large.block_n, large.block_k, large.num_warps) == (128, 256, 128, 8)
+    assert (short.block_m, short.block_n, short.block_k) == (64, 64, 128)
+    assert (large.block_m, large.block_n, large.block_k, large.num_warps) == (256, 128, 128, 8)
+    assert fp8_config(1024, 4096, 4096).block_m == 64  # 4 x 32 = 128 big tiles: less than a wave
     assert fp8_config(16, 40, 40).block_k == 64 and fp8_config(16, 40, 8).block_k == 32
     assert small.max_num_imprecise_acc == 128 and not small.fast_accumulation
     assert dataclasses.replace(small, fast_accumulation=True).max_num_imprecise_acc is None

@@ -190,22 +190,21 @@ class Fp8Config:
 
 
 def fp8_config(M: int, N: int, K: int) -> Fp8Config:
-    """The configuration :func:`fp8_matmul` launches for an M x N x K product, by a rule of thumb
-    (not yet tuned on a GPU; a sweep replaces this function):
+    """The configuration :func:`fp8_matmul` launches for an M x N x K product: the best of a sweep on
+    the H200 (experiments/gpu_fp8_triton.py; experiments/JOURNAL.md), as a rule:
 
-    * BLOCK_K = 128 (32 KB of A and W per 128 x 128 stage), or K rounded up to a power of two when
-      K is shorter, so that a short K is not mostly masked-off zeros;
-    * M <= 64 (decode, small batches): 64 x 64 tiles, the fewest rows a Hopper warpgroup's mma
-      takes; the product is then bound by reading W, and narrow tiles give more programs to share it;
-    * M and N both >= 2048: 128 x 256 tiles with 8 warps and 3 stages, enough tiles to fill the SMs;
-    * otherwise 128 x 128 with 4 warps and 4 stages.
+    * 256 x 128 tiles, BLOCK_K 128, 8 warps, 3 stages where they make at least one wave of 132 and K
+      is longer than 1,024: 877-971 TFLOP/s at every large shape of the sweep. (128 x 256 tiles, the
+      bf16 kernel's, reached 374-393: with promoted sums the tile's second accumulator does not fit);
+    * 64 x 64 tiles, 4 warps, 4 stages otherwise - decode, and short or few tiles: many programs to
+      share the weight's bytes (M = 64 x N = 14336: cuBLAS's 282 TFLOP/s; 2048 x 2304 x 768: 377).
+
+    BLOCK_K is 128, or K rounded up to a power of two (at least 32) when K is shorter.
     """
     block_k = min(128, max(32, triton.next_power_of_2(K)))
-    if M <= 64:
-        return Fp8Config(64, 64, block_k, num_warps=4, num_stages=4)
-    if M >= 2048 and N >= 2048:
-        return Fp8Config(128, 256, block_k, num_warps=8, num_stages=3)
-    return Fp8Config(128, 128, block_k, num_warps=4, num_stages=4)
+    if M > 64 and K > 1024 and triton.cdiv(M, 256) * triton.cdiv(N, 128) >= 132:
+        return Fp8Config(256, 128, block_k, num_warps=8, num_stages=3)
+    return Fp8Config(64, 64, block_k, num_warps=4, num_stages=4)
 
 
 # ---- the wrapper: check the operands, allocate C, launch -----------------------------------------
