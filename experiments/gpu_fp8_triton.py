@@ -9,6 +9,8 @@
   accumulation) at the squares and the FP8 prefill and decode shapes, GPU time
   (``course_lib.timing.time_fn``), beside cuBLAS FP8 (``torch._scaled_mm``, one scale per tensor,
   promoted and fast) timed in the same loop; TFLOP/s;
+* **block scales**: ``fast_fp8.fp8_matmul_blockscaled`` (A per 1 x 128, W per 128 x 128) checked, then
+  a few tiles timed beside cuBLAS with the same block scales and cuBLAS with one scale per tensor;
 * **accumulation**: relative error at K = 1,024 - 16,384 (M = N = 256, uniform data on [0, 1], one
   scale per tensor, bf16 output) of the kernel with and without fast accumulation.
 
@@ -124,6 +126,39 @@ def main() -> int:
         for k, v in row.items():
             if isinstance(v, str) and ("Error" in v or "wrong" in v):
                 print(f"   {k}: {v}", flush=True)
+        save()
+
+    out["blockscaled"] = []
+    try:
+        rep = correctness.check_fp8(fast_fp8.fp8_matmul_blockscaled, "block")
+        out["check"]["block"] = "passed: " + ", ".join(f"{r.shape} {r.rel_error:.1e}" for r in rep.results)
+    except Exception as e:  # noqa: BLE001
+        out["check"]["block"] = f"FAILED: {type(e).__name__}: {e}"[:2000]
+    print("check block ->", out["check"]["block"][:400], flush=True)
+    for shape in SHAPES:
+        M, N, K = shape
+        qa, qw = fp8.fp8_inputs(M, N, K, "block", seed=0)
+        row = {"shape": list(shape)}
+        try:
+            row["cublas block ms"] = time_fn(lambda: fp8.cublas_fp8(qa, qw)).median_ms
+        except Exception as e:  # noqa: BLE001 - cuBLAS refuses some shapes in blocks
+            row["cublas block"] = f"{type(e).__name__}: {e}"[:200]
+        ta, tw = fp8.fp8_inputs(M, N, K, "tensor", seed=0)
+        row["cublas tensor ms"] = time_fn(lambda: fp8.cublas_fp8(ta, tw)).median_ms
+        for bm, bn, w, st in ((256, 128, 8, 3), (128, 128, 8, 4), (128, 128, 4, 4), (64, 128, 4, 4), (64, 64, 4, 4)):
+            cfg = fast_fp8.Fp8Config(bm, bn, 128, num_warps=w, num_stages=st)
+            key = f"{bm}x{bn}x128_w{w}_s{st}"
+            try:
+                fast_fp8.fp8_matmul_blockscaled(qa, qw, cfg)
+                row[key] = time_fn(lambda: fast_fp8.fp8_matmul_blockscaled(qa, qw, cfg)).median_ms
+            except Exception as e:  # noqa: BLE001
+                row[key] = f"{type(e).__name__}: {e}"[:200]
+        out["blockscaled"].append(row)
+        times = {k: v for k, v in row.items() if "_w" in k and isinstance(v, float)}
+        best = min(times, key=times.get) if times else None
+        print(f"{str(shape):<22} blocks: cuBLAS {tflops(shape, row['cublas block ms']) if 'cublas block ms' in row else 0:6.0f}"
+              f" (per tensor {tflops(shape, row['cublas tensor ms']):6.0f})"
+              + (f" | Triton best {best} {tflops(shape, times[best]):6.0f}" if best else ""), flush=True)
         save()
 
     for K in (1024, 4096, 16384):

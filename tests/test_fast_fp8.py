@@ -248,8 +248,41 @@ def test_refuses_scales_other_than_per_tensor_or_per_row(operand, scaling, block
     qa = fp8.quantize(a, "e4m3", scaling, block) if operand == "qa" else fp8.quantize(a, "e4m3", "row")
     qw = fp8.quantize(w, "e4m3", scaling, block) if operand == "qw" else fp8.quantize(w, "e4m3", "row")
     with pytest.raises(ValueError, match=rf"{operand} has one scale per .* block.*'tensor'.*'row'"
-                                         r".*128 x 128\) and column scales .* not supported by this kernel"):
+                                         r".*128 x 128\) change along K: fp8_matmul_blockscaled takes those"):
         fp8_matmul(qa, qw)
+
+
+@pytest.mark.parametrize("config", [None, Fp8Config(32, 64, 128, group_m=2), Fp8Config(16, 256, 128)])
+def test_the_block_scaled_kernel_passes_check_fp8(config):
+    """DeepSeek-V3's scales: A per 1 x 128, W per 128 x 128, applied to each K-slice's sum; shapes
+    that cut the blocks (K = 257, N = 129) and the tiles."""
+    from course_lib.kernels.coalescing_and_triton.fast_fp8 import fp8_matmul_blockscaled
+
+    correctness.check_fp8(lambda qa, qw: fp8_matmul_blockscaled(qa, qw, config), "block",
+                          [(1, 8, 16), (37, 129, 257), (130, 300, 520)])
+
+
+def test_the_block_scaled_kernel_applies_every_blocks_scale():
+    """One K-block's scale of A replaced by another's: the product is off by far."""
+    from course_lib.kernels.coalescing_and_triton.fast_fp8 import fp8_matmul_blockscaled
+
+    qa, qw = fp8.fp8_inputs(37, 129, 257, "block", seed=4)
+    right = fp8_matmul_blockscaled(qa, qw)
+    wrong_scales = qa.scales.clone()
+    wrong_scales[:, 1] = wrong_scales[:, 0] * 3
+    wrong = fp8_matmul_blockscaled(dataclasses.replace(qa, scales=wrong_scales), qw)
+    assert relative_error(right, exact(qa, qw)) < TOLERANCE < relative_error(wrong, exact(qa, qw))
+
+
+def test_the_block_scaled_kernel_refuses_other_blocks_and_block_k():
+    from course_lib.kernels.coalescing_and_triton.fast_fp8 import fp8_matmul_blockscaled
+
+    qa, qw = fp8.fp8_inputs(8, 16, 256, "row", seed=1)
+    with pytest.raises(ValueError, match=r"takes A in 1 x 128 blocks .* qa has 1 x 256.*'block', \(1, 128\)"):
+        fp8_matmul_blockscaled(qa, qw)
+    qa, qw = fp8.fp8_inputs(8, 16, 256, "block", seed=1)
+    with pytest.raises(ValueError, match="BLOCK_K must be 128, not 64"):
+        fp8_matmul_blockscaled(qa, qw, Fp8Config(16, 16, 64))
 
 
 def test_refuses_scales_that_do_not_match_their_block():

@@ -32,6 +32,7 @@ to nearest even itself (``ROUND_BF16_BY_HAND``), as a GPU's conversion does.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -154,6 +155,55 @@ def fp8_matmul_tma_kernel(
     c_desc.store([row0, col0], c)
 
 
+@triton.jit
+def fp8_blockscaled_kernel(
+    # Pointers to matrices: A (M x K) and W (N x K) in e4m3, each K-major; C (M x N) in bf16
+    a_ptr, w_ptr, c_ptr,
+    # Pointers to the scales (fp32, row-major): A's per 1 x 128 block (M x KB), W's per 128 x 128 block
+    # (ceil(N / 128) x KB), KB = ceil(K / 128)
+    scale_a_ptr, scale_w_ptr,
+    # Matrix dimensions
+    M, N, K,
+    # Strides: rows of A, W and C, columns of C, rows of the two scale matrices
+    stride_am, stride_wn, stride_cm, stride_cn, stride_sam, stride_swn,
+    # Meta-parameters (BLOCK_K is the scales' block along K: 128)
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    ROUND_BF16_BY_HAND: tl.constexpr,
+):
+    """C = sum over K-blocks kb of (A_kb @ W_kb^T) * sa[m, kb] * sw[n // 128, kb], in bf16.
+
+    A scale that changes along K cannot wait for the end of the sum: each K-slice of 128 (one block
+    of scales) is multiplied by the tensor cores into a fresh fp32 sum, which is scaled and added to
+    the accumulator in registers. That is also the promotion of section 3: the tensor core never
+    sums more than 128 products."""
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :]
+    w_ptrs = w_ptr + cols[:, None] * stride_wn + ks[None, :]
+    # Where each row's and column's scales start: A's row m, W's block row n // 128.
+    sa_ptrs = scale_a_ptr + rows * stride_sam
+    sw_ptrs = scale_w_ptr + (cols // 128) * stride_swn
+
+    # ---- mainloop: one block of scales per K-slice -------------------------------------------------
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < K - kb * BLOCK_K), other=0.0)
+        w = tl.load(w_ptrs, mask=(cols[:, None] < N) & (ks[None, :] < K - kb * BLOCK_K), other=0.0)
+        part = tl.dot(a, tl.trans(w))                                    # this K-slice alone, fp32
+        sa = tl.load(sa_ptrs + kb, mask=rows < M, other=0.0)
+        sw = tl.load(sw_ptrs + kb, mask=cols < N, other=0.0)
+        acc += part * sa[:, None] * sw[None, :]
+        a_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+
+    # ---- epilogue -----------------------------------------------------------------------------------
+    c = round_to_bf16(acc) if ROUND_BF16_BY_HAND else acc.to(tl.bfloat16)
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, c,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
 @dataclass(frozen=True)
 class Fp8Config:
     """One launch configuration of :func:`fp8_matmul_kernel`.
@@ -208,8 +258,12 @@ def fp8_config(M: int, N: int, K: int) -> Fp8Config:
 
 
 # ---- the wrapper: check the operands, allocate C, launch -----------------------------------------
-def _per_row(q: Quantized, name: str) -> bool:
-    """Whether ``q`` has one scale per row (True) or one per tensor (False); anything else raises."""
+# DeepSeek-V3's blocks: A (activations) per 1 x 128, W (weights) per 128 x 128.
+BLOCK_SCALES = ((1, 128), (128, 128))
+
+
+def _per_row_or_block_shape(q: Quantized, name: str) -> None:
+    """Raises where ``q.scales`` is not one scale per block of ``q.block`` over ``q.values``."""
     rows, cols = q.values.shape
     b_rows, b_cols = q.block
     want = (-(-rows // b_rows), -(-cols // b_cols))
@@ -218,6 +272,13 @@ def _per_row(q: Quantized, name: str) -> bool:
             f"{STAGE}: {name}.scales has shape {tuple(q.scales.shape)}, but {b_rows} x {b_cols} blocks "
             f"over a {rows} x {cols} matrix need {want}; make {name} with course_lib.fp8.quantize"
         )
+
+
+def _per_row(q: Quantized, name: str) -> bool:
+    """Whether ``q`` has one scale per row (True) or one per tensor (False); anything else raises."""
+    _per_row_or_block_shape(q, name)
+    rows, cols = q.values.shape
+    b_rows, b_cols = q.block
     if b_cols >= cols and b_rows >= rows:
         return False
     if b_cols >= cols and b_rows == 1:
@@ -226,13 +287,14 @@ def _per_row(q: Quantized, name: str) -> bool:
         f"{STAGE}: {name} has one scale per {b_rows} x {b_cols} block; this kernel takes one scale per "
         f"tensor or one per row, applied once to each tile's sums: quantize {name} with "
         f"fp8.quantize(x, 'e4m3', 'tensor') or fp8.quantize(x, 'e4m3', 'row'). Block scales (1 x 128, "
-        "128 x 128) and column scales change along K and are not supported by this kernel"
+        "128 x 128) change along K: fp8_matmul_blockscaled takes those; column scales no kernel here"
     )
 
 
-def check_operands(qa: object, qw: object) -> tuple[int, int, int, bool, bool]:
+def check_operands(qa: object, qw: object, blocks: bool = False) -> tuple[int, int, int, bool, bool]:
     """M, N, K and whether each operand has per-row scales; raises, saying what to do, where the
-    kernel cannot take the operands."""
+    kernel cannot take the operands. ``blocks``: the operands must have DeepSeek-V3's block scales
+    instead (A per 1 x 128, W per 128 x 128: :data:`BLOCK_SCALES`)."""
     for name, q in (("qa", qa), ("qw", qw)):
         if not isinstance(q, Quantized):
             raise TypeError(f"{STAGE}: {name} must be a course_lib.fp8.Quantized (from fp8.quantize), "
@@ -254,7 +316,17 @@ def check_operands(qa: object, qw: object) -> tuple[int, int, int, bool, bool]:
         )
     if M == 0 or N == 0 or K == 0:
         raise ValueError(f"{STAGE}: empty matrix (M={M}, N={N}, K={K}); every dimension must be at least 1")
-    rows_a, rows_w = _per_row(qa, "qa"), _per_row(qw, "qw")
+    if blocks:
+        for name, q, want in (("qa", qa, BLOCK_SCALES[0]), ("qw", qw, BLOCK_SCALES[1])):
+            if tuple(q.block) != want:
+                raise ValueError(
+                    f"{STAGE}: fp8_matmul_blockscaled takes A in 1 x 128 blocks and W in 128 x 128 blocks, "
+                    f"but {name} has {q.block[0]} x {q.block[1]}: quantize it with "
+                    f"fp8.quantize(x, 'e4m3', 'block', {want}), or use fp8_matmul for one scale per tensor or row")
+        _per_row_or_block_shape(qa, "qa"), _per_row_or_block_shape(qw, "qw")
+        rows_a = rows_w = True
+    else:
+        rows_a, rows_w = _per_row(qa, "qa"), _per_row(qw, "qw")
 
     tensors = {"qa.values": qa.values, "qa.scales": qa.scales, "qw.values": qw.values, "qw.scales": qw.scales}
     devices = {str(t.device) for t in tensors.values()}
@@ -306,5 +378,29 @@ def fp8_matmul(qa: Quantized, qw: Quantized, config: Fp8Config | None = None) ->
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
         MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc, ROUND_BF16_BY_HAND=not backend.get().is_gpu,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    return c
+
+
+def fp8_matmul_blockscaled(qa: Quantized, qw: Quantized, config: Fp8Config | None = None) -> torch.Tensor:
+    """C = A @ W^T (M x N, bf16) from A = ``qa`` in 1 x 128 blocks and W = ``qw`` in 128 x 128 blocks
+    (each e4m3, one fp32 scale per block); ``config``'s BLOCK_K must be 128, the blocks' length."""
+    M, N, K, _, _ = check_operands(qa, qw, blocks=True)
+    why = features.why_not_here(f"stage '{STAGE}'", (features.FP8_TENSOR_CORES,))
+    if why is not None:
+        raise features.NotOnThisGPU(why)
+    if config is not None and config.block_k != 128:
+        raise ValueError(f"{STAGE}: block scales cover 128 of K, so BLOCK_K must be 128, not {config.block_k}")
+    cfg = config or dataclasses.replace(fp8_config(M, N, K), block_k=128)
+    c = new_output(M, N, torch.bfloat16, qa.values.device)
+    require_32bit_offsets(STAGE, qa.values, qw.values, c)
+    sa = qa.scales.to(torch.float32).contiguous()
+    sw = qw.scales.to(torch.float32).contiguous()
+    grid = (triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n),)
+    fp8_blockscaled_kernel[grid](
+        qa.values, qw.values, c, sa, sw, M, N, K,
+        qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), sa.stride(0), sw.stride(0),
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=128, GROUP_M=cfg.group_m,
+        ROUND_BF16_BY_HAND=not backend.get().is_gpu, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return c
