@@ -54,7 +54,7 @@ HOST_TIME = "2026-12-03_0225_host_time_alternating"
 FP8_CUBLAS = "2026-12-03_0245_fp8_cublas"
 # The Triton FP8 GEMM's configurations against cuBLAS FP8, and its accumulator
 # (experiments/gpu_fp8_triton.py).
-FP8_TRITON = "2026-12-03_0230_fp8_triton_first_sweep"
+FP8_TRITON = "2026-12-03_0315_fp8_triton_tma_blocks"
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
@@ -483,8 +483,22 @@ def fp8_summary() -> dict:
                            "once per K-slice), the best again with fast accumulation, beside cuBLAS FP8 promoted "
                            "and fast in the same loop; GPU time (time_fn); TFLOP/s",
                    "triton_version": triton_run["provenance"]["triton"],
-                   "shapes": triton_rows, "accumulation": triton_run["accumulation"]},
+                   "shapes": triton_rows, "accumulation": triton_run["accumulation"],
+                   "blockscaled": [_blockscaled_row(r) for r in triton_run.get("blockscaled", [])]},
     }
+
+
+def _blockscaled_row(r: dict) -> dict:
+    """fp8_matmul_blockscaled's best tile at one shape, and cuBLAS with the same block scales and per tensor."""
+    M, N, K = r["shape"]
+
+    def tf(ms):
+        return round(2 * M * N * K / (ms * 1e-3) / 1e12, 1)
+    tiles = {k: tf(v) for k, v in r.items() if "_w" in k and isinstance(v, float)}
+    best = max(tiles, key=tiles.get)
+    return {"shape": [M, N, K], "best": best, "best tflops": tiles[best],
+            "cublas block tflops": tf(r["cublas block ms"]) if "cublas block ms" in r else None,
+            "cublas tensor tflops": tf(r["cublas tensor ms"])}
 
 
 SUMMARIES = {

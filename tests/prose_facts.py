@@ -669,3 +669,33 @@ def fp8_triton_accum(K: int, fast: bool) -> float:
 def fp8_accum_max(fast: bool) -> float:
     """The largest of cuBLAS's recorded accumulation errors, both kinds of data, every K."""
     return max(r[f"fast_accum={fast}"] for r in results.summary("fp8")["accumulation"])
+
+
+FP8_LARGE = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 6144, 4096), (4096, 14336, 4096), (4096, 4096, 14336),
+             (8192, 4608, 3584)]
+
+
+def fp8_fast_gain_span(who: str) -> tuple[float, float]:
+    """% gained by fast accumulation at the large shapes: who = "triton" (the same tile) or "cublas"."""
+    rows = [r for r in results.summary("fp8")["triton"]["shapes"] if tuple(r["shape"]) in FP8_LARGE]
+    if who == "triton":
+        return span(*(100 * (r["best fast tflops"] / r["best tflops"] - 1) for r in rows))
+    return span(*(100 * (r["cublas fast tflops"] / r["cublas tflops"] - 1) for r in rows))
+
+
+def fp8_block(shape, key: str) -> float:
+    """The block-scaled Triton kernel's recorded row: "best tflops", "cublas block tflops", ..."""
+    rows = [r for r in results.summary("fp8")["triton"]["blockscaled"] if tuple(r["shape"]) == _shape(shape)]
+    return rows[0][key]
+
+
+def fp8_block_span(key: str = "best tflops") -> tuple[float, float]:
+    return span(*(fp8_block(s, key) for s in FP8_LARGE))
+
+
+def fp8_block_pct_span() -> tuple[float, float]:
+    return span(*(100 * fp8_block(s, "best tflops") / fp8_block(s, "cublas block tflops") for s in FP8_LARGE))
+
+
+def fp8_large() -> list:
+    return FP8_LARGE
