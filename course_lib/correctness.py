@@ -316,7 +316,7 @@ def check(
 
 # ---- FP8 GEMMs (course_lib.fp8): fn(qa, qw) -> C = A W^T in bf16 ------------------------------------
 # The check's tolerance, relative Frobenius error. C is bf16: rounding it costs each element up to
-# 2^-9 of itself (about 1.7e-3 measured on normal data, experiments/JOURNAL.md 2026-12-03). The sums
+# 2^-9 of itself (about 1.7e-3 measured on normal data: experiments/JOURNAL.md, "cuBLAS in FP8"). The sums
 # of e4m3 products: with partial sums promoted every 128 of K, cuBLAS erred by 1.3e-4 on normal data
 # at every K up to 16,384 on the H200; a kernel that keeps the tensor core's 14-bit accumulator over
 # the whole of K erred by 1.3e-3 at K = 4,096 (cuBLAS's fast accumulation; the model

@@ -167,9 +167,9 @@ def outlier_error(factor: float, fmt: str = "e4m3", scaling: str = "tensor",
 # elements in the same 32 bytes of a row).
 FP8_WGMMA_K = 32
 # The bits the model keeps below the largest exponent. DeepSeek-V3's technical report (section 3.3.2)
-# gives "around 14 bits" for FP8 GEMM on H800; with 14, this model gives cuBLAS's measured errors
-# with fast accumulation at K = 1,024 and 4,096 on the H200 to within 5 % (experiments/JOURNAL.md,
-# 2026-12-03).
+# gives "around 14 bits" for FP8 GEMM on H800; with 14, this model gives the errors measured on the
+# H200 without promotion - cuBLAS's fast accumulation at K = 1,024 and 4,096, the course's Triton
+# kernel at K up to 16,384 - to within 5 % (experiments/JOURNAL.md, "cuBLAS in FP8").
 ACCUMULATOR_BITS = 14
 
 

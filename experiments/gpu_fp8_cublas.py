@@ -20,19 +20,14 @@ Raw log, never edited.
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
-import platform
 import traceback
-from pathlib import Path
 
 import torch
-import triton
 
 from course_lib import fp8
 from course_lib.gemm import relative_error
 from course_lib.timing import time_fn
+import runlog  # this folder is on sys.path
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096), (2048, 2304, 768), (16, 4096, 4096),
           (4096, 6144, 4096), (2048, 4096, 4096), (4096, 4096, 14336), (8192, 4608, 3584), (1, 6144, 4096),
@@ -66,18 +61,7 @@ def tflops(M: int, N: int, K: int, ms: float) -> float:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--out", type=Path, required=True)
-    args = p.parse_args()
-    out = {"provenance": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                          "cuda": torch.version.cuda, "python": platform.python_version(),
-                          "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                          "command": "python experiments/gpu_fp8_cublas.py", "what": __doc__.split("\n\n")[2]},
-           "speed": [], "accumulation": []}
-
-    def save():
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=1) + "\n")
+    out, save = runlog.start(__doc__, 2, speed=[], accumulation=[])
 
     torch.manual_seed(0)
     for M, N, K in SHAPES:
@@ -125,7 +109,7 @@ def main() -> int:
             print(f"{data:<12} K={K:>6}: rel. error, promoted {r['fast_accum=False']:.2e}, "
                   f"fast accumulation {r['fast_accum=True']:.2e}", flush=True)
             save()
-    print(f"wrote {args.out}")
+    print("wrote the raw log")
     return 0
 
 

@@ -19,21 +19,16 @@ Raw log, never edited.
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
-import platform
 import time
 import traceback
-from pathlib import Path
 
 import torch
-import triton
 
 from course_lib import correctness, fp8
 from course_lib.gemm import relative_error
 from course_lib.kernels.coalescing_and_triton import fast_fp8
 from course_lib.timing import time_fn
+import runlog  # this folder is on sys.path
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 6144, 4096), (4096, 14336, 4096), (4096, 4096, 14336),
           (8192, 4608, 3584), (2048, 2304, 768), (2048, 4096, 4096), (16, 4096, 4096), (64, 14336, 4096)]
@@ -51,18 +46,7 @@ def tflops(shape, ms: float) -> float:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--out", type=Path, required=True)
-    args = p.parse_args()
-    out = {"provenance": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                          "cuda": torch.version.cuda, "python": platform.python_version(),
-                          "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                          "command": "python experiments/gpu_fp8_triton.py", "what": __doc__.split("\n\n")[2]},
-           "check": {}, "sweep": [], "accumulation": []}
-
-    def save():
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=1) + "\n")
+    out, save = runlog.start(__doc__, 2, check={}, sweep=[], accumulation=[])
 
     for scaling in ("tensor", "row"):
         for fast, tma in ((False, False), (True, False), (False, True), (True, True)):
@@ -174,7 +158,7 @@ def main() -> int:
         out["accumulation"].append(r)
         print(f"K={K}: promoted {r['fast=False']:.2e}, fast {r['fast=True']:.2e}, cuBLAS {r['cublas']:.2e}", flush=True)
         save()
-    print(f"wrote {args.out}")
+    print("wrote the raw log")
     return 0
 
 

@@ -19,21 +19,16 @@ Raw log, never edited.
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
-import platform
 import time
-from pathlib import Path
 
 import torch
-import triton
 
 import course_lib
 from course_lib import bench, registry
 from course_lib.kernels import tensor_cores as tc
 from course_lib.model_shapes import MODEL_SHAPES
 from gpu_host_time import host_us_per_call  # the same measurement (this folder is on sys.path)
+import runlog  # this folder is on sys.path
 
 SQUARES = [(n, n, n) for n in (512, 768, 1024, 1536, 1600, 2048, 3072, 4096)]
 SCHEDULES = {"by shape": -1, "whole tiles": 0, "stream-K": 1, "swapped": 2}
@@ -41,19 +36,8 @@ H200_TB_S = 4.8  # HBM3e, the datasheet's figure
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--out", type=Path, required=True)
-    args = p.parse_args()
+    out, save = runlog.start(__doc__, 1, schedules=[], host_us_per_call={})
     course_lib.describe()
-    out = {"provenance": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                          "python": platform.python_version(),
-                          "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                          "command": "python experiments/gpu_tc6_schedules.py", "what": __doc__.split("\n\n")[1]},
-           "schedules": [], "host_us_per_call": {}}
-
-    def save():
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=1) + "\n")
 
     t0 = time.time()
     tc.extension()
@@ -90,7 +74,7 @@ def main() -> int:
                 out["host_us_per_call"].setdefault(f"{name} {dtype}", []).append(us)
                 print(f"round {rnd}: host time per call 64^3 {name:<14}{dtype}: {us:6.1f} us", flush=True)
         save()
-    print(f"wrote {args.out}")
+    print("wrote the raw log")
     return 0
 
 

@@ -115,7 +115,7 @@ def plan(M: int, N: int, K: int) -> tuple[int, int, int]:
 
 def plan_shapes() -> list[ModelShape]:
     """The shapes a plan is checked on: every prefill and training row of the shape table but its two
-    squares (768^3 and 1600^3, added for issue 26: at so few K-slices per tile the puzzle's wave model
+    squares (768^3 and 1600^3: at so few K-slices per tile the puzzle's wave model
     and the two tiles it offers are not what decides)."""
     return [s for s in MODEL_SHAPES if s.phase != "decode" and not s.M == s.N == s.K]
 

@@ -1,0 +1,37 @@
+"""The raw log every GPU experiment of this folder writes: ``--out PATH``, where and with what it ran,
+and the sections it fills, saved after each step so that a run cut short keeps what it measured.
+
+    out, save = runlog.start(__doc__, part=2, speed=[], accumulation=[])
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import sys
+from pathlib import Path
+from typing import Callable
+
+
+def start(doc: str, part: int, **sections) -> tuple[dict, Callable[[], None]]:
+    """Parse ``--out``; the log (provenance, then ``sections``) and the function that saves it.
+    ``part``: which paragraph of the script's docstring says what it measures."""
+    import torch
+    import triton
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", type=Path, required=True)
+    path = p.parse_args().out
+    out = {"provenance": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+                          "cuda": torch.version.cuda, "python": platform.python_version(),
+                          "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                          "command": f"python experiments/{Path(sys.argv[0]).name}", "what": doc.split("\n\n")[part]},
+           **sections}
+
+    def save() -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out, indent=1) + "\n")
+
+    return out, save
