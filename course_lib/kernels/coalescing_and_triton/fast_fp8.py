@@ -8,15 +8,16 @@ needs no copy of the weight.
 * Scales: one per tensor or one per row of each operand (:func:`course_lib.fp8.quantize`, scalings
   "tensor" and "row"). A scale that is the same for every k factors out of the sum over k,
   sum_k (sa_m a_mk)(sw_n w_nk) = sa_m sw_n sum_k a_mk w_nk, so the kernel applies both once per tile,
-  to the fp32 sums. Block scales (1 x 128 of A, 128 x 128 of W) change along K and would have to be
-  applied to each K-slice's partial sum inside the loop: another kernel.
+  to the fp32 sums. Block scales (1 x 128 of A, 128 x 128 of W) change along K and are applied to
+  each K-slice's partial sum inside the loop: :func:`fp8_matmul_blockscaled` (``fp8_blockscaled_kernel``).
 * The accumulator: fp32 in registers. On Hopper the tensor core adds FP8 products with a narrow adder
   (about 14 bits; :func:`course_lib.fp8.limited_sum_matmul` models it); by default the kernel adds its
   partial sum into the fp32 accumulator once per BLOCK_K slice (Triton's ``max_num_imprecise_acc``),
   as cuBLAS does without fast accumulation. ``Fp8Config.fast_accumulation`` leaves Triton's default
   for FP8 on Hopper instead: the tensor core's accumulator runs over the whole of K.
 * One program per tile, in grouped order (:func:`fast.grouped_tile`); pointer loads with masks at
-  every edge, K's tail included.
+  every edge, K's tail included, or (``Fp8Config.descriptors``, where every row is a multiple of 16
+  bytes) ``fp8_matmul_tma_kernel``, which reads A and W through tensor descriptors (TMA).
 
 On a GPU the kernel needs compute capability 8.9 or newer (Triton compiles e4m3 ``tl.dot`` for
 sm_89 and later: ``mma`` on Ada, ``wgmma`` on Hopper). On the CPU backend it runs, unchanged, in
@@ -325,7 +326,8 @@ def check_operands(qa: object, qw: object, blocks: bool = False) -> tuple[int, i
                     f"{STAGE}: fp8_matmul_blockscaled takes A in 1 x 128 blocks and W in 128 x 128 blocks, "
                     f"but {name} has {q.block[0]} x {q.block[1]}: quantize it with "
                     f"fp8.quantize(x, 'e4m3', 'block', {want}), or use fp8_matmul for one scale per tensor or row")
-        _per_row_or_block_shape(qa, "qa"), _per_row_or_block_shape(qw, "qw")
+        _per_row_or_block_shape(qa, "qa")
+        _per_row_or_block_shape(qw, "qw")
         rows_a = rows_w = True
     else:
         rows_a, rows_w = _per_row(qa, "qa"), _per_row(qw, "qw")
