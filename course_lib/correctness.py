@@ -18,6 +18,7 @@ a feature this GPU lacks, see :mod:`course_lib.features`) is not called: ``check
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -25,7 +26,7 @@ from typing import Callable, Sequence
 import torch
 
 from course_lib import backend, dtypes, fp8, guard, layout
-from course_lib.gemm import poisoned_outputs, random_inputs, relative_error
+from course_lib.gemm import random_inputs, relative_error
 from course_lib.layout import Shape
 from course_lib.registry import Stage, get_stage, stage_or_callable
 
@@ -337,7 +338,8 @@ FP8_GPU_SHAPES = FP8_CPU_SHAPES + ((1, 4096, 4096), (300, 1000, 520), (1000, 103
 def check_fp8(fn: Callable[[fp8.Quantized, fp8.Quantized], torch.Tensor], scaling: str = "tensor",
               shapes: Sequence[tuple[int, int, int]] | None = None, *, seed: int | None = None, label: str = "fp8 gemm"):
     """Check an FP8 GEMM ``fn(qa, qw) -> C`` (C = A W^T, M x N, bf16) against the float64 product of
-    its dequantized operands, on fresh inputs (shape i: seed + i), C poisoned with NaN first. Raises
+    its dequantized operands, on fresh inputs (shape i: seed + i), with A, W, their scales and C inside
+    guard regions (:mod:`course_lib.guard`) and C poisoned with NaN first. Raises
     :class:`CheckFailure` listing every wrong shape; returns a ``CheckReport``."""
     if shapes is None:
         shapes = FP8_GPU_SHAPES if backend.get().is_gpu else FP8_CPU_SHAPES
@@ -347,24 +349,13 @@ def check_fp8(fn: Callable[[fp8.Quantized, fp8.Quantized], torch.Tensor], scalin
     for i, (M, N, K) in enumerate(shapes):
         qa, qw = fp8.fp8_inputs(M, N, K, scaling, seed=base + i)
         how = f"course_lib.fp8.fp8_inputs({M}, {N}, {K}, {scaling!r}, seed={base + i})"
-        with poisoned_outputs():
-            c = fn(qa, qw)
-        why = None
-        if not isinstance(c, torch.Tensor) or tuple(c.shape) != (M, N) or c.dtype != torch.bfloat16:
-            got = f"{tuple(c.shape)} {c.dtype}" if isinstance(c, torch.Tensor) else type(c).__name__
-            why = f"returned {got}, expected ({M}, {N}) torch.bfloat16"
-        else:
-            ref = qa.dequantize() @ qw.dequantize().t()
-            c64 = c.double().to(ref.device)
-            bad = int((~torch.isfinite(c64)).sum())
-            rel = relative_error(c64, ref)
-            if bad:
-                why = f"{bad} elements not finite (C is NaN before the run: never written?)"
-            elif rel > fp8_tolerance(K):
-                worst = int((c64 - ref).abs().argmax())
-                m, n = divmod(worst, N)
-                why = (f"relative error {rel:.2e} > {fp8_tolerance(K):.1e}; worst C[{m}, {n}] = "
-                       f"{float(c64[m, n]):.4g}, reference {float(ref[m, n]):.4g}")
+        with guard.guarded() as g:  # operands, scales and C inside guard regions; C poisoned (NaN)
+            c = fn(*(dataclasses.replace(q, values=g.place(q.values, name), scales=g.place(q.scales, f"{name}'s scales"))
+                     for q, name in ((qa, "A"), (qw, "W"))))
+            stray = g.violations()
+        why, rel = "; ".join(stray), None
+        if not why:
+            why, rel = _fp8_problem(c, qa, qw, K)
         if why:
             failures.append(Failure((M, N, K), base + i, what, why, how))
         else:
@@ -372,3 +363,22 @@ def check_fp8(fn: Callable[[fp8.Quantized, fp8.Quantized], torch.Tensor], scalin
     if failures:
         raise CheckFailure(label, what, failures, len(shapes))
     return CheckReport(label, what, tuple(results))
+
+
+def _fp8_problem(c: object, qa: fp8.Quantized, qw: fp8.Quantized, K: int) -> tuple[str, float | None]:
+    """What is wrong with an FP8 GEMM's output C (empty if nothing), and its relative error."""
+    M, N = qa.values.shape[0], qw.values.shape[0]
+    if not isinstance(c, torch.Tensor) or tuple(c.shape) != (M, N) or c.dtype != torch.bfloat16:
+        got = f"{tuple(c.shape)} {c.dtype}" if isinstance(c, torch.Tensor) else type(c).__name__
+        return f"returned {got}, expected ({M}, {N}) torch.bfloat16", None
+    ref = qa.dequantize() @ qw.dequantize().t()
+    c64 = c.double().to(ref.device)
+    bad = int((~torch.isfinite(c64)).sum())
+    rel = relative_error(c64, ref)
+    if bad:
+        return f"{bad} elements not finite (C is NaN before the run: never written?)", rel
+    if rel > fp8_tolerance(K):
+        m, n = divmod(int((c64 - ref).abs().argmax()), N)
+        return (f"relative error {rel:.2e} > {fp8_tolerance(K):.1e}; worst C[{m}, {n}] = {float(c64[m, n]):.4g}, "
+                f"reference {float(ref[m, n]):.4g}"), rel
+    return "", rel

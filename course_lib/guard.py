@@ -109,7 +109,9 @@ class Guard:
 
     def place(self, t: torch.Tensor, name: str) -> torch.Tensor:
         """A copy of operand ``t`` inside a guarded buffer (contiguous, as ``t`` was made)."""
-        buf = self._new(name, tuple(t.shape), t.dtype, t.device, 0.0, INPUT_GUARD)
+        # (e4m3 ends at 448: its guard holds its largest value instead, exact too)
+        fill = min(INPUT_GUARD, torch.finfo(t.dtype).max) if t.is_floating_point() else INPUT_GUARD
+        buf = self._new(name, tuple(t.shape), t.dtype, t.device, 0.0, fill)
         buf.view.copy_(t)
         buf.original = t.clone()
         return buf.view

@@ -203,3 +203,14 @@ def test_the_fp8_questions_know_their_answers():
     assert not ex.vanishing_ratio.check(8).ok and not ex.vanishing_ratio.check(2**23).ok
     assert ex.weight_scale_bytes.check(14336).ok
     assert not ex.weight_scale_bytes.check(3584).ok
+
+
+def test_check_fp8_guards_the_operands_and_the_output():
+    """check_fp8 places A, W, their scales and C in guard regions: a write past C is named."""
+    def writes_past_c(qa, qw):
+        c = _right(qa, qw)
+        torch.as_strided(c, (c.numel() + 1,), (1,))[-1] = 0.0  # one element past the end of C
+        return c
+
+    with pytest.raises(AssertionError, match="outside C"):
+        correctness.check_fp8(writes_past_c, "tensor")
