@@ -377,11 +377,15 @@ def _wait_changed(page, box, before, before_digest, what: str) -> None:
         page.wait_for_function(_CHANGED, arg=[box.element_handle(), before, False], polling=200)
     except Exception as e:
         raise AssertionError(f"{what}: neither the picture nor the summary changed") from e
-    _settle(page, box)
-    after = box.evaluate(_BOX_STATE)
-    assert after["summary"] != before["summary"] or _image_digest(box) != before_digest, (
-        f"{what}: the picture's address changed but not its bytes, nor the summary"
-    )
+    # The picture may be replaced more than once for one move (an Image widget's value set twice):
+    # the first new address can still hold the old bytes. Give the last one a few seconds to come.
+    for _ in range(25):
+        _settle(page, box)
+        after = box.evaluate(_BOX_STATE)
+        if after["summary"] != before["summary"] or _image_digest(box) != before_digest:
+            return
+        page.wait_for_timeout(200)
+    raise AssertionError(f"{what}: the picture's address changed but not its bytes, nor the summary")
 
 
 def _move_slider(page, box, slider, where: str) -> str:
