@@ -246,10 +246,11 @@ def _scaling_of(qa: Quantized, qw: Quantized) -> str:
                      f"{sorted(OPERAND_SCALING)} (course_lib.fp8.OPERAND_SCALING)")
 
 
-def cublas_fp8(qa: Quantized, qw: Quantized) -> torch.Tensor:
-    """cuBLAS's FP8 GEMM (``torch._scaled_mm``): C = A W^T in bf16, each operand's scales passed as
-    cuBLAS wants them; fp32 partial sums promoted (no fast accumulation). Needs FP8 tensor cores
-    (compute capability 8.9 or newer)."""
+def cublas_fp8(qa: Quantized, qw: Quantized, *, fast_accumulation: bool = False,
+               out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """cuBLAS's FP8 GEMM (``torch._scaled_mm``): C = A W^T in ``out_dtype``, each operand's scales
+    passed as cuBLAS wants them; partial sums promoted into fp32 unless ``fast_accumulation``. Needs
+    FP8 tensor cores (compute capability 8.9 or newer)."""
     scaling = _scaling_of(qa, qw)
     sa, sw = qa.scales, qw.scales
     if scaling == "tensor":  # 0-d tensors
@@ -258,4 +259,5 @@ def cublas_fp8(qa: Quantized, qw: Quantized) -> torch.Tensor:
         sw = sw.reshape(1, -1)
     else:  # A's (M x K/128) with M contiguous, W's as (K/128 x N/128)
         sa, sw = sa.t().contiguous().t(), sw.t()
-    return torch._scaled_mm(qa.values, qw.values.t(), scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)
+    return torch._scaled_mm(qa.values, qw.values.t(), scale_a=sa, scale_b=sw, out_dtype=out_dtype,
+                            use_fast_accum=fast_accumulation)
