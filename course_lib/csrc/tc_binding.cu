@@ -60,6 +60,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   bind(m, "tc_4_warp_specialized", tc::launch_tc_4_warp_specialized);
   bind(m, "tc_5_persistent", tc::launch_tc_5_persistent);
   bind(m, "tc_6_tma_store", tc::launch_tc_6_tma_store);
+  tc::bind_tc_7_fp8(m);
 #else
   m.attr("has_sm90a") = false;
 #endif

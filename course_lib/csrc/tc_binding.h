@@ -43,4 +43,55 @@ void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Launc
   launch(g, stream);
 }
 
+// Stage 7 (FP8): e4m3 A (M x K) and W (N x K), fp32 scales laid out as `scaling` says (tc_launch.h),
+// bf16 C (M x N).
+template <typename Launch>
+void run_fp8(const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& scale_a, const torch::Tensor& scale_w,
+             torch::Tensor& c, int scaling, bool fast_accumulation, Launch&& launch) {
+  for (const torch::Tensor* t : {&a, &w})
+    TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kFloat8_e4m3fn && t->dim() == 2 && t->is_contiguous(),
+                "tc_7_fp8 takes contiguous 2-D float8_e4m3fn CUDA tensors a (M x K) and w (N x K)");
+  TORCH_CHECK(c.is_cuda() && c.scalar_type() == torch::kBFloat16 && c.dim() == 2 && c.is_contiguous(),
+              "tc_7_fp8 writes a contiguous 2-D bfloat16 CUDA tensor c");
+  for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&a, &w, &c})
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "tensor data must be 16-byte aligned");
+  for (const torch::Tensor* t : {&scale_a, &scale_w})
+    TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kFloat32 && t->is_contiguous(),
+                "the scales must be contiguous float32 CUDA tensors");
+  const int64_t M = a.size(0), K = a.size(1), N = w.size(0);
+  TORCH_CHECK(w.size(1) == K && c.size(0) == M && c.size(1) == N, "shapes do not match: a M x K, w N x K, c M x N");
+  TORCH_CHECK(K % 16 == 0 && N % 8 == 0, "K must be a multiple of 16 and N of 8");
+  const int64_t kb = (K + 127) / 128, nb = (N + 127) / 128;
+  const bool sizes = scaling == SCALING_TENSOR ? scale_a.numel() == 1 && scale_w.numel() == 1
+                     : scaling == SCALING_ROW  ? scale_a.numel() == M && scale_w.numel() == N
+                     : scaling == SCALING_BLOCK ? scale_a.numel() == M * kb && scale_w.numel() == nb * kb
+                                                : false;
+  TORCH_CHECK(sizes, "scales do not match the scaling (0: one each, 1: M and N, 2: M x ceil(K/128) and "
+                     "ceil(N/128) x ceil(K/128))");
+  for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&w, &c, &scale_a, &scale_w})
+    TORCH_CHECK(t->device() == a.device(), "all tensors must be on one device");
+  const c10::cuda::CUDAGuard guard(a.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(a.device().index()).stream();
+  const Fp8Gemm g{reinterpret_cast<const uint8_t*>(a.data_ptr()), reinterpret_cast<const uint8_t*>(w.data_ptr()),
+                  scale_a.data_ptr<float>(), scale_w.data_ptr<float>(),
+                  reinterpret_cast<__nv_bfloat16*>(c.data_ptr()), int(M), int(N), int(K), scaling, fast_accumulation};
+  launch(g, stream);
+}
+
+// Stage 7's entry (also bound by experiments/kernels/tc_7_variants_binding.cu): it takes its scales,
+// how they are laid out (tc_launch.h) and whether the sums stay in the tensor core's accumulator.
+inline void bind_tc_7_fp8(pybind11::module_& m) {
+  m.def(
+      "tc_7_fp8",
+      [](const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& scale_a, const torch::Tensor& scale_w,
+         torch::Tensor c, int scaling, bool fast_accumulation, int group_m, int max_ctas) {
+        run_fp8(a, w, scale_a, scale_w, c, scaling, fast_accumulation,
+                [&](const Fp8Gemm& g, cudaStream_t stream) { launch_tc_7_fp8(g, stream, group_m, max_ctas); });
+      },
+      "c = (a @ w.T) scaled (e4m3 in, fp32 accumulation, bf16 out) into the preallocated c",
+      pybind11::arg("a"), pybind11::arg("w"), pybind11::arg("scale_a"), pybind11::arg("scale_w"), pybind11::arg("c"),
+      pybind11::arg("scaling"), pybind11::arg("fast_accumulation") = false, pybind11::arg("group_m") = 8,
+      pybind11::arg("max_ctas") = 0);
+}
+
 }  // namespace tc

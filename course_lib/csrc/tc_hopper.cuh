@@ -1,4 +1,4 @@
-// Hopper (sm_90a) building blocks shared by stages 2-6: mbarriers, TMA copies, wgmma, register
+// Hopper (sm_90a) building blocks shared by stages 2-7: mbarriers, TMA copies, wgmma, register
 // reallocation, clusters. Each function wraps one or two PTX instructions; the comment names the
 // PTX ISA section (ISA 8.x numbering, "Parallel Thread Execution ISA", NVIDIA) that defines it.
 //
@@ -346,6 +346,39 @@ __device__ __forceinline__ void wgmma_swapped(float (&d)[T / 2], uint64_t desc_b
 #undef TC_WGMMA_REGS_8_15
 #undef TC_WGMMA_REGS_16_31
 
+// ---- FP8 (stage 7) -----------------------------------------------------------------------------
+// wgmma on e4m3 reads 32 of K per instruction (32 bytes, as 16 bf16 are), and for 8-bit inputs both
+// operands must be K-major: the instruction has no transpose immediates (PTX ISA 9.7.15.5.1, "the
+// layout of A and B ... K-major for .e4m3/.e5m2"). So B is stored as W, N x K (the weight of
+// nn.Linear), and its tile reads exactly like A's: rows of 128 bytes (128 e4m3), SBO = 1024 B, the
+// k-th 32-wide slice 32*k bytes into the row - the same descriptor as A's k-th bf16 slice.
+constexpr int FP8_WGMMA_K = 32;
+__device__ __forceinline__ uint64_t kmajor_descriptor(const uint8_t* tile_row0, int k32) {
+  return sw128_descriptor(smem_u32(tile_row0) + k32 * FP8_WGMMA_K, A_LBO, A_SBO);
+}
+
+// D[64 x N] (+)= A[64 x 32] * W[N x 32]^T in e4m3, fp32 accumulators (N = 128 or 256). Operands:
+// d, desc-a, desc-b, scale-d, imm-scale-a = 1, imm-scale-b = 1 (no transpose immediates for FP8).
+template <int N>
+__device__ __forceinline__ void wgmma_fp8(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_w, bool accumulate) {
+  static_assert(N == 128 || N == 256, "stage 7's two tile widths");
+  if constexpr (N == 256) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3\n"
+        "{" TC_WGMMA_REGS_0_63 ", " TC_WGMMA_REGS_64_127 "}, %128, %129, p, 1, 1;\n}\n"
+        : TC_WGMMA_D64(d, 0), TC_WGMMA_D64(d, 64)
+        : "l"(desc_a), "l"(desc_w), "r"(int(accumulate)));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3\n"
+        "{" TC_WGMMA_REGS_0_63 "}, %64, %65, p, 1, 1;\n}\n"
+        : TC_WGMMA_D64(d, 0)
+        : "l"(desc_a), "l"(desc_w), "r"(int(accumulate)));
+  }
+}
+
 #undef TC_WGMMA_D8
 #undef TC_WGMMA_D64
 #undef TC_WGMMA_REGS_0_63
@@ -389,6 +422,11 @@ __device__ __forceinline__ void cluster_sync() {
 // __syncthreads). Lets one warpgroup synchronise without stopping the others.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// Arrive on named barrier `id` without waiting: the threads that bar.sync on it go on once the
+// arrivals and their own add up to `threads` (PTX ISA 9.7.13.1, bar.arrive).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // ---- one K slice: the steps every wgmma stage repeats (introduced by stage 2) --------------------
@@ -474,6 +512,47 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
                "r"(r1), "r"(r2), "r"(r3)
                : "memory");
+}
+
+// [excerpt tma-store-epilogue]
+// One consumer's 64-row tile -> swizzled staging boxes -> TMA store, HALF_COLS columns per round
+// (stages 6 and 7). `pairs[i]` is the thread's i-th pair of bf16 results, i.e. its accumulators 2i
+// and 2i+1 converted (pack_bf16x2); `staging` holds HALF_COLS / 64 boxes of 64 x 64 bf16 with the
+// 128-byte swizzle. FIRST_HALF and HALVES pick the rounds: all of them (after the last tile), or
+// one (during the next tile). Called by all 128 threads of the consumer; `barrier` is its own
+// named barrier.
+constexpr int C_BOX = 64;  // 64 x 64 bf16 boxes, 128-byte swizzle
+template <int HALF_COLS, int FIRST_HALF, int HALVES>
+__device__ __forceinline__ void store_tile_tma(const uint32_t* pairs, bf16* staging, const CUtensorMap* map_c, int barrier,
+                                               int row0, int col0) {
+  const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
+  const bool leader = tid == 0;
+  // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of
+  // the warp's 16 rows at columns +0, matrices 2/3 the same rows at columns +8.
+  const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+  const int col_in_16 = (lane / 16) * 8;
+#pragma unroll
+  for (int half = FIRST_HALF; half < FIRST_HALF + HALVES; ++half) {
+    if (leader) bulk_wait_read_all();   // the previous round's store has read the staging boxes
+    named_barrier_sync(barrier, WARPGROUP);
+#pragma unroll
+    for (int j = 0; j < HALF_COLS / 16; ++j) {
+      const int q = half * (HALF_COLS / 16) + j;  // which 16 columns of the tile
+      const int col = j * 16 + col_in_16;          // column within this round
+      const int box = col / C_BOX, chunk = (col % C_BOX) / 8;
+      const uint32_t addr = smem_u32(staging + box * C_BOX * C_BOX) + row * 128 + ((chunk ^ (row % 8)) * 16);
+      stmatrix_x4(addr, pairs[4 * q + 0], pairs[4 * q + 1], pairs[4 * q + 2], pairs[4 * q + 3]);
+    }
+    fence_proxy_async_shared();         // st.shared/stmatrix -> visible to the copy engine
+    named_barrier_sync(barrier, WARPGROUP);
+    if (leader) {
+#pragma unroll
+      for (int bx = 0; bx < HALF_COLS / C_BOX; ++bx)
+        tma_store_2d(map_c, staging + bx * C_BOX * C_BOX, col0 + half * HALF_COLS + bx * C_BOX, row0);
+      bulk_commit();
+  // [/excerpt tma-store-epilogue]
+    }
+  }
 }
 
 }  // namespace tc

@@ -46,18 +46,21 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-// A TMA descriptor for a row-major bf16 matrix of `rows` x `cols` elements, copied in boxes of
-// `box_rows` x `box_cols`. Global strides must be multiples of 16 bytes (cols % 8 == 0) and the
-// base 16-byte aligned; with 128-byte swizzle a box row may be at most 128 bytes (box_cols <= 64).
+// A TMA descriptor for a row-major matrix of `rows` x `cols` elements (bf16, or bytes: stage 7's
+// e4m3), copied in boxes of `box_rows` x `box_cols`. Global strides must be multiples of 16 bytes
+// (cols % 8 == 0 for bf16, cols % 16 == 0 for bytes) and the base 16-byte aligned; with 128-byte
+// swizzle a box row may be at most 128 bytes (box_cols <= 64 bf16, <= 128 bytes).
 inline CUtensorMap make_tensor_map(const void* base, int rows, int cols, int box_rows, int box_cols,
-                                   CUtensorMapSwizzle swizzle) {
+                                   CUtensorMapSwizzle swizzle,
+                                   CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) {
+  const size_t elem = type == CU_TENSOR_MAP_DATA_TYPE_UINT8 ? 1 : sizeof(__nv_bfloat16);
   CUtensorMap map;
   const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};          // innermost first
-  const cuuint64_t strides[1] = {cuuint64_t(cols) * sizeof(__nv_bfloat16)};  // bytes, dims 1..
+  const cuuint64_t strides[1] = {cuuint64_t(cols) * elem};  // bytes, dims 1..
   const cuuint32_t box[2] = {cuuint32_t(box_cols), cuuint32_t(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = tensor_map_encoder()(
-      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+      &map, type, 2, const_cast<void*>(base), dims, strides, box, element_strides,
       CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // "NONE" = out-of-bounds elements read as zero
   if (r != CUDA_SUCCESS)

@@ -11,6 +11,7 @@
 // compile test does that), and tc_binding.cu is the one file that knows about torch tensors.
 #pragma once
 
+#include <cstdint>
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -46,5 +47,28 @@ void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8,
 constexpr int SCHEDULE_AUTO = -1, SCHEDULE_WHOLE_TILES = 0, SCHEDULE_STREAM_K = 1, SCHEDULE_SWAPPED = 2;
 void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0,
                            int schedule = SCHEDULE_AUTO);
+
+// Stage 7: C = (A W^T) scaled, from e4m3 A (M x K) and W (N x K, the weight of nn.Linear; both
+// K-major, as wgmma requires for 8-bit inputs), bf16 C (M x N). The scales are fp32:
+//   SCALING_TENSOR: scale_a[0], scale_w[0]            - applied to each tile once, after the sum
+//   SCALING_ROW:    scale_a[M], scale_w[N]            - the same, per row of C and per column
+//   SCALING_BLOCK:  scale_a[M][ceil(K/128)] (1 x 128 blocks), scale_w[ceil(N/128)][ceil(K/128)]
+//                   (128 x 128 blocks)                - applied to each 128-wide K slice's partial
+//                   sums as they are added into fp32 registers
+// The sums are promoted into fp32 registers every 128 of K unless `fast_accumulation` (per tensor or
+// row only): then they stay in the tensor core's accumulator for all of K.
+// Any M; K a multiple of 16 and N of 8 (16-byte rows for TMA).
+constexpr int SCALING_TENSOR = 0, SCALING_ROW = 1, SCALING_BLOCK = 2;
+struct Fp8Gemm {
+  const uint8_t* a;       // M x K e4m3
+  const uint8_t* w;       // N x K e4m3
+  const float* scale_a;
+  const float* scale_w;
+  __nv_bfloat16* c;       // M x N
+  int M, N, K;
+  int scaling;
+  bool fast_accumulation;
+};
+void launch_tc_7_fp8(const Fp8Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
 
 }  // namespace tc

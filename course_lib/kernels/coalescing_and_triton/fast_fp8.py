@@ -41,7 +41,7 @@ import triton
 import triton.language as tl
 
 from course_lib import backend, features
-from course_lib.fp8 import Quantized
+from course_lib.fp8 import BLOCK_SCALES, Quantized, check_gemm_operands
 from course_lib.gemm import new_output
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, ensure_allocator, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast import grouped_tile
@@ -261,99 +261,11 @@ def fp8_config(M: int, N: int, K: int) -> Fp8Config:
 
 
 # ---- the wrapper: check the operands, allocate C, launch -----------------------------------------
-# DeepSeek-V3's blocks: A (activations) per 1 x 128, W (weights) per 128 x 128.
-BLOCK_SCALES = ((1, 128), (128, 128))
-
-
-def _per_row_or_block_shape(q: Quantized, name: str) -> None:
-    """Raises where ``q.scales`` is not one scale per block of ``q.block`` over ``q.values``."""
-    rows, cols = q.values.shape
-    b_rows, b_cols = q.block
-    want = (-(-rows // b_rows), -(-cols // b_cols))
-    if tuple(q.scales.shape) != want:
-        raise ValueError(
-            f"{STAGE}: {name}.scales has shape {tuple(q.scales.shape)}, but {b_rows} x {b_cols} blocks "
-            f"over a {rows} x {cols} matrix need {want}; make {name} with course_lib.fp8.quantize"
-        )
-
-
-def _per_row(q: Quantized, name: str) -> bool:
-    """Whether ``q`` has one scale per row (True) or one per tensor (False); anything else raises."""
-    _per_row_or_block_shape(q, name)
-    rows, cols = q.values.shape
-    b_rows, b_cols = q.block
-    if b_cols >= cols and b_rows >= rows:
-        return False
-    if b_cols >= cols and b_rows == 1:
-        return True
-    raise ValueError(
-        f"{STAGE}: {name} has one scale per {b_rows} x {b_cols} block; this kernel takes one scale per "
-        f"tensor or one per row, applied once to each tile's sums: quantize {name} with "
-        f"fp8.quantize(x, 'e4m3', 'tensor') or fp8.quantize(x, 'e4m3', 'row'). Block scales (1 x 128, "
-        "128 x 128) change along K: fp8_matmul_blockscaled takes those; column scales no kernel here"
-    )
-
-
-def check_operands(qa: object, qw: object, blocks: bool = False) -> tuple[int, int, int, bool, bool]:
-    """M, N, K and whether each operand has per-row scales; raises, saying what to do, where the
-    kernel cannot take the operands. ``blocks``: the operands must have DeepSeek-V3's block scales
-    instead (A per 1 x 128, W per 128 x 128: :data:`BLOCK_SCALES`)."""
-    for name, q in (("qa", qa), ("qw", qw)):
-        if not isinstance(q, Quantized):
-            raise TypeError(f"{STAGE}: {name} must be a course_lib.fp8.Quantized (from fp8.quantize), "
-                            f"not {type(q).__name__}")
-        if q.fmt.name != "e4m3" or q.values.dtype != torch.float8_e4m3fn:
-            raise ValueError(
-                f"{STAGE}: {name} is in {q.fmt.name} ({q.values.dtype}); this kernel multiplies e4m3 "
-                f"only (e5m2 is the format of gradients): quantize with fp8.quantize(x, 'e4m3', ...)"
-            )
-        if q.values.dim() != 2:
-            raise ValueError(f"{STAGE}: {name} must be a 2-D matrix, but its shape is "
-                             f"{tuple(q.values.shape)}; quantize x.reshape(-1, x.shape[-1])")
-    (M, K), (N, K2) = qa.values.shape, qw.values.shape
-    if K != K2:
-        raise ValueError(
-            f"{STAGE}: qa is {M} x {K} and qw is {N} x {K2}, but both must be K-major with the same K: "
-            "qa is M x K (activations) and qw is N x K (the weight of nn.Linear, out x in); if you "
-            "hold W^T (K x N), quantize its transpose, w.T.contiguous()"
-        )
-    if M == 0 or N == 0 or K == 0:
-        raise ValueError(f"{STAGE}: empty matrix (M={M}, N={N}, K={K}); every dimension must be at least 1")
-    if blocks:
-        for name, q, want in (("qa", qa, BLOCK_SCALES[0]), ("qw", qw, BLOCK_SCALES[1])):
-            if tuple(q.block) != want:
-                raise ValueError(
-                    f"{STAGE}: fp8_matmul_blockscaled takes A in 1 x 128 blocks and W in 128 x 128 blocks, "
-                    f"but {name} has {q.block[0]} x {q.block[1]}: quantize it with "
-                    f"fp8.quantize(x, 'e4m3', 'block', {want}), or use fp8_matmul for one scale per tensor or row")
-        _per_row_or_block_shape(qa, "qa")
-        _per_row_or_block_shape(qw, "qw")
-        rows_a = rows_w = True
-    else:
-        rows_a, rows_w = _per_row(qa, "qa"), _per_row(qw, "qw")
-
-    tensors = {"qa.values": qa.values, "qa.scales": qa.scales, "qw.values": qw.values, "qw.scales": qw.scales}
-    devices = {str(t.device) for t in tensors.values()}
-    if len(devices) > 1:
-        where = ", ".join(f"{n} on {t.device}" for n, t in tensors.items())
-        raise ValueError(f"{STAGE}: the operands are on different devices ({where}); move all four "
-                         "to one device")
-    want = backend.get().torch_device
-    if qa.values.device.type != want:
-        raise ValueError(f"{STAGE}: the operands are on {qa.values.device}, but the {backend.get().name} "
-                         f"backend runs the kernel on '{want}'; move them there")
-    for name, t in (("qa", qa.values), ("qw", qw.values)):
-        if t.stride(1) != 1 and K > 1:
-            raise ValueError(f"{STAGE}: {name}.values is not contiguous along K (strides {t.stride()}); "
-                             f"the FP8 tensor cores read both operands K-major: pass {name}.values.contiguous()")
-    return M, N, K, rows_a, rows_w
-
-
 def fp8_matmul(qa: Quantized, qw: Quantized, config: Fp8Config | None = None) -> torch.Tensor:
     """C = A @ W^T (M x N, bf16) from A = ``qa`` (M x K) and W = ``qw`` (N x K, the weight of
     nn.Linear), each e4m3 with one scale per tensor or per row; ``config``: :func:`fp8_config`'s
     choice when None."""
-    M, N, K, rows_a, rows_w = check_operands(qa, qw)
+    M, N, K, rows_a, rows_w = check_gemm_operands(qa, qw, STAGE)
     # Triton's CUDA backend compiles e4m3 dots for sm_89 and newer (its supported_fp8_dtypes).
     why = features.why_not_here(f"stage '{STAGE}'", (features.FP8_TENSOR_CORES,))
     if why is not None:
@@ -389,7 +301,7 @@ def fp8_matmul(qa: Quantized, qw: Quantized, config: Fp8Config | None = None) ->
 def fp8_matmul_blockscaled(qa: Quantized, qw: Quantized, config: Fp8Config | None = None) -> torch.Tensor:
     """C = A @ W^T (M x N, bf16) from A = ``qa`` in 1 x 128 blocks and W = ``qw`` in 128 x 128 blocks
     (each e4m3, one fp32 scale per block); ``config``'s BLOCK_K must be 128, the blocks' length."""
-    M, N, K, _, _ = check_operands(qa, qw, blocks=True)
+    M, N, K, _, _ = check_gemm_operands(qa, qw, STAGE, blocks=True)
     why = features.why_not_here(f"stage '{STAGE}'", (features.FP8_TENSOR_CORES,))
     if why is not None:
         raise features.NotOnThisGPU(why)

@@ -13,6 +13,9 @@ Seven stages, each a real ``.cu`` file in ``course_lib/csrc/`` (shared helpers i
 ``tc_6_tma_store``         one wgmma batch kept in flight; epilogue via ``stmatrix`` + TMA store
 =========================  ================================================================
 
+and, off the bf16 staircase, ``tc_7_fp8`` (notebook 09): stage 6's kernel on e4m3 inputs with
+their scales, called as ``tc_7_fp8(qa, qw)`` on :class:`course_lib.fp8.Quantized` operands.
+
 The stage's name is also its file (``csrc/tc_4_warp_specialized.cu``), its entry in the extension
 (``extension().tc_4_warp_specialized``) and its C++ launcher (``tc::launch_tc_4_warp_specialized``).
 
@@ -103,6 +106,8 @@ from course_lib.kernels.tensor_cores.stages import (
     BINDING,
     DESIGN,
     DESIGNS,
+    FP8_SCALING_CODE,
+    FP8_STAGE,
     GEMMS,
     MINIMAL,
     NOTEBOOK_HOPPER,
@@ -120,6 +125,8 @@ from course_lib.kernels.tensor_cores.stages import (
     tc_4_warp_specialized,
     tc_5_persistent,
     tc_6_tma_store,
+    tc_7_fp8,
+    tc_7_fp8_arguments,
 )
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -15,7 +15,7 @@ from typing import Callable
 
 import torch
 
-from course_lib import backend, compiler, dtypes, features
+from course_lib import backend, compiler, dtypes, features, fp8
 from course_lib.features import BF16_TENSOR_CORES, HOPPER_SM90A, Feature
 from course_lib.gemm import LaunchPlans, new_output, plan_key, prepare
 from course_lib.kernels.tensor_cores import csrc
@@ -136,6 +136,13 @@ DESIGNS: tuple[Design, ...] = (
 )
 ALL_DESIGNS: tuple[Design, ...] = (MINIMAL,) + DESIGNS
 DESIGN = {d.stage: d for d in ALL_DESIGNS}
+# Stage 7 leaves the bf16 staircase: its operands are FP8 with their scales (course_lib.fp8), so it
+# has its own wrapper (tc_7_fp8 below) and is taught in notebook 09.
+FP8_STAGE = Design("tc_7_fp8", "FP8 (e4m3) wgmma, scaled in the epilogue or per K slice",
+                   "stage 6's kernel on e4m3: m64n256k32 (m64n128k32 with block scales), both operands "
+                   "K-major; per-tensor and per-row scales applied as C is converted to bf16, 1 x 128 / "
+                   "128 x 128 block scales applied to each 128-wide K slice and added into fp32 registers",
+                   "sm_90a", shape_multiple=(1, SHAPE_MULTIPLE, 16))
 
 
 # ---- the extension (GPU only) ---------------------------------------------------------------
@@ -144,7 +151,8 @@ _EXTENSION = None
 
 def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[list[Path], list[str], str]:
     """Sources, nvcc flags and extension name for a GPU the course treats as compute capability
-    ``capability``: on Hopper every stage, for sm_90a; on other GPUs of sm_80 or newer stages 0-1.
+    ``capability``: on Hopper every stage (and stage 7, FP8), for sm_90a; on other GPUs of sm_80 or
+    newer stages 0-1.
 
     ``ptx_only`` compiles stages 0-1 to PTX alone, which the driver compiles for the real GPU when the
     extension loads: how the course runs an older GPU's build on a newer one (COURSE_ASSUME_CAPABILITY).
@@ -154,7 +162,7 @@ def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[
         raise RuntimeError(f"the tensor-core stages need {BF16_TENSOR_CORES.name} (compute capability "
                            f"{BF16_TENSOR_CORES.where}), and this GPU is treated as {major}.{minor}")
     if HOPPER_SM90A.available(capability) and not ptx_only:
-        sources = [CSRC / d.source for d in ALL_DESIGNS] + [CSRC / BINDING]
+        sources = [CSRC / d.source for d in ALL_DESIGNS + (FP8_STAGE,)] + [CSRC / BINDING]
         flags = [compiler.SM90A, "-DTC_WITH_SM90A"]
         name = "course_tensor_cores_sm90a"
     else:  # wgmma does not exist here (or is not assumed to): stages 0 and 1 only
@@ -235,6 +243,61 @@ tc_5_persistent = make_gemm("tc_5_persistent")
 # Stage 6 runs at most one CTA per SM (the textbook persistent grid): on the H200 that measured
 # better than the grid derived from occupancy (stage 5's), at 4096^3 and at 8192^3.
 tc_6_tma_store = make_gemm("tc_6_tma_store", group_m=8, max_ctas=backend.sm_count)
+
+
+# ---- stage 7: FP8 -----------------------------------------------------------------------------
+# The extension's scaling codes (tc_launch.h).
+FP8_SCALING_CODE = {"tensor": 0, "row": 1, "block": 2}
+
+
+def tc_7_fp8(qa: object, qw: object, *, fast_accumulation: bool = False, group_m: int = 8,
+             max_ctas: int | None = None) -> torch.Tensor:
+    """C = A @ W^T (M x N, bf16) from e4m3 A = ``qa`` (M x K, activations) and W = ``qw`` (N x K,
+    the weight of nn.Linear), :class:`course_lib.fp8.Quantized` both: one scale per tensor or per row
+    (either operand, applied as C is written), or DeepSeek-V3's blocks (A per 1 x 128, W per 128 x 128,
+    applied to each 128-wide K slice). The sums are promoted into fp32 every 128 of K unless
+    ``fast_accumulation`` (per tensor or row only: then the tensor core's narrower accumulator adds
+    all of K, as cuBLAS's ``use_fast_accum``). Any M; N a multiple of 8 and K of 16 (16-byte rows for
+    TMA). ``max_ctas``: the persistent grid (default: one CTA per SM, as stage 6)."""
+    args = tc_7_fp8_arguments(qa, qw, fast_accumulation)
+    extension().tc_7_fp8(*args, group_m, backend.sm_count() if max_ctas is None else max_ctas)
+    return args[4]
+
+
+def tc_7_fp8_arguments(qa: object, qw: object, fast_accumulation: bool = False) -> tuple:
+    """The checks of :func:`tc_7_fp8`, then the extension's arguments: A's and W's values, their fp32
+    scales as the kernel reads them, a new C, the scaling code and ``fast_accumulation``."""
+    stage = FP8_STAGE.stage
+    blocks = all(isinstance(q, fp8.Quantized) for q in (qa, qw)) and (tuple(qa.block), tuple(qw.block)) == fp8.BLOCK_SCALES
+    M, N, K, rows_a, rows_w = fp8.check_gemm_operands(qa, qw, stage, blocks=blocks,
+                                                      block_kernel=f"{stage} (both operands in blocks)")
+    if fast_accumulation and blocks:
+        raise ValueError(f"{stage}: block scales change every 128 of K, so the kernel applies them as it promotes "
+                         "each slice's sums into fp32: fast_accumulation=True takes scales per tensor or per row")
+    _, n_multiple, k_multiple = FP8_STAGE.shape_multiple
+    if N % n_multiple or K % k_multiple:
+        raise ValueError(f"{stage}: N = {N} and K = {K}, but TMA copies rows of 16 bytes: K must be a multiple "
+                         f"of {k_multiple} (16 e4m3) and N of {n_multiple} (16 bytes of bf16 C); pad W and A "
+                         "with zero columns of K (or W with zero rows) and cut C")
+    why = features.why_not_here(f"stage {stage!r} (e4m3)", FP8_STAGE.needs + (features.FP8_TENSOR_CORES,),
+                                gpu_only=True)
+    if why is not None:
+        raise features.NotOnThisGPU(why)
+    values = [q.values if q.values.is_contiguous() and q.values.data_ptr() % ALIGNMENT_BYTES == 0
+              else q.values.clone(memory_format=torch.contiguous_format) for q in (qa, qw)]
+    if blocks:
+        scaling, sa, sw = "block", qa.scales, qw.scales
+    elif rows_a or rows_w:  # one operand per tensor: its scale repeated per row
+        scaling = "row"
+        sa, sw = (q.scales.reshape(-1) if per_row else q.scales.reshape(-1).expand(n)
+                  for q, n, per_row in ((qa, M, rows_a), (qw, N, rows_w)))
+    else:
+        scaling, sa, sw = "tensor", qa.scales, qw.scales
+    sa, sw = (t.to(torch.float32).contiguous() for t in (sa, sw))
+    c = new_output(M, N, torch.bfloat16, values[0].device)
+    return values[0], values[1], sa, sw, c, FP8_SCALING_CODE[scaling], bool(fast_accumulation)
+
+
 # Stage name -> its bf16 GEMM, in course order (course_lib.registry's manifest reads it).
 GEMMS: dict[str, Callable] = {
     "tc_0_mma_sync_minimal": tc_0_mma_sync_minimal,

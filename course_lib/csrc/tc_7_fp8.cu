@@ -1,0 +1,260 @@
+// Stage 7 - FP8: stage 6's kernel on e4m3 inputs, and the scales that make eight bits usable.
+//
+// What changes against stage 6 (whole tiles; the stream-K and decode schedules are not repeated):
+// * Operands: A (M x K) and W (N x K, the weight of nn.Linear) are e4m3, one byte each. wgmma on
+//   8-bit types takes both operands K-major (tc_hopper.cuh, "FP8"), so W's tile is loaded and
+//   described exactly like A's. A 128-byte swizzled row now holds 128 of K, so a slice of K is 128
+//   wide and each slice is 4 wgmmas of k = 32. Per slice the bytes are stage 6's (48 KB for a
+//   128 x 256 tile) and the multiply-adds twice as many: the tensor cores run FP8 at twice the rate.
+// * The sum over K. The FP8 tensor cores keep fewer bits in their accumulator than fp32 (about 14
+//   below its largest exponent: course_lib/fp8.py's model, measured on the H200 in notebook 09), so
+//   a long sum left in wgmma's accumulator loses digits ("fast accumulation", cuBLAS's
+//   use_fast_accum). By default each slice's wgmmas start from zero, and once they are done the
+//   consumer adds the slice's sums into a second set of fp32 registers (`total`): promotion, every
+//   128 of K, as DeepGEMM does. acc + total must fit a consumer's registers, so a promoting tile is
+//   128 x 128 (64 + 64 accumulators per thread); fast accumulation keeps stage 6's 128 x 256 tile
+//   and its one wgmma batch in flight.
+// * Scales per tensor or per row (and column) of C do not change along K: the epilogue multiplies
+//   each sum by scale_a[row] * scale_w[column] as it converts it to bf16.
+// * Block scales (DeepSeek-V3's recipe: A per 1 x 128, W per 128 x 128 blocks) change every 128 of
+//   K, i.e. every slice: the promotion multiplies the slice's sums by the slice's scales before it
+//   adds them (a 128 x 128 tile meets one block of W per slice).
+// Producer, clusters (W's rows multicast), grouped tile order and the TMA-store epilogue overlapped
+// with the next tile's mainloop are stage 6's.
+#include "tc_hopper.cuh"
+#include "tc_host.cuh"
+#include "tc_launch.h"
+#include "tc_schedule.cuh"
+
+namespace tc {
+namespace stage7 {
+
+using e4m3 = uint8_t;  // the bytes; wgmma reads them as .e4m3
+constexpr int BLOCK_M = 128, BLOCK_K = SWIZZLE_BYTES;  // a slice: 128 e4m3 of K, one swizzled row
+constexpr int BLOCK_N = 256;                           // fast accumulation: the sums stay in wgmma's accumulator
+constexpr int BLOCK_N_PROMOTED = 128;                  // promoted sums (and one 128 x 128 block of W per tile)
+constexpr int SCALE_K = 128;                           // K covered by one block scale
+static_assert(SCALE_K == BLOCK_K, "one block scale per slice of K");
+constexpr int CLUSTER = 2;                             // CTAs sharing W's slices by multicast
+constexpr int CONSUMERS = BLOCK_M / 64;
+constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+static_assert(fits_register_pool(THREADS, PRODUCER_REGS, CONSUMER_REGS, CONSUMERS), "more than the CTA's register pool");
+constexpr int STAGES = 4;                              // 48 KB slots (as stage 6)
+constexpr int STAGES_PROMOTED = 6;                     // 32 KB slots
+// Experiments (experiments/gpu_fp8_stage7_variants.py) build the file with other values of these.
+#ifndef TC7_PROMOTE_EVERY
+#define TC7_PROMOTE_EVERY 1
+#endif
+#ifndef TC7_ORDERED
+#define TC7_ORDERED 0
+#endif
+constexpr int PROMOTE_EVERY = TC7_PROMOTE_EVERY;       // slices per promotion, scales per tensor or row
+constexpr bool ORDERED = TC7_ORDERED;                  // the consumers take turns to issue their wgmmas
+constexpr int TURN_BARRIER = 3;                        // named barriers 3, 4 (1, 2: the epilogue's)
+
+template <int BN>
+struct Smem {
+  static constexpr int SLOTS = BN == BLOCK_N ? STAGES : STAGES_PROMOTED;
+  static constexpr int HALF_COLS = BN / 2;  // columns of C staged per round of the epilogue
+  e4m3 a[SLOTS][BLOCK_M * BLOCK_K];
+  e4m3 w[SLOTS][BN * BLOCK_K];
+  bf16 c[CONSUMERS][HALF_COLS / C_BOX][C_BOX * C_BOX];
+  uint64_t full[SLOTS], empty[SLOTS];
+};
+template <int BN>
+constexpr int smem_bytes() { return int(sizeof(Smem<BN>)) + SMEM_SLACK; }
+static_assert(smem_bytes<BLOCK_N>() <= 227 * 1024, "Hopper's per-block shared-memory limit");
+static_assert(smem_bytes<BLOCK_N_PROMOTED>() <= 227 * 1024, "Hopper's per-block shared-memory limit");
+
+// The fp32 scales, as the launcher found them (tc_launch.h): per tensor the steps are 0, per row 1;
+// block scales are [rows][k_blocks] arrays.
+struct Scales {
+  const float* a;
+  const float* w;
+  int a_step, w_step;
+  int k_blocks;
+};
+
+template <int BN, bool PROMOTE, bool BLOCKS>
+__global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_w,
+       const __grid_constant__ CUtensorMap map_c, Scales scales, GroupedTiles tiles, int M, int N, int K) {
+  using S = Smem<BN>;
+  constexpr int SLOTS = S::SLOTS, HALF_COLS = S::HALF_COLS;
+  constexpr int EVERY = BLOCKS ? 1 : PROMOTE_EVERY;  // block scales change every slice
+  constexpr int W_ROWS = BN / CLUSTER;  // rows of W's slice each CTA of the cluster loads and multicasts
+  extern __shared__ uint8_t smem_raw[];
+  S& s = *reinterpret_cast<S*>(align_smem(smem_raw));
+  const int wg = threadIdx.x / WARPGROUP;
+  const uint32_t rank = cluster_cta_rank();
+  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+  const int k_slices = ceil_div(K, BLOCK_K);
+  const int last_it = ceil_div(tiles.count() - first_tile, tile_step) * k_slices - 1;  // this CTA's last slice
+
+  if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);
+  cluster_sync();
+
+  if (wg == 0) {
+    // ================= producer warpgroup =================
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      prefetch_tensor_map(&map_a);
+      prefetch_tensor_map(&map_w);
+      int it = 0;
+      for (int t = first_tile; t < tiles.count(); t += tile_step) {
+        int m0, n0;
+        tiles.origin<CLUSTER, BLOCK_M, BN>(t, rank, m0, n0);
+        for (int ks = 0; ks < k_slices; ++ks, ++it) {
+          const int slot = it % SLOTS;
+          mbar_wait(&s.empty[slot], ((it / SLOTS) % 2) ^ 1);
+          // [excerpt fp8-slice-copy]
+          // A's 128 rows; this CTA's half of W's rows, multicast: all of W's slice arrives in both CTAs.
+          mbar_arrive_expect_tx(&s.full[slot], (BLOCK_M + BN) * BLOCK_K);
+          tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * BLOCK_K, m0);
+          tma_load_2d_multicast(s.w[slot] + rank * W_ROWS * BLOCK_K, &map_w, &s.full[slot], ks * BLOCK_K,
+                                n0 + int(rank) * W_ROWS, (1u << CLUSTER) - 1);
+          // [/excerpt fp8-slice-copy]
+        }
+      }
+    }
+  } else {
+    // ================= consumer warpgroups =================
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int cw = wg - 1;
+    const bool leader = threadIdx.x % WARPGROUP == 0;
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % WARPGROUP) / 32;
+    if (leader) prefetch_tensor_map(&map_c);
+    float acc[BN / 2];
+    float total[PROMOTE ? BN / 2 : 1];  // the promoted fp32 sums
+    uint32_t staged[BN / 4];            // the finished tile as bf16 pairs, stored during the next tile
+    bool staged_waiting = false;
+    int staged_row0 = 0, staged_col0 = 0;
+    int it = 0;
+    if (ORDERED && cw == 1 && last_it >= 0) named_barrier_arrive(TURN_BARRIER, 2 * WARPGROUP);  // 0 goes first
+    for (int t = first_tile; t < tiles.count(); t += tile_step) {
+      int m0, n0;
+      tiles.origin<CLUSTER, BLOCK_M, BN>(t, rank, m0, n0);
+      const int row0 = m0 + cw * 64;
+      // The thread's two rows of C (the accumulator layout, tc_hopper.cuh), kept inside A for reading
+      // scales: a row past M is computed from TMA's zeros and never stored.
+      const int row_lo = min(row0 + warp * 16 + lane / 4, M - 1);
+      const int row_hi = min(row0 + warp * 16 + lane / 4 + 8, M - 1);
+      int previous_slot = -1;
+      const int store_at = k_slices > 1 ? 1 : 0;                 // as stage 6: the staged tile's halves
+      const int store_at2 = k_slices > 3 ? 3 : k_slices - 1;     // go out behind slices 2 and 4
+      for (int ks = 0; ks < k_slices; ++ks, ++it) {
+        const int slot = it % SLOTS;
+        float scale_lo = 1.f, scale_hi = 1.f;
+        if constexpr (BLOCKS) {  // read before the wait: the loads overlap it
+          const float sw = scales.w[(n0 / BN) * scales.k_blocks + ks];
+          scale_lo = scales.a[size_t(row_lo) * scales.k_blocks + ks] * sw;
+          scale_hi = scales.a[size_t(row_hi) * scales.k_blocks + ks] * sw;
+        }
+        // A promoted slice group starts from zero; its last slice is promoted once it is done.
+        const bool group_start = PROMOTE && ks % EVERY == 0;
+        const bool group_end = PROMOTE && (ks % EVERY == EVERY - 1 || ks == k_slices - 1);
+        mbar_wait(&s.full[slot], (it / SLOTS) % 2);
+        if (ORDERED) named_barrier_sync(TURN_BARRIER + cw, 2 * WARPGROUP);  // the other consumer has issued
+        // [excerpt fp8-slice]
+        wgmma_fence();
+#pragma unroll
+        for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32)
+          wgmma_fp8<BN>(acc, kmajor_descriptor(s.a[slot] + cw * 64 * BLOCK_K, k32), kmajor_descriptor(s.w[slot], k32),
+                        !(group_start || (!PROMOTE && ks == 0)) || k32 > 0);
+        wgmma_commit();
+        // [/excerpt fp8-slice]
+        if (ORDERED && !(cw == 1 && it == last_it))  // consumer 1's last turn is nobody's
+          named_barrier_arrive(TURN_BARRIER + 1 - cw, 2 * WARPGROUP);
+        if (staged_waiting && ks == store_at)
+          store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+        if (staged_waiting && ks == store_at2) {
+          store_tile_tma<HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+          staged_waiting = false;
+        }
+        if (group_end) {
+          // [excerpt promote]
+          wgmma_wait<0>();  // the group's sums are needed now
+          fence_accumulators(acc);
+          if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
+          if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[slot]);
+          previous_slot = -1;
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i)  // accumulators 4j, 4j+1: row lo; 4j+2, 4j+3: row hi (scales 1
+            total[i] = fmaf(acc[i], i % 4 < 2 ? scale_lo : scale_hi, ks >= EVERY ? total[i] : 0.f);  // unless BLOCKS)
+          // [/excerpt promote]
+        } else {
+          wgmma_wait<1>();  // stage 6: the previous slice is done, this one keeps running
+          if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
+          previous_slot = slot;
+        }
+      }
+      if constexpr (!PROMOTE) {
+        wgmma_wait<0>();
+        fence_accumulators(acc);
+        if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
+      }
+      // [excerpt epilogue-scales]
+      // Scales per tensor or row: C[row][col] = sum * scale_a[row] * scale_w[col], as it turns bf16.
+      const auto scale_and_stage = [&](const float (&sums)[BN / 2]) {
+        const float a_lo = scales.a[row_lo * scales.a_step], a_hi = scales.a[row_hi * scales.a_step];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {  // columns col, col + 1 of C (N is a multiple of 8)
+          const int col = min(n0 + 8 * j + 2 * (lane % 4), N - 2);
+          const float w0 = scales.w[col * scales.w_step], w1 = scales.w[(col + 1) * scales.w_step];
+          staged[2 * j] = pack_bf16x2(sums[4 * j] * (a_lo * w0), sums[4 * j + 1] * (a_lo * w1));
+          staged[2 * j + 1] = pack_bf16x2(sums[4 * j + 2] * (a_hi * w0), sums[4 * j + 3] * (a_hi * w1));
+        }
+      };
+      // [/excerpt epilogue-scales]
+      if constexpr (BLOCKS) {  // already scaled, slice by slice
+#pragma unroll
+        for (int i = 0; i < BN / 4; ++i) staged[i] = pack_bf16x2(total[2 * i], total[2 * i + 1]);
+      } else if constexpr (PROMOTE) {
+        scale_and_stage(total);
+      } else {
+        scale_and_stage(acc);
+      }
+      staged_waiting = true, staged_row0 = row0, staged_col0 = n0;
+    }
+    if (staged_waiting) store_tile_tma<HALF_COLS, 0, 2>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+    if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
+  }
+  // No CTA may leave while its partner can still arrive on its barriers.
+  cluster_sync();
+}
+
+template <int BN, bool PROMOTE, bool BLOCKS>
+void launch(const Fp8Gemm& g, cudaStream_t stream, int group_m, int max_ctas) {
+  auto k = kernel<BN, PROMOTE, BLOCKS>;
+  constexpr int smem = smem_bytes<BN>();
+  allow_dynamic_smem(k, smem);
+  const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BN), group_m};
+  const int ctas = persistent_ctas(k, THREADS, smem, CLUSTER, tiles.count(), max_ctas);
+  const CUtensorMap map_a =
+      make_tensor_map(g.a, g.M, g.K, BLOCK_M, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+  const CUtensorMap map_w =
+      make_tensor_map(g.w, g.N, g.K, BN / CLUSTER, BLOCK_K, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_DATA_TYPE_UINT8);
+  const CUtensorMap map_c = make_tensor_map(g.c, g.M, g.N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
+  const int step = g.scaling == SCALING_ROW ? 1 : 0;
+  const Scales scales{g.scale_a, g.scale_w, step, step, ceil_div(g.K, SCALE_K)};
+  k<<<ctas, THREADS, smem, stream>>>(map_a, map_w, map_c, scales, tiles, g.M, g.N, g.K);
+  check_launch("tc_7_fp8");
+}
+
+}  // namespace stage7
+
+void launch_tc_7_fp8(const Fp8Gemm& g, cudaStream_t stream, int group_m, int max_ctas) {
+  using namespace stage7;
+  if (group_m < 1) throw std::runtime_error("tc_7_fp8: group_m must be >= 1");
+  if (g.scaling == SCALING_BLOCK) {
+    if (g.fast_accumulation) throw std::runtime_error("tc_7_fp8: block scales are applied per K slice, so the sums are always promoted");
+    return launch<BLOCK_N_PROMOTED, true, true>(g, stream, group_m, max_ctas);
+  }
+  if (g.scaling != SCALING_TENSOR && g.scaling != SCALING_ROW)
+    throw std::runtime_error("tc_7_fp8: scaling must be SCALING_TENSOR, SCALING_ROW or SCALING_BLOCK");
+  if (g.fast_accumulation) return launch<BLOCK_N, false, false>(g, stream, group_m, max_ctas);
+  return launch<BLOCK_N_PROMOTED, true, false>(g, stream, group_m, max_ctas);
+}
+
+}  // namespace tc

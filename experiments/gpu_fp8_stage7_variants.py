@@ -1,0 +1,142 @@
+"""Stage 7's promoted mainloop, variants: why it runs at two thirds of cuBLAS, and what helps.
+
+    python experiments/gpu_fp8_stage7_variants.py --out $OUT/fp8_stage7_variants.json
+
+The first run of stage 7 (experiments/runs/*_fp8_stage7) reached 98-106 % of cuBLAS with fast
+accumulation (128 x 256 tiles, one wgmma batch always queued) but 65-69 % when it promotes every
+slice (128 x 128 tiles; each consumer waits for its slice's wgmmas, wait_group 0, then adds them
+into fp32). Hypothesis: both consumer warpgroups wait for the same slot, issue together, finish
+together and promote together, so the tensor cores idle while both promote. Variants, each
+course_lib/csrc/tc_7_fp8.cu built with other -D values (its own extension):
+
+* ``base``: as the course builds it (promote every slice, consumers free-running);
+* ``ordered``: the consumers take turns to issue (named barriers): one's promotion overlaps the
+  other's wgmmas if the tensor cores take the batches in the order issued;
+* ``every2`` / ``every4``: per tensor or row, promote every 2 / 4 slices (K = 256 / 512), one batch
+  queued in between; block scales still every slice;
+* ``ordered every2``.
+
+For each: correctness (``check_fp8`` per tensor and per block, a few shapes), then GPU time
+(``time_fn``, alternating rounds, median of three) at 4096^3, 8192^3 and 4096 x 14336 x 4096 per
+tensor and per block, beside cuBLAS per tensor (promoted); and the accumulation error at K = 16,384
+(uniform data on [0, 1], M = N = 256, per tensor) for each promotion interval.
+
+Raw log, never edited.
+"""
+
+from __future__ import annotations
+
+import statistics
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+
+from course_lib import backend, correctness, fp8
+from course_lib.gemm import relative_error
+from course_lib.kernels import tensor_cores as tc
+from course_lib.timing import time_fn
+import runlog  # this folder is on sys.path
+
+BINDING = Path(__file__).resolve().parent / "kernels" / "tc_7_variants_binding.cu"
+VARIANTS = {"base": [], "ordered": ["-DTC7_ORDERED=1"], "every2": ["-DTC7_PROMOTE_EVERY=2"],
+            "every4": ["-DTC7_PROMOTE_EVERY=4"], "ordered every2": ["-DTC7_ORDERED=1", "-DTC7_PROMOTE_EVERY=2"]}
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096)]
+CHECK_SHAPES = [(37, 72, 208), (300, 1000, 528), (1000, 1032, 4096)]
+ROUNDS = 3
+
+
+def build(name: str, defines: list[str]):
+    _, flags, _ = tc.build_plan(backend.get().capability)
+    module = "course_tc_7_" + name.replace(" ", "_")
+    return tc.load_extension(module, [tc.CSRC / tc.FP8_STAGE.source, BINDING], flags + defines, (tc.CSRC,))
+
+
+def gemm(ext, fast: bool = False):
+    def run(qa, qw):
+        args = tc.tc_7_fp8_arguments(qa, qw, fast)
+        ext.tc_7_fp8(*args, 8, backend.sm_count())
+        return args[4]
+    return run
+
+
+def tflops(M: int, N: int, K: int, ms: float) -> float:
+    return 2 * M * N * K / (ms * 1e-3) / 1e12
+
+
+def main() -> int:
+    out, save = runlog.start(__doc__, 2, builds={}, check=[], speed=[], accumulation=[])
+    with ThreadPoolExecutor(len(VARIANTS)) as pool:  # nvcc processes in parallel
+        futures = {name: pool.submit(build, name, d) for name, d in VARIANTS.items()}
+    exts = {}
+    for name, f in futures.items():
+        try:
+            exts[name] = f.result()
+            out["builds"][name] = "ok"
+        except Exception as e:  # noqa: BLE001
+            out["builds"][name] = f"{type(e).__name__}: {e}"[-2000:]
+            print(f"build {name}: {out['builds'][name][-600:]}", flush=True)
+    save()
+
+    for name, ext in exts.items():
+        for scaling in ("tensor", "block"):
+            row = {"variant": name, "scaling": scaling}
+            try:
+                r = correctness.check_fp8(gemm(ext), scaling, CHECK_SHAPES, seed=3, label=f"{name} {scaling}")
+                row["worst rel_error"] = max(x.rel_error for x in r.results)
+            except Exception as e:  # noqa: BLE001
+                row["error"] = f"{type(e).__name__}: {e}"[:1500]
+                print(f"check {name} {scaling}: {row['error'][:600]}", flush=True)
+            out["check"].append(row)
+    save()
+    broken = {r["variant"] for r in out["check"] if "error" in r}
+
+    torch.manual_seed(0)
+    for M, N, K in SHAPES:
+        a, w = torch.randn(M, K, device="cuda"), torch.randn(N, K, device="cuda")
+        ops = {s: (fp8.quantize(a, "e4m3", *fp8.OPERAND_SCALING[s][0]), fp8.quantize(w, "e4m3", *fp8.OPERAND_SCALING[s][1]))
+               for s in ("tensor", "block")}
+        calls = {"cublas tensor": lambda: fp8.cublas_fp8(*ops["tensor"]),
+                 "cublas tensor fast": lambda: fp8.cublas_fp8(*ops["tensor"], fast_accumulation=True)}
+        for name, ext in exts.items():
+            if name in broken:
+                continue
+            for s in ("tensor", "block"):
+                calls[f"{name} {s}"] = (lambda f=gemm(ext), s=s: f(*ops[s]))
+        calls["base tensor fast"] = lambda: gemm(exts["base"], fast=True)(*ops["tensor"])
+        times = {k: [] for k in calls}
+        for _ in range(ROUNDS):
+            for k, fn in calls.items():
+                times[k].append(time_fn(fn).median_ms)
+        row = {"shape": [M, N, K], **{f"{k} ms": statistics.median(v) for k, v in times.items()},
+               **{f"{k} ms per round": v for k, v in times.items()}}
+        out["speed"].append(row)
+        ref = row["cublas tensor ms"]
+        print(f"{(M, N, K)}: " + ", ".join(f"{k} {tflops(M, N, K, row[k + ' ms']):.0f} ({100 * ref / row[k + ' ms']:.0f}%)"
+                                           for k in calls), flush=True)
+        save()
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for K in (4096, 16384):
+        a, w = torch.rand(256, K, generator=gen, device="cuda"), torch.rand(256, K, generator=gen, device="cuda")
+        qa, qw = fp8.quantize(a, "e4m3", "tensor"), fp8.quantize(w, "e4m3", "tensor")
+        ref = qa.dequantize() @ qw.dequantize().t()
+        r = {"K": K, "data": "uniform 0-1", "M": 256, "N": 256, "out": "bf16"}
+        for name, ext in exts.items():
+            if name not in broken:
+                r[name] = relative_error(gemm(ext)(qa, qw), ref)
+        r["base fast"] = relative_error(gemm(exts["base"], fast=True)(qa, qw), ref)
+        out["accumulation"].append(r)
+        print(f"accumulation K={K}: " + ", ".join(f"{k} {v:.2e}" for k, v in r.items() if isinstance(v, float)), flush=True)
+        save()
+    print("wrote the raw log")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        raise SystemExit(main())
+    except Exception:
+        traceback.print_exc()
+        raise
