@@ -2,7 +2,7 @@
 
     python experiments/gpu_fp8_stage7_variants.py --out $OUT/fp8_stage7_variants.json
 
-The first run of stage 7 (experiments/runs/*_fp8_stage7) reached 98-106 % of cuBLAS with fast
+The first run of stage 7 (experiments/runs/2026-12-03_0604_fp8_stage7_first) reached 98-106 % of cuBLAS with fast
 accumulation (128 x 256 tiles, one wgmma batch always queued) but 65-69 % when it promotes every
 slice (128 x 128 tiles; each consumer waits for its slice's wgmmas, wait_group 0, then adds them
 into fp32). Hypothesis: both consumer warpgroups wait for the same slot, issue together, finish
@@ -14,7 +14,11 @@ course_lib/csrc/tc_7_fp8.cu built with other -D values (its own extension):
   other's wgmmas if the tensor cores take the batches in the order issued;
 * ``every2`` / ``every4``: per tensor or row, promote every 2 / 4 slices (K = 256 / 512), one batch
   queued in between; block scales still every slice;
-* ``ordered every2``.
+* ``ordered every2``;
+* ``fast n128``: fast accumulation on the promoted kernels' 128 x 128 tile (no promotion at all), to
+  part the tile's cost from the promotion's (a second run: ``ONLY="base,fast n128"``);
+* ``ordered after``: the consumers take turns, the other's turn coming only once this one's wgmmas
+  are done (a third run, after Nsight Compute put the tensor pipe at 48 % busy in ``base``).
 
 For each: correctness (``check_fp8`` per tensor and per block, a few shapes), then GPU time
 (``time_fn``, alternating rounds, median of three) at 4096^3, 8192^3 and 4096 x 14336 x 4096 per
@@ -26,6 +30,7 @@ Raw log, never edited.
 
 from __future__ import annotations
 
+import os
 import statistics
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +46,8 @@ import runlog  # this folder is on sys.path
 
 BINDING = Path(__file__).resolve().parent / "kernels" / "tc_7_variants_binding.cu"
 VARIANTS = {"base": [], "ordered": ["-DTC7_ORDERED=1"], "every2": ["-DTC7_PROMOTE_EVERY=2"],
-            "every4": ["-DTC7_PROMOTE_EVERY=4"], "ordered every2": ["-DTC7_ORDERED=1", "-DTC7_PROMOTE_EVERY=2"]}
+            "every4": ["-DTC7_PROMOTE_EVERY=4"], "ordered every2": ["-DTC7_ORDERED=1", "-DTC7_PROMOTE_EVERY=2"],
+            "fast n128": ["-DTC7_FAST_BLOCK_N=128"], "ordered after": ["-DTC7_ORDERED=2"]}
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096)]
 CHECK_SHAPES = [(37, 72, 208), (300, 1000, 528), (1000, 1032, 4096)]
 ROUNDS = 3
@@ -66,9 +72,11 @@ def tflops(M: int, N: int, K: int, ms: float) -> float:
 
 
 def main() -> int:
-    out, save = runlog.start(__doc__, 2, builds={}, check=[], speed=[], accumulation=[])
-    with ThreadPoolExecutor(len(VARIANTS)) as pool:  # nvcc processes in parallel
-        futures = {name: pool.submit(build, name, d) for name, d in VARIANTS.items()}
+    only = os.environ.get("ONLY")
+    variants = {k: v for k, v in VARIANTS.items() if only is None or k in only.split(",")}
+    out, save = runlog.start(__doc__, 2, variants=list(variants), builds={}, check=[], speed=[], accumulation=[])
+    with ThreadPoolExecutor(len(variants)) as pool:  # nvcc processes in parallel
+        futures = {name: pool.submit(build, name, d) for name, d in variants.items()}
     exts = {}
     for name, f in futures.items():
         try:
@@ -83,7 +91,8 @@ def main() -> int:
         for scaling in ("tensor", "block"):
             row = {"variant": name, "scaling": scaling}
             try:
-                r = correctness.check_fp8(gemm(ext), scaling, CHECK_SHAPES, seed=3, label=f"{name} {scaling}")
+                fn = gemm(ext, fast=name.startswith("fast") and scaling == "tensor")
+                r = correctness.check_fp8(fn, scaling, CHECK_SHAPES, seed=3, label=f"{name} {scaling}")
                 row["worst rel_error"] = max(x.rel_error for x in r.results)
             except Exception as e:  # noqa: BLE001
                 row["error"] = f"{type(e).__name__}: {e}"[:1500]
@@ -101,6 +110,9 @@ def main() -> int:
                  "cublas tensor fast": lambda: fp8.cublas_fp8(*ops["tensor"], fast_accumulation=True)}
         for name, ext in exts.items():
             if name in broken:
+                continue
+            if name.startswith("fast"):
+                calls[f"{name} tensor fast"] = (lambda f=gemm(ext, fast=True): f(*ops["tensor"]))
                 continue
             for s in ("tensor", "block"):
                 calls[f"{name} {s}"] = (lambda f=gemm(ext), s=s: f(*ops[s]))
@@ -125,7 +137,7 @@ def main() -> int:
         r = {"K": K, "data": "uniform 0-1", "M": 256, "N": 256, "out": "bf16"}
         for name, ext in exts.items():
             if name not in broken:
-                r[name] = relative_error(gemm(ext)(qa, qw), ref)
+                r[name] = relative_error(gemm(ext, fast=name.startswith("fast"))(qa, qw), ref)
         r["base fast"] = relative_error(gemm(exts["base"], fast=True)(qa, qw), ref)
         out["accumulation"].append(r)
         print(f"accumulation K={K}: " + ", ".join(f"{k} {v:.2e}" for k, v in r.items() if isinstance(v, float)), flush=True)

@@ -699,3 +699,37 @@ def fp8_block_pct_span() -> tuple[float, float]:
 
 def fp8_large() -> list:
     return FP8_LARGE
+
+
+# ---- stage 7: the CUDA FP8 kernel (results.summary("fp8")["stage7"]) ------------------------------
+def tc7(shape, key: str) -> float:
+    """Stage 7's recorded row: key e.g. "tc_7 tensor tflops", "cublas block tflops"."""
+    rows = [r for r in results.summary("fp8")["stage7"]["shapes"] if tuple(r["shape"]) == _shape(shape)]
+    assert len(rows) == 1, f"no single stage-7 row for {shape}"
+    return rows[0][key]
+
+
+def tc7_pct(shape, variant: str, against: str | None = None) -> float:
+    """% of cuBLAS: stage 7's ``variant`` ("tensor", "tensor fast", "row", "block") over cuBLAS's
+    ``against`` (the same variant by default)."""
+    return 100 * tc7(shape, f"tc_7 {variant} tflops") / tc7(shape, f"cublas {against or variant} tflops")
+
+
+def tc7_pct_span(variant: str, against: str | None = None, shapes=None) -> tuple[float, float]:
+    return span(*(tc7_pct(s, variant, against) for s in (shapes or FP8_LARGE)))
+
+
+def tc7_tile_pct_span() -> tuple[float, float]:
+    """The 128 x 128 tile with fast accumulation (no promotion) as % of cuBLAS per tensor, promoted."""
+    rows = results.summary("fp8")["stage7"]["tile_without_promotion"]["shapes"]
+    return span(*(100 * r["fast n128 tensor fast tflops"] / r["cublas tensor tflops"] for r in rows))
+
+
+def tc7_busy(what: str) -> float:
+    """Nsight Compute's busiest pipeline (the tensor pipe), % of cycles at 4096^3: tc7, tc7_fast, cublas, ..."""
+    return results.summary("fp8")["stage7"]["ncu_4096"][what]["busiest pipeline pct"]
+
+
+def tc7_accum(data: str, K: int, who: str = "tc_7", fast: bool = False) -> float:
+    rows = [r for r in results.summary("fp8")["stage7"]["accumulation"] if r["data"] == data and r["K"] == K]
+    return rows[0][f"{who} fast_accum={fast}"]

@@ -16,6 +16,10 @@ tracks every shared-memory access, does not finish the full set within the secti
 whole tiles, stream-K (264 x 520 x 2048: 6 cluster tiles, 32 K slices), the swapped path with K
 split into ranges (100 x 520 x 4096) and not (3 x 8 x 8), and swapped with two token tiles
 (136 x 264 x 1032, forced).
+
+``--fp8`` runs stage 7 (tc_7_fp8) alone, every variant (per tensor promoted and with fast
+accumulation, per row, per block) at 256^3 and 264 x 520 x 208 (partial tiles, a partial K block),
+and on a single cluster at 300 x 1000 x 528 (several tiles per CTA, each stored during the next).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 import torch
 
 import course_lib
+from course_lib import correctness
 from course_lib.gemm import relative_error
 from course_lib.kernels import tensor_cores as tc
 
@@ -43,6 +48,8 @@ def main(names: list[str]) -> int:
         runs = [("tc_6_tma_store", course_lib.get_stage("tc_6_tma_store")),
                 ("tc_6_tma_store swapped", tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=0, schedule=2))]
         return check_runs(runs, lambda name: SMALL_STAGE6 + (((136, 264, 1032),) if "swapped" in name else ()))
+    if names == ["--fp8"]:
+        return check_fp8_runs()
     runs = [(name, course_lib.get_stage(name)) for name in names or [d.stage for d in tc.ALL_DESIGNS]]
     if not names or "tc_6_tma_store" in names:
         runs.append(("tc_6_tma_store max_ctas=2", tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=2)))
@@ -61,6 +68,29 @@ def check_runs(runs, shapes_of) -> int:
             ok = err < 1e-2
             bad += not ok
             print(f"{name} {M}x{N}x{K}: relative error {err:.2e} {'ok' if ok else 'WRONG'}", flush=True)
+    return 1 if bad else 0
+
+
+FP8_SHAPES = ((256, 256, 256), (264, 520, 208))
+
+
+def check_fp8_runs() -> int:
+    """Stage 7 through check_fp8 (guard regions around every operand, C poisoned), every variant."""
+    bad = 0
+    for scaling, fast, max_ctas, shapes in (("tensor", False, None, FP8_SHAPES), ("tensor", True, None, FP8_SHAPES),
+                                            ("row", False, None, FP8_SHAPES), ("block", False, None, FP8_SHAPES),
+                                            ("tensor", False, 2, ((300, 1000, 528),)),
+                                            ("block", False, 2, ((300, 1000, 528),))):
+        label = f"tc_7_fp8 {scaling}{' fast' if fast else ''}{f' max_ctas={max_ctas}' if max_ctas else ''}"
+        try:
+            report = correctness.check_fp8(
+                lambda qa, qw, fast=fast, ctas=max_ctas: tc.tc_7_fp8(qa, qw, fast_accumulation=fast, max_ctas=ctas),
+                scaling, shapes,
+                seed=0, label=label)
+            print(f"{label}: worst relative error {max(r.rel_error for r in report.results):.2e} ok", flush=True)
+        except correctness.CheckFailure as e:
+            bad += 1
+            print(f"{label}: WRONG\n{e}", flush=True)
     return 1 if bad else 0
 
 

@@ -31,7 +31,10 @@ namespace stage7 {
 
 using e4m3 = uint8_t;  // the bytes; wgmma reads them as .e4m3
 constexpr int BLOCK_M = 128, BLOCK_K = SWIZZLE_BYTES;  // a slice: 128 e4m3 of K, one swizzled row
-constexpr int BLOCK_N = 256;                           // fast accumulation: the sums stay in wgmma's accumulator
+#ifndef TC7_FAST_BLOCK_N
+#define TC7_FAST_BLOCK_N 256
+#endif
+constexpr int BLOCK_N = TC7_FAST_BLOCK_N;              // fast accumulation: the sums stay in wgmma's accumulator
 constexpr int BLOCK_N_PROMOTED = 128;                  // promoted sums (and one 128 x 128 block of W per tile)
 constexpr int SCALE_K = 128;                           // K covered by one block scale
 static_assert(SCALE_K == BLOCK_K, "one block scale per slice of K");
@@ -42,7 +45,8 @@ constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(fits_register_pool(THREADS, PRODUCER_REGS, CONSUMER_REGS, CONSUMERS), "more than the CTA's register pool");
 constexpr int STAGES = 4;                              // 48 KB slots (as stage 6)
 constexpr int STAGES_PROMOTED = 6;                     // 32 KB slots
-// Experiments (experiments/gpu_fp8_stage7_variants.py) build the file with other values of these.
+// Experiments (experiments/gpu_fp8_stage7_variants.py) build the file with other values of these
+// (and of TC7_FAST_BLOCK_N above).
 #ifndef TC7_PROMOTE_EVERY
 #define TC7_PROMOTE_EVERY 1
 #endif
@@ -50,7 +54,9 @@ constexpr int STAGES_PROMOTED = 6;                     // 32 KB slots
 #define TC7_ORDERED 0
 #endif
 constexpr int PROMOTE_EVERY = TC7_PROMOTE_EVERY;       // slices per promotion, scales per tensor or row
-constexpr bool ORDERED = TC7_ORDERED;                  // the consumers take turns to issue their wgmmas
+constexpr int ORDERED = TC7_ORDERED;                   // the consumers take turns to issue their wgmmas: the
+                                                       // other's turn comes after this one's issue (1) or
+                                                       // once its wgmmas are done (2)
 constexpr int TURN_BARRIER = 3;                        // named barriers 3, 4 (1, 2: the epilogue's)
 
 template <int BN>
@@ -83,6 +89,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   using S = Smem<BN>;
   constexpr int SLOTS = S::SLOTS, HALF_COLS = S::HALF_COLS;
   constexpr int EVERY = BLOCKS ? 1 : PROMOTE_EVERY;  // block scales change every slice
+  constexpr int TURNS = PROMOTE ? ORDERED : 0;
   constexpr int W_ROWS = BN / CLUSTER;  // rows of W's slice each CTA of the cluster loads and multicasts
   extern __shared__ uint8_t smem_raw[];
   S& s = *reinterpret_cast<S*>(align_smem(smem_raw));
@@ -131,7 +138,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     bool staged_waiting = false;
     int staged_row0 = 0, staged_col0 = 0;
     int it = 0;
-    if (ORDERED && cw == 1 && last_it >= 0) named_barrier_arrive(TURN_BARRIER, 2 * WARPGROUP);  // 0 goes first
+    if (TURNS && cw == 1 && last_it >= 0) named_barrier_arrive(TURN_BARRIER, 2 * WARPGROUP);  // 0 goes first
     for (int t = first_tile; t < tiles.count(); t += tile_step) {
       int m0, n0;
       tiles.origin<CLUSTER, BLOCK_M, BN>(t, rank, m0, n0);
@@ -155,7 +162,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         const bool group_start = PROMOTE && ks % EVERY == 0;
         const bool group_end = PROMOTE && (ks % EVERY == EVERY - 1 || ks == k_slices - 1);
         mbar_wait(&s.full[slot], (it / SLOTS) % 2);
-        if (ORDERED) named_barrier_sync(TURN_BARRIER + cw, 2 * WARPGROUP);  // the other consumer has issued
+        if (TURNS) named_barrier_sync(TURN_BARRIER + cw, 2 * WARPGROUP);  // the other consumer has issued
         // [excerpt fp8-slice]
         wgmma_fence();
 #pragma unroll
@@ -164,8 +171,8 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
                         !(group_start || (!PROMOTE && ks == 0)) || k32 > 0);
         wgmma_commit();
         // [/excerpt fp8-slice]
-        if (ORDERED && !(cw == 1 && it == last_it))  // consumer 1's last turn is nobody's
-          named_barrier_arrive(TURN_BARRIER + 1 - cw, 2 * WARPGROUP);
+        const bool pass_turn = TURNS && !(cw == 1 && it == last_it);  // consumer 1's last turn is nobody's
+        if (TURNS == 1 && pass_turn) named_barrier_arrive(TURN_BARRIER + 1 - cw, 2 * WARPGROUP);
         if (staged_waiting && ks == store_at)
           store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
         if (staged_waiting && ks == store_at2) {
@@ -175,6 +182,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         if (group_end) {
           // [excerpt promote]
           wgmma_wait<0>();  // the group's sums are needed now
+          if (TURNS == 2 && pass_turn) named_barrier_arrive(TURN_BARRIER + 1 - cw, 2 * WARPGROUP);
           fence_accumulators(acc);
           if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
           if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[slot]);

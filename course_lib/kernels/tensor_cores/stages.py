@@ -103,7 +103,7 @@ class Design:
         if not self.hopper:
             return ELEM * (bm * c["A_PITCH"] + bk * c["B_PITCH"]) if "A_PITCH" in c else 0
         barriers = 8 * (2 * self.stages if "STAGES" in c else 1)  # full (and empty) per slot
-        staging = ELEM * c["CONSUMERS"] * c["C_HALF_BOXES"] * c["C_BOX"] ** 2 if "C_BOX" in c else 0
+        staging = ELEM * c["CONSUMERS"] * c["C_HALF_BOXES"] * c["C_BOX"] ** 2 if "C_HALF_BOXES" in c else 0
         return self.stages * (bm + bn) * bk * ELEM + barriers + staging + c["SMEM_SLACK"]
 
 

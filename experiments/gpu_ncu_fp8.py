@@ -1,0 +1,48 @@
+"""Launch one FP8 GEMM twice at 4096^3 so Nsight Compute can profile the second launch.
+
+    PYTHONPATH=. COURSE_BACKEND=gpu ncu --clock-control none --kernel-name <filter> \
+        --launch-skip 1 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+        --section MemoryWorkloadAnalysis_Tables python3 experiments/gpu_ncu_fp8.py <what>
+
+<what> (one scale per tensor, e4m3 operands from a normal distribution):
+
+    tc7         tc_7_fp8, promoted every 128 of K (128 x 128 tiles)     filter: regex:stage7
+    tc7_fast    tc_7_fp8, fast accumulation (128 x 256 tiles)           filter: regex:stage7
+    cublas      torch._scaled_mm, promoted                              filter: regex:gemm|xmma|cutlass|nvjet
+    cublas_fast torch._scaled_mm, use_fast_accum                        filter: regex:gemm|xmma|cutlass|nvjet
+
+Used for the evidence on what limits stage 7's promoted mainloop (experiments/JOURNAL.md).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from course_lib import fp8
+from course_lib.kernels import tensor_cores as tc
+
+N = 4096
+PROBES = {
+    "tc7": lambda qa, qw: tc.tc_7_fp8(qa, qw),
+    "tc7_fast": lambda qa, qw: tc.tc_7_fp8(qa, qw, fast_accumulation=True),
+    "cublas": lambda qa, qw: fp8.cublas_fp8(qa, qw),
+    "cublas_fast": lambda qa, qw: fp8.cublas_fp8(qa, qw, fast_accumulation=True),
+}
+
+
+def main() -> int:
+    what = sys.argv[1] if len(sys.argv) > 1 else ""
+    if what not in PROBES:
+        print(f"usage: gpu_ncu_fp8.py {{{'|'.join(PROBES)}}}", file=sys.stderr)
+        return 2
+    qa, qw = fp8.fp8_inputs(N, N, N, "tensor", seed=0)
+    for _ in range(2):
+        PROBES[what](qa, qw)
+    torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
