@@ -24,6 +24,11 @@
 #              every per-shape triton_fast candidate on odd shapes -> $OUT/shapes_test.log
 #   shapes     experiments/gpu_shapes.py: every candidate of triton_fast and stage 6's schedules on the
 #              model shape table, against cuBLAS -> $OUT/shapes/ ($SHAPE_DTYPES, $SHAPE_BUDGET, $SHAPE_ARGS)
+#   fp8        stage 7 (tc_7_fp8): its GPU tests, compute-sanitizer memcheck/racecheck/synccheck over
+#              every variant (tools/gpu_sanitize_tensor_cores.py --fp8), the recording
+#              (experiments/gpu_fp8_stage7.py), notebooks 07 and 09 live -> $OUT/fp8/
+#   fp8_variants  the promoted mainloop's variants (experiments/gpu_fp8_stage7_variants.py; $ONLY
+#              picks some) -> $OUT/fp8_stage7_variants.json
 #   power      nvidia-smi sampled every 100 ms through 5 s of back-to-back cuBLAS bf16 GEMMs
 #              (experiments/gpu_power_sampling.py) -> $OUT/power_sampling.csv (+ log)
 #
@@ -101,12 +106,31 @@ for section in "$@"; do
             grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
         done
         ;;
+    fp8)
+        mkdir -p "$OUT/fp8"
+        python3 -c "from course_lib.kernels import tensor_cores as tc; tc.extension()" >"$OUT/fp8/build.log" 2>&1
+        timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/test_tc_fp8.py tests/test_tensor_cores.py \
+            -k "gpu" >"$OUT/fp8/tests.log" 2>&1 || status=1
+        tail -n 2 "$OUT/fp8/tests.log"
+        for tool in memcheck racecheck synccheck; do
+            PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 70 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+                --report-api-errors no python3 tools/gpu_sanitize_tensor_cores.py --fp8 >"$OUT/fp8/sanitize_$tool.log" 2>&1
+            echo "$tool: exit $? $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/fp8/sanitize_$tool.log" | tail -n 1)"
+        done
+        (cd experiments && timeout 240 python3 gpu_fp8_stage7.py --out "$OUT/fp8/fp8_stage7.json" >"$OUT/fp8/fp8_stage7.log" 2>&1) || status=1
+        tail -n 18 "$OUT/fp8/fp8_stage7.log"
+        timeout 240 python3 -m course_lib.notebooks --backend gpu --out "$OUT/fp8/notebooks" 07 09 >"$OUT/fp8/notebooks.log" 2>&1 || status=1
+        tail -n 2 "$OUT/fp8/notebooks.log"
+        ;;
+    fp8_variants)
+        (cd experiments && timeout 400 python3 gpu_fp8_stage7_variants.py --out "$OUT/fp8_stage7_variants.json") || status=1
+        ;;
     power)
         timeout 60 python3 experiments/gpu_power_sampling.py --out "$OUT" >"$OUT/power_sampling.log" 2>&1 || status=1
         head -n 2 "$OUT/power_sampling.log"
         ;;
     *)
-        echo "unknown section $section (triton, stages_ncu, test, tc, timeline, ncu, sanitize, power)"
+        echo "unknown section $section (triton, stages_ncu, test, tc, timeline, ncu, sanitize, fp8, fp8_variants, power)"
         exit 2
         ;;
     esac

@@ -719,10 +719,11 @@ def tc7_pct_span(variant: str, against: str | None = None, shapes=None) -> tuple
     return span(*(tc7_pct(s, variant, against) for s in (shapes or FP8_LARGE)))
 
 
-def tc7_tile_pct_span() -> tuple[float, float]:
-    """The 128 x 128 tile with fast accumulation (no promotion) as % of cuBLAS per tensor, promoted."""
+def tc7_tile_pct_span(build: str = "fast n128") -> tuple[float, float]:
+    """Fast accumulation on the 128 x 128 tile ("fast n128", no promotion) or on the course's 128 x 256
+    ("base"), as % of cuBLAS per tensor, promoted, in the same run."""
     rows = results.summary("fp8")["stage7"]["tile_without_promotion"]["shapes"]
-    return span(*(100 * r["fast n128 tensor fast tflops"] / r["cublas tensor tflops"] for r in rows))
+    return span(*(100 * r[f"{build} tensor fast tflops"] / r["cublas tensor tflops"] for r in rows))
 
 
 def tc7_busy(what: str) -> float:
@@ -733,3 +734,13 @@ def tc7_busy(what: str) -> float:
 def tc7_accum(data: str, K: int, who: str = "tc_7", fast: bool = False) -> float:
     rows = [r for r in results.summary("fp8")["stage7"]["accumulation"] if r["data"] == data and r["K"] == K]
     return rows[0][f"{who} fast_accum={fast}"]
+
+
+def tc7_promotion_cost_span() -> tuple[float, float]:
+    """% of stage 7's fast-accumulation speed lost by promoting (per tensor), at the large shapes."""
+    return span(*(100 * (1 - tc7(s, "tc_7 tensor tflops") / tc7(s, "tc_7 tensor fast tflops")) for s in FP8_LARGE))
+
+
+def cublas_promotion_cost_span() -> tuple[float, float]:
+    """% of cuBLAS's fast-accumulation speed it loses by promoting, at the large shapes (the Triton run's rows)."""
+    return span(*(100 * (1 - 1 / (1 + g / 100)) for g in fp8_fast_gain_span("cublas")))

@@ -35,6 +35,7 @@ constexpr int BLOCK_M = 128, BLOCK_K = SWIZZLE_BYTES;  // a slice: 128 e4m3 of K
 #define TC7_FAST_BLOCK_N 256
 #endif
 constexpr int BLOCK_N = TC7_FAST_BLOCK_N;              // fast accumulation: the sums stay in wgmma's accumulator
+                                                       // (experiments build it with 128: the promoted tile)
 constexpr int BLOCK_N_PROMOTED = 128;                  // promoted sums (and one 128 x 128 block of W per tile)
 constexpr int SCALE_K = 128;                           // K covered by one block scale
 static_assert(SCALE_K == BLOCK_K, "one block scale per slice of K");
@@ -45,20 +46,6 @@ constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(fits_register_pool(THREADS, PRODUCER_REGS, CONSUMER_REGS, CONSUMERS), "more than the CTA's register pool");
 constexpr int STAGES = 4;                              // 48 KB slots (as stage 6)
 constexpr int STAGES_PROMOTED = 6;                     // 32 KB slots
-// Experiments (experiments/gpu_fp8_stage7_variants.py) build the file with other values of these
-// (and of TC7_FAST_BLOCK_N above).
-#ifndef TC7_PROMOTE_EVERY
-#define TC7_PROMOTE_EVERY 1
-#endif
-#ifndef TC7_ORDERED
-#define TC7_ORDERED 0
-#endif
-constexpr int PROMOTE_EVERY = TC7_PROMOTE_EVERY;       // slices per promotion, scales per tensor or row
-constexpr int ORDERED = TC7_ORDERED;                   // the consumers take turns to issue their wgmmas: the
-                                                       // other's turn comes after this one's issue (1) or
-                                                       // once its wgmmas are done (2)
-constexpr int TURN_BARRIER = 3;                        // named barriers 3, 4 (1, 2: the epilogue's)
-
 template <int BN>
 struct Smem {
   static constexpr int SLOTS = BN == BLOCK_N ? STAGES : STAGES_PROMOTED;
@@ -88,8 +75,6 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
        const __grid_constant__ CUtensorMap map_c, Scales scales, GroupedTiles tiles, int M, int N, int K) {
   using S = Smem<BN>;
   constexpr int SLOTS = S::SLOTS, HALF_COLS = S::HALF_COLS;
-  constexpr int EVERY = BLOCKS ? 1 : PROMOTE_EVERY;  // block scales change every slice
-  constexpr int TURNS = PROMOTE ? ORDERED : 0;
   constexpr int W_ROWS = BN / CLUSTER;  // rows of W's slice each CTA of the cluster loads and multicasts
   extern __shared__ uint8_t smem_raw[];
   S& s = *reinterpret_cast<S*>(align_smem(smem_raw));
@@ -97,7 +82,6 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   const uint32_t rank = cluster_cta_rank();
   const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
   const int k_slices = ceil_div(K, BLOCK_K);
-  const int last_it = ceil_div(tiles.count() - first_tile, tile_step) * k_slices - 1;  // this CTA's last slice
 
   if (threadIdx.x == 0) mbar_init_ring(s.full, s.empty, CONSUMERS * CLUSTER);
   cluster_sync();
@@ -138,7 +122,6 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     bool staged_waiting = false;
     int staged_row0 = 0, staged_col0 = 0;
     int it = 0;
-    if (TURNS && cw == 1 && last_it >= 0) named_barrier_arrive(TURN_BARRIER, 2 * WARPGROUP);  // 0 goes first
     for (int t = first_tile; t < tiles.count(); t += tile_step) {
       int m0, n0;
       tiles.origin<CLUSTER, BLOCK_M, BN>(t, rank, m0, n0);
@@ -158,38 +141,34 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
           scale_lo = scales.a[size_t(row_lo) * scales.k_blocks + ks] * sw;
           scale_hi = scales.a[size_t(row_hi) * scales.k_blocks + ks] * sw;
         }
-        // A promoted slice group starts from zero; its last slice is promoted once it is done.
-        const bool group_start = PROMOTE && ks % EVERY == 0;
-        const bool group_end = PROMOTE && (ks % EVERY == EVERY - 1 || ks == k_slices - 1);
         mbar_wait(&s.full[slot], (it / SLOTS) % 2);
-        if (TURNS) named_barrier_sync(TURN_BARRIER + cw, 2 * WARPGROUP);  // the other consumer has issued
         // [excerpt fp8-slice]
+        // One slice of K: four wgmmas of k = 32. Promoted, each slice starts from zero (scale-d = 0).
+        const e4m3* a_rows = s.a[slot] + cw * 64 * BLOCK_K;  // this consumer's 64 rows of A
         wgmma_fence();
 #pragma unroll
-        for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32)
-          wgmma_fp8<BN>(acc, kmajor_descriptor(s.a[slot] + cw * 64 * BLOCK_K, k32), kmajor_descriptor(s.w[slot], k32),
-                        !(group_start || (!PROMOTE && ks == 0)) || k32 > 0);
+        for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32) {
+          const bool add = (!PROMOTE && ks > 0) || k32 > 0;
+          wgmma_fp8<BN>(acc, kmajor_descriptor(a_rows, k32), kmajor_descriptor(s.w[slot], k32), add);
+        }
         wgmma_commit();
         // [/excerpt fp8-slice]
-        const bool pass_turn = TURNS && !(cw == 1 && it == last_it);  // consumer 1's last turn is nobody's
-        if (TURNS == 1 && pass_turn) named_barrier_arrive(TURN_BARRIER + 1 - cw, 2 * WARPGROUP);
         if (staged_waiting && ks == store_at)
           store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
         if (staged_waiting && ks == store_at2) {
           store_tile_tma<HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
           staged_waiting = false;
         }
-        if (group_end) {
+        if constexpr (PROMOTE) {
           // [excerpt promote]
-          wgmma_wait<0>();  // the group's sums are needed now
-          if (TURNS == 2 && pass_turn) named_barrier_arrive(TURN_BARRIER + 1 - cw, 2 * WARPGROUP);
+          wgmma_wait<0>();  // this slice's sums are needed now
           fence_accumulators(acc);
-          if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
-          if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[slot]);
-          previous_slot = -1;
+          if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[slot]);  // the slot is free
 #pragma unroll
-          for (int i = 0; i < BN / 2; ++i)  // accumulators 4j, 4j+1: row lo; 4j+2, 4j+3: row hi (scales 1
-            total[i] = fmaf(acc[i], i % 4 < 2 ? scale_lo : scale_hi, ks >= EVERY ? total[i] : 0.f);  // unless BLOCKS)
+          for (int i = 0; i < BN / 2; ++i) {  // acc 4j, 4j+1: the thread's row lo; 4j+2, 4j+3: row hi
+            const float scale = i % 4 < 2 ? scale_lo : scale_hi;  // the block scales (1 otherwise)
+            total[i] = fmaf(acc[i], scale, ks > 0 ? total[i] : 0.f);
+          }
           // [/excerpt promote]
         } else {
           wgmma_wait<1>();  // stage 6: the previous slice is done, this one keeps running
