@@ -8,11 +8,7 @@ import torch
 from course_lib import backend, compiler, correctness, fp8
 from course_lib.kernels import tensor_cores as tc
 
-# Shapes the stage takes (N a multiple of 8, K of 16) that cut its tiles (128 x 256, or 128 x 128
-# with block scales) and the 128-wide K blocks of the block scales: K = 208 and 528 end in a partial
-# block; M = 1, 37, 300 a partial tile row; N = 8, 72, 1000 partial tile columns.
-SHAPES = ((1, 8, 16), (37, 72, 208), (130, 136, 256), (16, 264, 1024), (300, 1000, 528), (1, 4096, 4096),
-          (1000, 1032, 4096), (2048, 2048, 2048))
+SHAPES = tc.FP8_SHAPES  # shapes the stage takes that cut its tiles and the K blocks
 
 
 # ---- refusals (any machine) ---------------------------------------------------------------------

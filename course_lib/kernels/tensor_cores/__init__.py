@@ -107,6 +107,7 @@ from course_lib.kernels.tensor_cores.stages import (
     DESIGN,
     DESIGNS,
     FP8_SCALING_CODE,
+    FP8_SHAPES,
     FP8_STAGE,
     GEMMS,
     MINIMAL,

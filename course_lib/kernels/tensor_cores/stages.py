@@ -248,6 +248,11 @@ tc_6_tma_store = make_gemm("tc_6_tma_store", group_m=8, max_ctas=backend.sm_coun
 # ---- stage 7: FP8 -----------------------------------------------------------------------------
 # The extension's scaling codes (tc_launch.h).
 FP8_SCALING_CODE = {"tensor": 0, "row": 1, "block": 2}
+# Shapes stage 7 takes (N a multiple of 8, K of 16) that cut its tiles (128 x 256, or 128 x 128 when
+# promoting) and the 128-wide K blocks of block scales: K = 208 and 528 end in a partial block;
+# M = 1, 37, 300 a partial tile row; N = 8, 72, 1000 partial tile columns.
+FP8_SHAPES = ((1, 8, 16), (37, 72, 208), (130, 136, 256), (16, 264, 1024), (300, 1000, 528), (1, 4096, 4096),
+              (1000, 1032, 4096), (2048, 2048, 2048))
 
 
 def tc_7_fp8(qa: object, qw: object, *, fast_accumulation: bool = False, group_m: int = 8,
