@@ -2,23 +2,22 @@
 
     python experiments/gpu_fp8_stage7_variants.py --out $OUT/fp8_stage7_variants.json
 
-The first run of stage 7 (experiments/runs/2026-12-03_0604_fp8_stage7_first) reached 98-106 % of cuBLAS with fast
-accumulation (128 x 256 tiles, one wgmma batch always queued) but 65-69 % when it promotes every
-slice (128 x 128 tiles; each consumer waits for its slice's wgmmas, wait_group 0, then adds them
-into fp32). Hypothesis: both consumer warpgroups wait for the same slot, issue together, finish
+The first run of stage 7 (experiments/runs/2026-12-03_0604_fp8_stage7_first) reached 98-106 % of
+cuBLAS with fast accumulation (128 x 256 tiles, one wgmma batch always queued) but 65-69 % when it
+promotes every slice (128 x 128 tiles; each consumer waits for its slice's wgmmas, wait_group 0,
+then adds them into fp32). Hypothesis: both consumer warpgroups wait for the same slot, issue together, finish
 together and promote together, so the tensor cores idle while both promote. Variants, each
 course_lib/csrc/tc_7_fp8.cu built with other -D values (its own extension):
 
 * ``base``: as the course builds it (promote every slice, consumers free-running);
-* ``ordered``: the consumers take turns to issue (named barriers): one's promotion overlaps the
-  other's wgmmas if the tensor cores take the batches in the order issued;
-* ``every2`` / ``every4``: per tensor or row, promote every 2 / 4 slices (K = 256 / 512), one batch
-  queued in between; block scales still every slice;
-* ``ordered every2``;
 * ``fast n128``: fast accumulation on the promoted kernels' 128 x 128 tile (no promotion at all), to
-  part the tile's cost from the promotion's (a second run: ``ONLY="base,fast n128"``);
-* ``ordered after``: the consumers take turns, the other's turn coming only once this one's wgmmas
-  are done (a third run, after Nsight Compute put the tensor pipe at 48 % busy in ``base``).
+  part the tile's cost from the promotion's (``ONLY="base,fast n128"``).
+
+Measured and removed since (the -D knobs are gone from tc_7_fp8.cu; build the file as it was at the
+commit named to run them again): ``ordered`` (the consumers take turns to issue, named barriers),
+``every2`` / ``every4`` (per tensor or row, promote every 2 / 4 slices, one batch queued in between),
+``ordered every2`` - at commit 42758af; ``ordered after`` (the other consumer's turn only once this
+one's wgmmas are done) - at commit 819d41e. None helped enough to keep (experiments/JOURNAL.md).
 
 For each: correctness (``check_fp8`` per tensor and per block, a few shapes), then GPU time
 (``time_fn``, alternating rounds, median of three) at 4096^3, 8192^3 and 4096 x 14336 x 4096 per
@@ -45,9 +44,7 @@ from course_lib.timing import time_fn
 import runlog  # this folder is on sys.path
 
 BINDING = Path(__file__).resolve().parent / "kernels" / "tc_7_variants_binding.cu"
-VARIANTS = {"base": [], "ordered": ["-DTC7_ORDERED=1"], "every2": ["-DTC7_PROMOTE_EVERY=2"],
-            "every4": ["-DTC7_PROMOTE_EVERY=4"], "ordered every2": ["-DTC7_ORDERED=1", "-DTC7_PROMOTE_EVERY=2"],
-            "fast n128": ["-DTC7_FAST_BLOCK_N=128"], "ordered after": ["-DTC7_ORDERED=2"]}
+VARIANTS = {"base": [], "fast n128": ["-DTC7_FAST_BLOCK_N=128"]}
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096)]
 CHECK_SHAPES = [(37, 72, 208), (300, 1000, 528), (1000, 1032, 4096)]
 ROUNDS = 3

@@ -58,7 +58,7 @@ FP8_TRITON = "2026-12-03_0315_fp8_triton_tma_blocks"
 # Stage 7 (the CUDA FP8 kernel) against cuBLAS FP8 (experiments/gpu_fp8_stage7.py), and the runs that
 # part its promoted mainloop's costs: the 128 x 128 tile without promotion, Nsight Compute's tensor
 # pipe (experiments/gpu_fp8_stage7_variants.py, experiments/gpu_ncu_fp8.py).
-FP8_STAGE7 = "2026-12-03_0604_fp8_stage7_first"
+FP8_STAGE7 = "2026-12-03_0637_fp8_stage7"
 FP8_STAGE7_EVIDENCE = "2026-12-03_0637_fp8_stage7_tile_and_ncu"
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
