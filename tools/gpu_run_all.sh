@@ -16,7 +16,7 @@
 #              them (COURSE_ASSUME_CAPABILITY; $CAPABILITIES overrides, "native" = this GPU as it is)
 #              and as this GPU -> $OUT/assume.log, $OUT/notebooks_assume.tgz
 #   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
-#              memcheck/racecheck/synccheck over every tensor-core stage -> $OUT/sanitize.log
+#              memcheck/racecheck/synccheck over every tensor-core stage (stage 7 with --fp8) -> $OUT/sanitize.log
 #   check      course_lib.check on every stage and dtype at the GPU's shapes -> $OUT/check.log
 #   exercises  every puzzle's own solution through its check, on the GPU -> $OUT/exercises.log
 #
@@ -70,19 +70,20 @@ for section in "$@"; do
         log="$OUT/sanitize.log"
         : >"$log"
         python3 -c "from course_lib.kernels import tensor_cores as tc; tc.extension()" >>"$log" 2>&1
-        sanitize() {  # sanitize <label> <script> <tools...>
+        sanitize() {  # sanitize <label> "<script> [args]" <tools...>
             local label=$1 script=$2
             shift 2
             for tool in "$@"; do
                 echo "=== compute-sanitizer --tool $tool: $label" | tee -a "$log"
                 PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 \
-                    --report-api-errors no python3 "$script" >>"$log" 2>&1
+                    --report-api-errors no python3 $script >>"$log" 2>&1
                 echo "exit $?" | tee -a "$log"
                 grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1
             done
         }
         sanitize "numba kernels" tools/gpu_sanitize_numba.py memcheck racecheck
         sanitize "tensor-core stages" tools/gpu_sanitize_tensor_cores.py memcheck racecheck synccheck
+        sanitize "stage 7 (FP8)" "tools/gpu_sanitize_tensor_cores.py --fp8" memcheck racecheck synccheck
         ;;
     check)
         timeout 540 python3 tools/gpu_check.py >"$OUT/check.log" 2>&1 || status=1
