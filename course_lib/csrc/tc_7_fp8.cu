@@ -235,7 +235,8 @@ void launch_tc_7_fp8(const Fp8Gemm& g, cudaStream_t stream, int group_m, int max
   using namespace stage7;
   if (group_m < 1) throw std::runtime_error("tc_7_fp8: group_m must be >= 1");
   if (g.scaling == SCALING_BLOCK) {
-    if (g.fast_accumulation) throw std::runtime_error("tc_7_fp8: block scales are applied per K slice, so the sums are always promoted");
+    if (g.fast_accumulation)
+      throw std::runtime_error("tc_7_fp8: block scales are applied per K slice, so the sums are always promoted");
     return launch<BLOCK_N_PROMOTED, true, true>(g, stream, group_m, max_ctas);
   }
   if (g.scaling != SCALING_TENSOR && g.scaling != SCALING_ROW)

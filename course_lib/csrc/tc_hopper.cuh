@@ -523,8 +523,8 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
 // named barrier.
 constexpr int C_BOX = 64;  // 64 x 64 bf16 boxes, 128-byte swizzle
 template <int HALF_COLS, int FIRST_HALF, int HALVES>
-__device__ __forceinline__ void store_tile_tma(const uint32_t* pairs, bf16* staging, const CUtensorMap* map_c, int barrier,
-                                               int row0, int col0) {
+__device__ __forceinline__ void store_tile_tma(const uint32_t* pairs, bf16* staging, const CUtensorMap* map_c,
+                                               int barrier, int row0, int col0) {
   const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
   const bool leader = tid == 0;
   // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of
@@ -540,7 +540,8 @@ __device__ __forceinline__ void store_tile_tma(const uint32_t* pairs, bf16* stag
       const int q = half * (HALF_COLS / 16) + j;  // which 16 columns of the tile
       const int col = j * 16 + col_in_16;          // column within this round
       const int box = col / C_BOX, chunk = (col % C_BOX) / 8;
-      const uint32_t addr = smem_u32(staging + box * C_BOX * C_BOX) + row * 128 + ((chunk ^ (row % 8)) * 16);
+      const uint32_t addr =
+          smem_u32(staging + box * C_BOX * C_BOX) + row * 128 + ((chunk ^ (row % 8)) * 16);
       stmatrix_x4(addr, pairs[4 * q + 0], pairs[4 * q + 1], pairs[4 * q + 2], pairs[4 * q + 3]);
     }
     fence_proxy_async_shared();         // st.shared/stmatrix -> visible to the copy engine

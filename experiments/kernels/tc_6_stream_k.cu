@@ -28,7 +28,6 @@ constexpr int BLOCK_M = 128, BLOCK_K = TILE_K;
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-constexpr int C_BOX = 64;                                   // 64 x 64 bf16 boxes, 128-byte swizzle
 
 // The tile's width is a knob here: 256 (the course's) or 128, with a deeper ring in the same
 // shared memory (6 slots of 32 KB against 4 of 48 KB).
@@ -76,43 +75,6 @@ __device__ __forceinline__ void stamp(bool leader, int cw, int entry, long long 
 #define TC_STAMP_END(leader, cw)
 #define TC_STAMP_TILE(leader, cw, tile, event)
 #endif
-
-// One consumer's 64 x 256 tile -> swizzled staging boxes -> TMA store, in rounds of 128 columns.
-// `pair(i)` is the thread's i-th pair of bf16 results (0 <= i < 64), i.e. its accumulators 2i and
-// 2i+1 converted (pack_bf16x2). FIRST_HALF and HALVES pick the rounds: both (after the last tile),
-// or one half (during the next tile). Called by all 128 threads of consumer `cw`.
-template <int FIRST_HALF = 0, int HALVES = 2, int BLOCK_N, typename Pair>
-__device__ __forceinline__ void store_tile_tma(Pair pair, Smem<BLOCK_N>& s, const CUtensorMap* map_c, int cw, int row0,
-                                               int col0) {
-  constexpr int C_HALF_COLS = Smem<BLOCK_N>::C_HALF_COLS, C_HALF_BOXES = Smem<BLOCK_N>::C_HALF_BOXES;
-  const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
-  const bool leader = tid == 0;
-  // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of
-  // the warp's 16 rows at columns +0, matrices 2/3 the same rows at columns +8.
-  const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
-  const int col_in_16 = (lane / 16) * 8;
-#pragma unroll
-  for (int half = FIRST_HALF; half < FIRST_HALF + HALVES; ++half) {
-    if (leader) bulk_wait_read_all();   // the previous round's store has read the staging boxes
-    named_barrier_sync(1 + cw, WARPGROUP);
-#pragma unroll
-    for (int j = 0; j < C_HALF_COLS / 16; ++j) {
-      const int q = half * (C_HALF_COLS / 16) + j;  // which 16 columns of the 256
-      const int col = j * 16 + col_in_16;            // column within this half
-      const int box = col / C_BOX, chunk = (col % C_BOX) / 8;
-      const uint32_t addr = smem_u32(s.c[cw][box]) + row * 128 + ((chunk ^ (row % 8)) * 16);
-      stmatrix_x4(addr, pair(4 * q + 0), pair(4 * q + 1), pair(4 * q + 2), pair(4 * q + 3));
-    }
-    fence_proxy_async_shared();         // st.shared/stmatrix -> visible to the copy engine
-    named_barrier_sync(1 + cw, WARPGROUP);
-    if (leader) {
-#pragma unroll
-      for (int bx = 0; bx < C_HALF_BOXES; ++bx)
-        tma_store_2d(map_c, s.c[cw][bx], col0 + half * C_HALF_COLS + bx * C_BOX, row0);
-      bulk_commit();
-    }
-  }
-}
 
 template <int BLOCK_N, int CLUSTER>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
@@ -176,9 +138,11 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         // The tile's first wgmma overwrites the accumulators (scale-d = 0).
         wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > w.k_begin);
         if (staged_waiting && ks == store_at)
-          store_tile_tma<0, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+          store_tile_tma<Smem<BLOCK_N>::C_HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0,
+                                                          staged_col0);
         if (staged_waiting && ks == store_at2) {
-          store_tile_tma<1, 1>([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+          store_tile_tma<Smem<BLOCK_N>::C_HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0,
+                                                          staged_col0);
           staged_waiting = false;
         }
         wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
@@ -206,7 +170,8 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       staged_waiting = true, staged_row0 = m0 + cw * 64, staged_col0 = n0;
       TC_STAMP_TILE(leader, cw, done, 2);
     }
-    if (staged_waiting) store_tile_tma([&](int i) { return staged[i]; }, s, &map_c, cw, staged_row0, staged_col0);
+    if (staged_waiting)
+      store_tile_tma<Smem<BLOCK_N>::C_HALF_COLS, 0, 2>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
     TC_STAMP_END(leader, cw);
   }
