@@ -22,7 +22,8 @@ def test_refuses_shapes_tma_cannot_copy_naming_the_rule(M, N, K):
 def test_refuses_column_scales_and_mixed_blocks():
     a, w = torch.randn(16, 256), torch.randn(32, 256)
     qa, qw = fp8.quantize(a, "e4m3", "block", (1, 128)), fp8.quantize(w, "e4m3", "row")
-    with pytest.raises(ValueError, match=r"tc_7_fp8: qa has one scale per 1 x 128 block.*tc_7_fp8 \(both operands in blocks\)"):
+    with pytest.raises(ValueError,
+                       match=r"tc_7_fp8: qa has one scale per 1 x 128 block.*tc_7_fp8 \(both operands in blocks\)"):
         tc.tc_7_fp8(qa, qw)
     with pytest.raises(ValueError, match="qw has one scale per 32 x 1 block"):
         tc.tc_7_fp8(fp8.quantize(a, "e4m3", "row"), fp8.quantize(w, "e4m3", "column"))

@@ -139,9 +139,10 @@ DESIGN = {d.stage: d for d in ALL_DESIGNS}
 # Stage 7 leaves the bf16 staircase: its operands are FP8 with their scales (course_lib.fp8), so it
 # has its own wrapper (tc_7_fp8 below) and is taught in notebook 09.
 FP8_STAGE = Design("tc_7_fp8", "FP8 (e4m3) wgmma, scaled in the epilogue or per K slice",
-                   "stage 6's kernel on e4m3: m64n256k32 (m64n128k32 with block scales), both operands "
-                   "K-major; per-tensor and per-row scales applied as C is converted to bf16, 1 x 128 / "
-                   "128 x 128 block scales applied to each 128-wide K slice and added into fp32 registers",
+                   "stage 6's kernel on e4m3, both operands K-major: m64n128k32 whose sums are added into "
+                   "fp32 registers every 128 of K (times the 1 x 128 / 128 x 128 block scales, if any), or "
+                   "m64n256k32 with fast accumulation; per-tensor and per-row scales applied as C is "
+                   "converted to bf16",
                    "sm_90a", shape_multiple=(1, SHAPE_MULTIPLE, 16))
 
 
@@ -273,7 +274,8 @@ def tc_7_fp8_arguments(qa: object, qw: object, fast_accumulation: bool = False) 
     """The checks of :func:`tc_7_fp8`, then the extension's arguments: A's and W's values, their fp32
     scales as the kernel reads them, a new C, the scaling code and ``fast_accumulation``."""
     stage = FP8_STAGE.stage
-    blocks = all(isinstance(q, fp8.Quantized) for q in (qa, qw)) and (tuple(qa.block), tuple(qw.block)) == fp8.BLOCK_SCALES
+    blocks = (all(isinstance(q, fp8.Quantized) for q in (qa, qw))
+              and (tuple(qa.block), tuple(qw.block)) == fp8.BLOCK_SCALES)
     M, N, K, rows_a, rows_w = fp8.check_gemm_operands(qa, qw, stage, blocks=blocks,
                                                       block_kernel=f"{stage} (both operands in blocks)")
     if fast_accumulation and blocks:
