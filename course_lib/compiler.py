@@ -84,6 +84,16 @@ def find_cuobjdump() -> Path | None:
     return Path(found) if found else None
 
 
+def sass_tools_missing() -> str | None:
+    """What is missing to compile a kernel and read its SASS without a GPU (nvcc, cuobjdump), in
+    one line saying where to get it; None when both are found."""
+    if find_nvcc() is None:
+        return "nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)"
+    if find_cuobjdump() is None:
+        return "cuobjdump not found (it ships inside the triton wheel)"
+    return None
+
+
 def nvcc_version(nvcc: Path) -> str:
     out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=True).stdout
     m = re.search(r"release ([\d.]+), V([\d.]+)", out)

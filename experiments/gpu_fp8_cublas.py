@@ -20,7 +20,6 @@ Raw log, never edited.
 
 from __future__ import annotations
 
-import traceback
 
 import torch
 
@@ -97,8 +96,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except Exception:
-        traceback.print_exc()
-        raise
+    runlog.run(main)

@@ -21,7 +21,6 @@ Raw log, never edited.
 from __future__ import annotations
 
 import statistics
-import traceback
 
 import torch
 
@@ -121,8 +120,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except Exception:
-        traceback.print_exc()
-        raise
+    runlog.run(main)

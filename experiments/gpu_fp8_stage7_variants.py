@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -144,8 +143,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except Exception:
-        traceback.print_exc()
-        raise
+    runlog.run(main)

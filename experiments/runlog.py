@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import platform
 import sys
+import traceback
 from pathlib import Path
 from typing import Callable
 
@@ -35,3 +36,12 @@ def start(doc: str, part: int, **sections) -> tuple[dict, Callable[[], None]]:
         path.write_text(json.dumps(out, indent=1) + "\n")
 
     return out, save
+
+
+def run(main: Callable[[], int]) -> None:
+    """Exit with ``main()``'s status; a failure's traceback printed first (the log keeps what was saved)."""
+    try:
+        raise SystemExit(main())
+    except Exception:
+        traceback.print_exc()
+        raise

@@ -45,10 +45,8 @@ def test_cpu_backend_refuses_with_a_clear_error():
 # ---- what nvcc makes of it (where nvcc is installed) ------------------------------------------------
 @pytest.fixture(scope="module")
 def compiled():
-    if compiler.find_nvcc() is None:
-        pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
-    if compiler.find_cuobjdump() is None:
-        pytest.skip("cuobjdump not found (it ships inside the triton wheel)")
+    if why := compiler.sass_tools_missing():
+        pytest.skip(why)
     r = compiler.compile_cubin(tc.CSRC / tc.FP8_STAGE.source, "sm_90a", compiler.NVCC_FLAGS, include_dirs=[tc.CSRC],
                                name=tc.FP8_STAGE.stage)
     return r, tc.sass_mix_by_kernel(r.cubin)

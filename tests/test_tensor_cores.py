@@ -400,10 +400,8 @@ def test_every_excerpt_a_notebook_prints_exists():
 
 @pytest.fixture(scope="module")
 def compiled():
-    if compiler.find_nvcc() is None:
-        pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
-    if compiler.find_cuobjdump() is None:
-        pytest.skip("cuobjdump not found (it ships inside the triton wheel)")
+    if why := compiler.sass_tools_missing():
+        pytest.skip(why)
     results = tc.compile_all("sm_90a")  # all stages in parallel, cached outside the repository
     mixes = {name: tc.staircase_mix(r.cubin) for name, r in results.items()}
     return results, mixes
@@ -505,8 +503,8 @@ def test_the_primer_spells_the_numba_tiled_kernel_instruction_for_instruction():
     """csrc/primer_fp32.cu is notebook 06's C++ spelling of the numba kernels of notebooks 01-02. Its
     tiled kernel compiles (sm_90, as the numba kernels were for numba_kernels_sm90.json) to the same
     counts of the instructions notebook 06 prints."""
-    if compiler.find_nvcc() is None or compiler.find_cuobjdump() is None:
-        pytest.skip("nvcc or cuobjdump not found")
+    if why := compiler.sass_tools_missing():
+        pytest.skip(why)
     import json
 
     r = compiler.compile_cubin(tc.CSRC / "primer_fp32.cu", "sm_90", tc.NVCC_FLAGS, include_dirs=[tc.CSRC])
@@ -552,8 +550,8 @@ def test_compiler_module_imports_nothing_of_the_course():
 
 
 def test_compiler_reports_any_kernel(tmp_path):
-    if compiler.find_nvcc() is None or compiler.find_cuobjdump() is None:
-        pytest.skip("nvcc or cuobjdump not found")
+    if why := compiler.sass_tools_missing():
+        pytest.skip(why)
     src = tmp_path / "twice.cu"
     src.write_text("namespace demo { __global__ void twice(float* x, int n) {\n"
                    "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= 2.f;\n} }\n")

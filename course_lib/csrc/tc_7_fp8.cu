@@ -99,13 +99,11 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         for (int ks = 0; ks < k_slices; ++ks, ++it) {
           const int slot = it % SLOTS;
           mbar_wait(&s.empty[slot], ((it / SLOTS) % 2) ^ 1);
-          // [excerpt fp8-slice-copy]
           // A's 128 rows; this CTA's half of W's rows, multicast: all of W's slice arrives in both CTAs.
           mbar_arrive_expect_tx(&s.full[slot], (BLOCK_M + BN) * BLOCK_K);
           tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * BLOCK_K, m0);
           tma_load_2d_multicast(s.w[slot] + rank * W_ROWS * BLOCK_K, &map_w, &s.full[slot], ks * BLOCK_K,
                                 n0 + int(rank) * W_ROWS, (1u << CLUSTER) - 1);
-          // [/excerpt fp8-slice-copy]
         }
       }
     }
