@@ -176,7 +176,25 @@ def test_split_k_leaves_its_counters_at_zero(monkeypatch):
     c = c04.fast_matmul(a, b, "fp32", cfg)
     torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
     assert ran, "split-K did not run"
-    assert int(fast.split_k_counters(1, a.device).abs().sum()) == 0  # the next launch starts from zero
+    assert int(fast.common.zeroed_counters(1, a.device).abs().sum()) == 0  # the next launch starts from zero
+
+
+def test_every_split_k_launch_takes_its_own_workspace(monkeypatch):
+    """A plan keeps no workspace: a CUDA graph records the one its capture took, and two streams (or the
+    graph and an eager call) must never share one. Launched three times, a plan asks three times."""
+    asked = []
+    original = fast.split_k_workspace
+    monkeypatch.setattr(fast, "split_k_workspace", lambda *a, **k: asked.append(a) or original(*a, **k))
+    cfg = c04.FastConfig(16, 32, 32, group_m=1, split_k=3)
+    a, b = random_inputs(5, 72, 200, "fp32", seed=4)
+    ops = fast.prepare(a, b, stage="triton_fast", dtypes=("fp32",))
+    plan = fast.FastPlan(ops, "fp32", cfg, torch.full((5, 72), float("nan")))
+    for seed in (5, 6):
+        a, b = random_inputs(5, 72, 200, "fp32", seed=seed)
+        c = torch.full((5, 72), float("nan"))
+        plan(a, b, c)
+        torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
+    assert len(asked) == 3 and all(shape == (3, 5, 72) for shape, *_ in asked)
 
 
 def test_split_k_config_is_validated():

@@ -207,8 +207,9 @@ template <int T>
 constexpr int decode_smem_bytes() { return int(sizeof(DecodeSmem<T>)) + SMEM_SLACK; }
 
 // Split-K's fp32 partial sums, [tile][range][T / 8][WARPGROUP] float4s (each thread's accumulators
-// as it holds them), and one arrival counter per tile, zero between launches (the last CTA of a
-// tile resets it); both in device_scratch (tc_host.cuh).
+// as it holds them), and one arrival counter per tile, zero when the launch starts and again when it
+// ends (the last CTA of a tile resets it, so a CUDA graph's replay finds it zero); both the launch's
+// own (Workspace, tc_launch.h).
 struct DecodeSplits {
   float4* partials;
   int* counters;
@@ -312,9 +313,8 @@ decode_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__
   // [/excerpt swapped-store]
 }
 
-inline DecodeSplits decode_splits(size_t float4s, int tiles) {
-  return DecodeSplits{static_cast<float4*>(device_scratch(DECODE_PARTIALS, float4s * sizeof(float4))),
-                      static_cast<int*>(device_scratch(DECODE_COUNTERS, size_t(tiles) * sizeof(int)))};
+inline DecodeSplits decode_splits(const Workspace& ws, size_t float4s, int tiles) {
+  return DecodeSplits{static_cast<float4*>(ws.scratch(float4s * sizeof(float4))), ws.zeroed(size_t(tiles))};
 }
 
 // [excerpt decode-ranges]
@@ -330,7 +330,7 @@ constexpr int decode_ranges(int tiles, int k_slices, int resident) {
 // [/excerpt decode-ranges]
 
 template <int T>
-void launch_decode(const Gemm& g, cudaStream_t stream, int ranges) {
+void launch_decode(const Gemm& g, cudaStream_t stream, const Workspace& ws, int ranges) {
   auto kernel = decode_kernel<T>;
   constexpr int smem = decode_smem_bytes<T>();
   allow_dynamic_smem(kernel, smem);
@@ -345,7 +345,7 @@ void launch_decode(const Gemm& g, cudaStream_t stream, int ranges) {
   const int per_range = ceil_div(k_slices, ranges);
   ranges = ceil_div(k_slices, per_range);
   const DecodeSplits splits =
-      ranges > 1 ? decode_splits(size_t(tiles.x) * tiles.y * ranges * (T / 8) * WARPGROUP, int(tiles.x * tiles.y))
+      ranges > 1 ? decode_splits(ws, size_t(tiles.x) * tiles.y * ranges * (T / 8) * WARPGROUP, int(tiles.x * tiles.y))
                  : DecodeSplits{nullptr, nullptr};
   const CUtensorMap map_a = make_tensor_map(g.a, g.M, g.K, T, TILE_K, CU_TENSOR_MAP_SWIZZLE_128B);
   kernel<<<dim3(tiles.x, tiles.y, ranges), DECODE_THREADS, smem, stream>>>(map_a, tensor_map_b(g), g.c, splits, g.M,
@@ -359,20 +359,21 @@ constexpr bool use_swapped(int M) { return M <= DECODE_MAX_M; }
 // [/excerpt when-swapped]
 
 // The token tile for M rows: the smallest of 16, 32, 64, 128 that holds them.
-inline void launch_decode_for(const Gemm& g, cudaStream_t stream, int ranges) {
-  if (g.M <= 16) return launch_decode<16>(g, stream, ranges);
-  if (g.M <= 32) return launch_decode<32>(g, stream, ranges);
-  if (g.M <= 64) return launch_decode<64>(g, stream, ranges);
-  return launch_decode<128>(g, stream, ranges);
+inline void launch_decode_for(const Gemm& g, cudaStream_t stream, const Workspace& ws, int ranges) {
+  if (g.M <= 16) return launch_decode<16>(g, stream, ws, ranges);
+  if (g.M <= 32) return launch_decode<32>(g, stream, ws, ranges);
+  if (g.M <= 64) return launch_decode<64>(g, stream, ws, ranges);
+  return launch_decode<128>(g, stream, ws, ranges);
 }
 
 }  // namespace stage6
 
-void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int max_ctas, int schedule) {
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m, int max_ctas,
+                           int schedule) {
   using namespace stage6;
   if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
   if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M)))
-    return launch_decode_for(g, stream, /*ranges: by the shape*/ 0);  // M > 128: tiles of 128 tokens
+    return launch_decode_for(g, stream, ws, /*ranges: by the shape*/ 0);  // M > 128: tiles of 128 tokens
   allow_dynamic_smem(kernel, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
   const int clusters = resident_clusters(kernel, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
@@ -381,8 +382,9 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m, int 
   const int ctas = split ? clusters * CLUSTER
                          : persistent_ctas(kernel, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, k_slices, split);
-  const Partials partials = sched.dp_tiles < tiles.count() ? fixup_buffers(ctas, CONSUMERS, size_t(BLOCK_M) * BLOCK_N)
-                                                              : Partials{nullptr, nullptr, 0};
+  const Partials partials = sched.dp_tiles < tiles.count()
+                                ? fixup_buffers(ws, ctas, CONSUMERS, size_t(BLOCK_M) * BLOCK_N)
+                                : Partials{nullptr, nullptr};
   const CUtensorMap map_c = make_tensor_map(g.c, g.M, g.N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
   kernel<<<ctas, THREADS, SMEM_BYTES, stream>>>(tensor_map_a<BLOCK_M>(g), tensor_map_b(g), map_c, sched, partials,
                                                  g.M);

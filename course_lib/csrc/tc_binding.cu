@@ -15,7 +15,9 @@ void bind(pybind11::module_& m, const char* name, Launcher launcher, bool any_sh
   m.def(
       name,
       [launcher, any_shape](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c) {
-        tc::run(a, b, c, launcher, any_shape);
+        tc::run(
+            a, b, c, [&](const tc::Gemm& g, cudaStream_t stream, const tc::Workspace&) { launcher(g, stream); },
+            any_shape);
       },
       DOC);
 }
@@ -26,7 +28,9 @@ void bind(pybind11::module_& m, const char* name, PersistentLauncher launcher) {
   m.def(
       name,
       [launcher](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int group_m, int max_ctas) {
-        tc::run(a, b, c, [&](const tc::Gemm& g, cudaStream_t stream) { launcher(g, stream, group_m, max_ctas); });
+        tc::run(a, b, c, [&](const tc::Gemm& g, cudaStream_t stream, const tc::Workspace&) {
+          launcher(g, stream, group_m, max_ctas);
+        });
       },
       DOC, pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("group_m") = 8,
       pybind11::arg("max_ctas") = 0);
@@ -34,14 +38,18 @@ void bind(pybind11::module_& m, const char* name, PersistentLauncher launcher) {
 
 // Stage 6 also takes the schedule (tc_launch.h): -1 by the shape, 0 whole tiles, 1 stream-K,
 // 2 operands swapped (M <= 128); and it takes any M (`any_m`).
-using ScheduleLauncher = void (*)(const tc::Gemm&, cudaStream_t, int group_m, int max_ctas, int schedule);
+using ScheduleLauncher = void (*)(const tc::Gemm&, cudaStream_t, const tc::Workspace&, int group_m, int max_ctas,
+                                  int schedule);
 void bind(pybind11::module_& m, const char* name, ScheduleLauncher launcher) {
   m.def(
       name,
       [launcher](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int group_m, int max_ctas,
                  int schedule) {
         tc::run(
-            a, b, c, [&](const tc::Gemm& g, cudaStream_t stream) { launcher(g, stream, group_m, max_ctas, schedule); },
+            a, b, c,
+            [&](const tc::Gemm& g, cudaStream_t stream, const tc::Workspace& ws) {
+              launcher(g, stream, ws, group_m, max_ctas, schedule);
+            },
             /*any_shape=*/false, /*any_m=*/true);
       },
       DOC, pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("group_m") = 8,

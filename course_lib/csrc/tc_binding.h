@@ -9,6 +9,10 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "tc_launch.h"
 
 namespace tc {
@@ -29,7 +33,58 @@ inline void check_operands(const torch::Tensor& a, const torch::Tensor& b, const
   TORCH_CHECK(a.device() == b.device() && a.device() == c.device(), "all tensors must be on one device");
 }
 
-// Checks the tensors, then calls launch(gemm, stream) on the current CUDA stream of their device.
+// A launch's Workspace (tc_launch.h) from PyTorch's caching allocator, on the launch's stream.
+// * Scratch: a new tensor per launch. The allocator hands a freed block out again only to work
+//   queued after it on the same stream, and during a CUDA graph's capture it allocates from that
+//   graph's own pool, which its replays keep; so no other launch can touch it while this one runs.
+// * Zeroed ints: the kernels leave them zero, so outside a capture one set per stream serves every
+//   launch on it (launches on one stream run one after another). During a capture the graph gets a
+//   set of its own, zeroed by a memset that the graph records (and repeats on every replay): a graph
+//   may be replayed on any stream, beside launches on the stream it was captured on.
+class TorchWorkspace {
+ public:
+  TorchWorkspace(const torch::Device& device, cudaStream_t stream) : device_(device), stream_(stream) {}
+
+  Workspace get() {
+    return Workspace{[this](size_t bytes) { return scratch(bytes); }, [this](size_t count) { return zeroed(count); }};
+  }
+
+ private:
+  torch::Tensor bytes(size_t n) {
+    return torch::empty({int64_t(n)}, torch::TensorOptions().dtype(torch::kUInt8).device(device_));
+  }
+
+  void* scratch(size_t n) {
+    keep_.push_back(bytes(n));  // freed when the launcher returns: the stream's order protects it
+    return keep_.back().data_ptr();
+  }
+
+  int* zeroed(size_t count) {
+    const size_t n = count * sizeof(int);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    C10_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
+    if (capture != cudaStreamCaptureStatusNone) {
+      keep_.push_back(bytes(n));
+      C10_CUDA_CHECK(cudaMemsetAsync(keep_.back().data_ptr(), 0, n, stream_));
+      return static_cast<int*>(keep_.back().data_ptr());
+    }
+    // Never destroyed: tensors must not outlive the CUDA context at exit.
+    static auto& per_stream = *new std::map<std::pair<int, cudaStream_t>, torch::Tensor>();
+    torch::Tensor& t = per_stream[{device_.index(), stream_}];
+    if (!t.defined() || size_t(t.numel()) < n) {  // a bigger set: the old one goes back, stream-ordered
+      t = bytes(n);
+      C10_CUDA_CHECK(cudaMemsetAsync(t.data_ptr(), 0, n, stream_));
+    }
+    return static_cast<int*>(t.data_ptr());
+  }
+
+  torch::Device device_;
+  cudaStream_t stream_;
+  std::vector<torch::Tensor> keep_;
+};
+
+// Checks the tensors, then calls launch(gemm, stream, workspace) on the current CUDA stream of their
+// device.
 template <typename Launch>
 void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Launch&& launch, bool any_shape = false,
          bool any_m = false) {
@@ -40,7 +95,8 @@ void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Launc
                reinterpret_cast<const __nv_bfloat16*>(b.data_ptr()),
                reinterpret_cast<__nv_bfloat16*>(c.data_ptr()),
                int(a.size(0)), int(b.size(1)), int(a.size(1))};
-  launch(g, stream);
+  TorchWorkspace ws(a.device(), stream);
+  launch(g, stream, ws.get());
 }
 
 // Stage 7 (FP8): e4m3 A (M x K) and W (N x K), fp32 scales laid out as `scaling` says (tc_launch.h),

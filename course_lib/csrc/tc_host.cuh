@@ -6,11 +6,9 @@
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
 
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_set>
-#include <utility>
 
 namespace tc {
 
@@ -81,31 +79,6 @@ inline void allow_dynamic_smem(Kernel kernel, int bytes) {
   check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
              "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
   configured.insert(key);
-}
-
-// Scratch memory a launcher hands its kernel (stream-K's partial sums and flags, the decode path's
-// split-K sums and counters): buffer `which` of the current device, at least `bytes` long, zero-filled
-// when it is (re)allocated - then `*fresh` is set. It only grows, so the first launch at a shape
-// allocates and later ones reuse it. Launches on one stream run one after another, so one buffer per
-// device is enough; growing it waits for the device first, since a queued launch may still use the
-// old one.
-enum Scratch { STREAM_K_PARTIALS, STREAM_K_FLAGS, DECODE_PARTIALS, DECODE_COUNTERS };
-inline void* device_scratch(Scratch which, size_t bytes, bool* fresh = nullptr) {
-  static std::map<std::pair<int, int>, std::pair<void*, size_t>> buffers;  // (device, which) -> (pointer, bytes)
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  auto& [ptr, have] = buffers[{device, int(which)}];
-  if (fresh) *fresh = false;
-  if (have < bytes) {
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the old buffer may be in use
-    if (ptr) check_cuda(cudaFree(ptr), "cudaFree");
-    check_cuda(cudaMalloc(&ptr, bytes), "cudaMalloc(scratch)");
-    check_cuda(cudaMemset(ptr, 0, bytes), "cudaMemset(scratch)");
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    have = bytes;
-    if (fresh) *fresh = true;
-  }
-  return ptr;
 }
 
 }  // namespace tc

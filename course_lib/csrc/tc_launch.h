@@ -11,8 +11,10 @@
 // compile test does that), and tc_binding.cu is the one file that knows about torch tensors.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cuda_bf16.h>
+#include <functional>
 #include <cuda_runtime_api.h>
 
 namespace tc {
@@ -23,6 +25,16 @@ struct Gemm {
   const __nv_bfloat16* b;  // K x N
   __nv_bfloat16* c;        // M x N
   int M, N, K;
+};
+
+// Device memory a launch needs besides its operands: stream-K's and split-K's fp32 partial sums, and
+// the flags or counters by which one CTA tells another that its partial sums are written. The caller
+// provides it on the launch's stream, each launch its own (tc_binding.h takes it from PyTorch's
+// caching allocator), so that launches on two streams at once, or replays of two CUDA graphs, never
+// share a byte of it.
+struct Workspace {
+  std::function<void*(size_t bytes)> scratch;  // `bytes` for this launch; read only after written
+  std::function<int*(size_t count)> zeroed;    // `count` ints, zero at the start; the kernel leaves them zero
 };
 
 // Stage 0: one mma.sync per warp and K step, its fragments loaded straight from global memory;
@@ -43,10 +55,11 @@ void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8,
 // whole tiles leave clusters idle; for M <= 128 (a decode step) the operands swapped, C^T = B^T A^T.
 // `schedule` SCHEDULE_AUTO decides by the shape; the others force one (for the tests and experiments;
 // forced, the swapped schedule takes any M, in token tiles of 128). Stage 6 takes any M; N and K
-// multiples of 8 (16-byte rows for TMA).
+// multiples of 8 (16-byte rows for TMA). Stream-K and the swapped schedule's split-K take their
+// partial sums and flags from `ws`.
 constexpr int SCHEDULE_AUTO = -1, SCHEDULE_WHOLE_TILES = 0, SCHEDULE_STREAM_K = 1, SCHEDULE_SWAPPED = 2;
-void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0,
-                           int schedule = SCHEDULE_AUTO);
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m = 8,
+                           int max_ctas = 0, int schedule = SCHEDULE_AUTO);
 
 // Stage 7: C = (A W^T) scaled, from e4m3 A (M x K) and W (N x K, the weight of nn.Linear; both
 // K-major, as wgmma requires for 8-bit inputs), bf16 C (M x N). The scales are fp32:

@@ -18,10 +18,9 @@
 
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
+#include "tc_launch.h"
 #include "tc_schedule.cuh"
 
-#include <climits>
-#include <unordered_map>
 
 namespace tc {
 
@@ -100,12 +99,22 @@ struct WorkCursor {
 
 // ---- the fix-up: partial sums between clusters -----------------------------------------------------
 // One slot of BLOCK_M x BLOCK_N fp32 per CTA (a CTA contributes to at most one tile that another
-// finishes) and one flag per consumer warpgroup. A flag holds the number of the launch that last
-// wrote the slot, so nothing needs clearing between launches.
+// finishes) and one flag per consumer warpgroup. A flag is FLAG_EMPTY until its contributor has
+// written the slot, FLAG_READY after; the owner sets it back to FLAG_EMPTY as soon as it has seen it
+// ready (nothing else writes that slot in this launch). So every flag is empty again when the kernel
+// ends, and the next launch on the same buffers starts right without clearing them.
+//
+// Why not number the launches instead (flag = "the launch that last wrote the slot")? The number
+// would be a kernel argument, and a CUDA graph records its kernels' arguments once: every replay of
+// the graph passes the same number, so from the second replay on an owner finds the flag already
+// "ready" and adds partial sums left from the replay before. A flag that the kernel itself resets
+// is right however often the launch is replayed. The buffers are each launch's own (Workspace,
+// tc_launch.h): two launches at once, on two streams or from two graphs, never share a flag.
+constexpr int FLAG_EMPTY = 0, FLAG_READY = 1;
+
 struct Partials {
   float4* data;  // [CTA][consumer][BLOCK_N / 8][WARPGROUP]: each thread's accumulators as it holds them
-  int* flags;    // [CTA][consumer]
-  int epoch;     // this launch's number (>= 1)
+  int* flags;    // [CTA][consumer], FLAG_EMPTY when the kernel starts and when it ends
 };
 
 template <int BLOCK_N, int CONSUMERS>
@@ -130,17 +139,21 @@ __device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2],
   named_barrier_sync(1 + cw, WARPGROUP);  // all 128 threads' stores come before the flag
   if (tid == 0) {
     __threadfence();
-    store_release_gpu(p.flags + cta * CONSUMERS + cw, p.epoch);
+    store_release_gpu(p.flags + cta * CONSUMERS + cw, FLAG_READY);
   }
 }
 
-// Owner: wait for one contributor's flag, then add its partial sums to the accumulators.
+// Owner: wait for one contributor's flag, empty it for the next launch, then add its partial sums to
+// the accumulators.
 template <int BLOCK_N, int CONSUMERS>
 __device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw,
                                             bool live = true) {
   const int tid = threadIdx.x % WARPGROUP;
-  if (tid == 0)
-    while (load_acquire_gpu(p.flags + cta * CONSUMERS + cw) != p.epoch) __nanosleep(32);
+  if (tid == 0) {
+    int* flag = p.flags + cta * CONSUMERS + cw;
+    while (load_acquire_gpu(flag) != FLAG_READY) __nanosleep(32);
+    *reinterpret_cast<volatile int*>(flag) = FLAG_EMPTY;  // read by the next launch, after this one ends
+  }
   named_barrier_sync(1 + cw, WARPGROUP);
   if (!live) return;
   const float4* src = partial_slot<BLOCK_N, CONSUMERS>(p, cta, cw) + tid;
@@ -151,20 +164,11 @@ __device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Par
   }
 }
 
-// The fix-up buffers of the current device for `ctas` CTAs of `consumers` warpgroups, each CTA with
-// `tile_floats` fp32 partial sums (device_scratch, tc_host.cuh: the first call at a shape allocates,
-// never a timed one). Each launch gets a new epoch; the count starts again when the flags are new.
-inline Partials fixup_buffers(int ctas, int consumers, size_t tile_floats) {
-  static std::unordered_map<int, int> epochs;  // per device
-  bool fresh_flags = false;
-  auto* data = static_cast<float4*>(device_scratch(STREAM_K_PARTIALS, size_t(ctas) * tile_floats * sizeof(float)));
-  auto* flags = static_cast<int*>(device_scratch(STREAM_K_FLAGS, size_t(ctas) * consumers * sizeof(int), &fresh_flags));
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  int& epoch = epochs[device];
-  if (fresh_flags) epoch = 0;
-  if (++epoch == INT_MAX) epoch = 1;  // flags from 2^31 launches ago cannot still be pending
-  return Partials{data, flags, epoch};
+// The fix-up buffers of one launch of `ctas` CTAs of `consumers` warpgroups, each CTA with
+// `tile_floats` fp32 partial sums, from the launch's workspace.
+inline Partials fixup_buffers(const Workspace& ws, int ctas, int consumers, size_t tile_floats) {
+  return Partials{static_cast<float4*>(ws.scratch(size_t(ctas) * tile_floats * sizeof(float))),
+                  ws.zeroed(size_t(ctas) * consumers)};
 }
 
 }  // namespace tc

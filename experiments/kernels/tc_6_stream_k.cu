@@ -179,7 +179,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 }
 
 template <int BLOCK_N, int CLUSTER>
-void launch(const Gemm& g, int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
+void launch(const Gemm& g, const Workspace& ws, int group_m, int max_ctas, bool stream_k, cudaStream_t stream) {
   const int M = g.M, N = g.N, K = g.K;
   constexpr auto kern = kernel<BLOCK_N, CLUSTER>;
   constexpr int SMEM = SMEM_BYTES<BLOCK_N>;
@@ -192,8 +192,8 @@ void launch(const Gemm& g, int group_m, int max_ctas, bool stream_k, cudaStream_
   const int ctas = stream_k ? resident_clusters(kern, THREADS, SMEM, CLUSTER, max_ctas) * CLUSTER
                             : persistent_ctas(kern, THREADS, SMEM, CLUSTER, tiles.count(), max_ctas);
   const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(K, BLOCK_K), stream_k);
-  Partials partials{nullptr, nullptr, 0};
-  if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ctas, CONSUMERS, size_t(BLOCK_M) * BLOCK_N);
+  Partials partials{nullptr, nullptr};
+  if (sched.dp_tiles < tiles.count()) partials = fixup_buffers(ws, ctas, CONSUMERS, size_t(BLOCK_M) * BLOCK_N);
   kern<<<ctas, THREADS, SMEM, stream>>>(map_a, map_b, map_c, sched, partials);
   check_launch("tc_6_stream_k");
 }
@@ -218,16 +218,18 @@ size_t tc_6_timeline_shape(int dim) {
 }
 #endif
 
-void launch_tc_6_stream_k(const Gemm& g, cudaStream_t stream, int cluster, int group_m, int max_ctas, bool stream_k,
-                          int block_n) {
+void launch_tc_6_stream_k(const Gemm& g, cudaStream_t stream, const Workspace& ws, int cluster, int group_m,
+                          int max_ctas, bool stream_k, int block_n) {
   using namespace stage6_stream_k;
   if (group_m < 1) throw std::runtime_error("tc_6_stream_k: group_m must be >= 1");
   if (cluster != 1 && cluster != 2) throw std::runtime_error("tc_6_stream_k: cluster must be 1 or 2");
   if (block_n != 128 && block_n != 256) throw std::runtime_error("tc_6_stream_k: block_n must be 128 or 256");
   if (block_n == 256)
-    cluster == 1 ? launch<256, 1>(g, group_m, max_ctas, stream_k, stream) : launch<256, 2>(g, group_m, max_ctas, stream_k, stream);
+    cluster == 1 ? launch<256, 1>(g, ws, group_m, max_ctas, stream_k, stream)
+                 : launch<256, 2>(g, ws, group_m, max_ctas, stream_k, stream);
   else
-    cluster == 1 ? launch<128, 1>(g, group_m, max_ctas, stream_k, stream) : launch<128, 2>(g, group_m, max_ctas, stream_k, stream);
+    cluster == 1 ? launch<128, 1>(g, ws, group_m, max_ctas, stream_k, stream)
+                 : launch<128, 2>(g, ws, group_m, max_ctas, stream_k, stream);
 }
 
 }  // namespace tc

@@ -9,8 +9,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "tc_6_stream_k",
       [](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int cluster, int group_m, int max_ctas,
          bool stream_k, int block_n) {
-        tc::run(a, b, c, [&](const tc::Gemm& g, cudaStream_t s) {
-          tc::launch_tc_6_stream_k(g, s, cluster, group_m, max_ctas, stream_k, block_n);
+        tc::run(a, b, c, [&](const tc::Gemm& g, cudaStream_t s, const tc::Workspace& ws) {
+          tc::launch_tc_6_stream_k(g, s, ws, cluster, group_m, max_ctas, stream_k, block_n);
         });
       },
       "c = a @ b by stage 6 with its experiment knobs", pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"),

@@ -124,3 +124,23 @@ def ensure_allocator() -> None:
 
     triton.set_allocator(alloc)
     _allocator_set = True
+
+
+_COUNTERS: dict[tuple, torch.Tensor] = {}
+
+
+def zeroed_counters(count: int, device: torch.device) -> torch.Tensor:
+    """``count`` int32 counters that are zero when the next launch on the current stream starts; the
+    kernel that counts on them leaves them zero again (split-K's last program of a tile resets its own).
+
+    Outside a CUDA graph's capture one set per stream serves every launch on it: launches on one
+    stream run one after another, and a launch on another stream gets another set. During a capture
+    the graph gets a set of its own, zeroed by a fill the graph records (and repeats on each replay):
+    a graph may be replayed on any stream, beside eager launches on the stream it was captured on."""
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return torch.zeros(count, dtype=torch.int32, device=device)
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
+    have = _COUNTERS.get((device, stream))
+    if have is None or have.numel() < count:
+        _COUNTERS[(device, stream)] = have = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
+    return have

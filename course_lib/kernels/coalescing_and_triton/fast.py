@@ -411,8 +411,9 @@ class FastPlan:
     made by launching it into ``c``; ``plan(a, b, c)`` launches it again on operands of that key.
 
     Decided once: B's layout, descriptors or pointers, the kernel and its grid, and every argument but
-    A, B and C - sizes, strides, constexprs; for split-K the tile counters and the fp32 workspace, made
-    once per plan (launches on one stream run in order: the argument of :func:`split_k_counters`).
+    A, B and C - sizes, strides, constexprs. Split-K's fp32 workspace and tile counters are not part of
+    the plan: every launch takes its own (:func:`split_k_workspace`), so that two streams, or a CUDA
+    graph and the stream it was captured on, never share them.
 
     The first launch goes through Triton's JIT, ``kernel[grid](*args, **meta)``, which binds the
     arguments, specialises, finds (or compiles) the kernel and launches it. On a GPU it returns the
@@ -460,6 +461,7 @@ class FastPlan:
                 kernel, grid = fast_matmul_kernel, (tiles,)
             rest = args[3:]
         self.kernel, self.grid, self.rest, self.meta = kernel, grid, rest, meta
+        self.split_k = kernel is split_k_matmul_kernel  # rest starts with the workspace and the counters
         self.compiled = kernel[grid](*args[:3], *rest, **meta)
         self.runner = None
         if isinstance(self.compiled, CompiledKernel):  # a GPU
@@ -481,10 +483,14 @@ class FastPlan:
     def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
         """Launch again, into a new ``c``, on operands ``a`` and ``b`` of the plan's key."""
         a, b_view = self.kernel_operands(a, self.b_arg(b))
+        rest, tail = self.rest, getattr(self, "tail", ())
+        if self.split_k:  # this launch's own workspace and counters, in place of the first launch's
+            ws = split_k_workspace(self.rest[0].shape, self.grid[0], c.device)
+            rest, tail = ws + rest[2:], ws + tail[2:]
         if self.runner is not None:
-            self.runner(a, b_view, c, *self.tail)
+            self.runner(a, b_view, c, *tail)
         else:
-            self.kernel[self.grid](a, b_view, c, *self.rest, **self.meta)
+            self.kernel[self.grid](a, b_view, c, *rest, **self.meta)
 
 
 def split_k_ranges(K: int, block_k: int, split_k: int) -> int:
@@ -495,18 +501,15 @@ def split_k_ranges(K: int, block_k: int, split_k: int) -> int:
     return per_split * block_k
 
 
-_COUNTERS: dict[torch.device, torch.Tensor] = {}
+def split_k_workspace(shape: tuple[int, int, int], tiles: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """One split-K launch's fp32 partial sums (``shape``: splits x M x N) and its ``tiles`` counters.
 
-
-def split_k_counters(tiles: int, device: torch.device) -> torch.Tensor:
-    """One int32 counter per tile, zero between launches (the last program of a tile resets its
-    counter). Allocated once per device and grown when a launch has more tiles; launches on one
-    stream run one after another, so one set per device is enough (split-K launches on two streams
-    at once would share counters: the course launches on the current stream only)."""
-    have = _COUNTERS.get(device)
-    if have is None or have.numel() < tiles:
-        _COUNTERS[device] = have = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
-    return have
+    The partial sums are a new tensor per launch, from PyTorch's caching allocator: it hands a freed
+    block out again only to work queued after it on the same stream, and inside a CUDA graph's capture
+    it takes memory from the graph's own pool. The counters come from :func:`common.zeroed_counters`
+    (zero when the launch starts; the last program of a tile leaves its counter zero again)."""
+    partial = torch.empty(shape, dtype=torch.float32, device=device)
+    return partial, common.zeroed_counters(tiles, device)
 
 
 def launch_split_k(args: tuple, meta: dict, cfg: FastConfig, c: torch.Tensor, tiles: int):
@@ -516,9 +519,9 @@ def launch_split_k(args: tuple, meta: dict, cfg: FastConfig, c: torch.Tensor, ti
     M, N, K = args[3:6]
     k_per_split = split_k_ranges(K, cfg.block_k, cfg.split_k)
     splits = triton.cdiv(K, k_per_split)  # after rounding to whole slices, maybe fewer than asked
-    partial = torch.empty((splits, M, N), dtype=torch.float32, device=c.device)
+    partial, counters = split_k_workspace((splits, M, N), tiles, c.device)
     common.require_32bit_offsets("triton_fast (split-K workspace)", partial.view(splits * M, N))
-    rest = (partial, split_k_counters(tiles, c.device), *args[3:], k_per_split)
+    rest = (partial, counters, *args[3:], k_per_split)
     return split_k_matmul_kernel, (tiles, splits), rest, dict(meta, SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk")
 
 

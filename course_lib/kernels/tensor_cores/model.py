@@ -192,3 +192,88 @@ def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner:
             out.append(c)
         c += 1
     return out
+
+
+# ---- stream-K's fix-up across launches: the flags ------------------------------------------------------
+# A contributor raises its flag once its partial sums are written; the owner waits for it, empties it
+# and adds the sums (tc_stream_k.cuh). The model plays whole launches - eager calls, replays of one
+# captured CUDA graph, launches on two streams at once - one step of one cluster at a time in any
+# order the GPU could take, and reports every partial sum an owner added that its own launch did
+# not write. ``protocol`` "reset" is the kernels'; "launch number" is the protocol they replaced,
+# whose flags held the number of the launch that wrote the slot, passed as a kernel argument.
+FLAG_EMPTY = csrc.constant("tc_stream_k.cuh", "FLAG_EMPTY")
+FLAG_READY = csrc.constant("tc_stream_k.cuh", "FLAG_READY")
+
+
+def _fixup_programs(work: list[list[tuple[int, int, int]]], slices: int, launch: str, number: int,
+                    buffer: dict, protocol: str) -> list[list[tuple]]:
+    """Each cluster's steps in one launch: ("write", cluster) then ("raise", cluster) for a contributor,
+    ("wait", contributor) then ("add", contributor) per contributor for an owner."""
+    clusters = len(work)
+    tiles = max((t for units in work for t, _, _ in units), default=-1) + 1
+    programs = []
+    for c, units in enumerate(work):
+        steps = []
+        for tile, k0, k1 in units:
+            if k0 > 0:
+                steps += [("write", c, launch, buffer), ("raise", c, number, buffer)]
+            elif k1 < slices:
+                for other in stream_k_contributors(tiles, clusters, slices, c, tile):
+                    steps += [("wait", other, number, buffer), ("add", other, launch, buffer)]
+        programs.append(steps)
+    return programs
+
+
+def fixup_stale_reads(work: list[list[tuple[int, int, int]]], slices: int, launches: list[tuple[str, int, dict]],
+                      protocol: str = "reset", rng=None) -> list[str]:
+    """Run ``launches`` - (name, launch number as the kernel sees it, buffer) each, where a buffer is a
+    dict of slots and flags that launches may share - with their clusters' steps interleaved by
+    ``rng`` (``random.Random``; None: every owner as early as it may go). Launches that share a buffer
+    without running at once must be listed in separate calls (a stream runs them one after another).
+    Returns what went wrong: an owner adding a slot another launch wrote, or a launch that never ends
+    (an owner waiting for a flag no one raises), or a flag left raised at the end."""
+    programs = [(name, p) for name, number, buf in launches
+                for p in _fixup_programs(work, slices, name, number, buf, protocol)]
+    pos = [0] * len(programs)
+    wrong: list[str] = []
+
+    def ready(step) -> bool:
+        kind, other, number, buf = step
+        if kind != "wait":
+            return True
+        flag = buf["flags"].get(other, FLAG_EMPTY)
+        return flag == FLAG_READY if protocol == "reset" else flag == number
+
+    while True:
+        runnable = [i for i, (_, p) in enumerate(programs) if pos[i] < len(p) and ready(p[pos[i]])]
+        if not runnable:
+            break
+        if rng is None:  # owners first: the order in which a stale flag does harm
+            waits = [i for i in runnable if programs[i][1][pos[i]][0] in ("wait", "add")]
+            i = (waits or runnable)[0]
+        else:
+            i = rng.choice(runnable)
+        name, p = programs[i]
+        kind, other, value, buf = p[pos[i]]
+        pos[i] += 1
+        if kind == "write":
+            buf["slots"][other] = value
+        elif kind == "raise":
+            buf["flags"][other] = FLAG_READY if protocol == "reset" else value
+        elif kind == "wait" and protocol == "reset":
+            buf["flags"][other] = FLAG_EMPTY
+        elif kind == "add" and buf["slots"].get(other) != value:
+            wrong.append(f"{name}: an owner added cluster {other}'s partial sums from "
+                         f"{buf['slots'].get(other) or 'no launch'}")
+    stuck = [programs[i][0] for i, (_, p) in enumerate(programs) if pos[i] < len(p)]
+    wrong += [f"{name}: never ends (an owner waits for a flag no one raises)" for name in dict.fromkeys(stuck)]
+    if protocol == "reset":
+        for name, _, buf in launches:
+            if any(f != FLAG_EMPTY for f in buf["flags"].values()):
+                wrong.append(f"{name}: a flag is left raised for the next launch")
+    return wrong
+
+
+def fixup_buffer() -> dict:
+    """A fresh fix-up buffer: every flag empty (zeroed memory), no slot written."""
+    return {"slots": {}, "flags": {}}

@@ -1,0 +1,137 @@
+"""The protocol by which stream-K's and split-K's CTAs hand each other partial sums, checked on the CPU
+across launches: eager calls, replays of a captured CUDA graph, two streams at once.
+
+The model (course_lib.kernels.tensor_cores.model.fixup_stale_reads) plays every step of every cluster
+in any order the GPU could take; the flag values are read from tc_stream_k.cuh. The protocol the
+kernels used before (a flag holding a launch number passed as a kernel argument) is played too: it
+must fail under replay here, as it did on the H200, or these tests could not catch a regression.
+The same kernels on the GPU: tests/test_gpu_graphs_and_streams.py.
+"""
+
+import random
+import re
+
+import pytest
+
+from course_lib.kernels import tensor_cores as tc
+from course_lib.kernels.coalescing_and_triton import fast
+from course_lib.kernels.tensor_cores import model
+
+# (cluster tiles, clusters, K slices): the stream-K shapes that went wrong from a graph on the H200
+# (3000^3: 12 x 12 cluster tiles; 768 x 2304 x 16384: 27; 1000 x 1000 x 8192: 16), and small ones where
+# a cluster's share spans several tiles or none.
+SCHEDULES = [(144, 66, 47), (27, 66, 256), (16, 66, 128), (7, 5, 9), (3, 8, 5), (11, 4, 3)]
+INTERLEAVINGS = 20
+
+
+def _work(tiles, clusters, slices):
+    return tc.stream_k_work(tiles, clusters, slices)
+
+
+def _orders():
+    return [None] + [random.Random(seed) for seed in range(INTERLEAVINGS)]
+
+
+@pytest.mark.parametrize("tiles, clusters, slices", SCHEDULES)
+def test_every_eager_launch_and_every_graph_replay_adds_only_its_own_partial_sums(tiles, clusters, slices):
+    work = _work(tiles, clusters, slices)
+    for rng in _orders():
+        stream = model.fixup_buffer()  # the stream's flags, reused by every eager launch on it
+        for n in range(1, 4):
+            assert model.fixup_stale_reads(work, slices, [(f"eager {n}", n, stream)], rng=rng) == []
+        graph = model.fixup_buffer()  # the graph's own, captured once: every replay passes the same arguments
+        for r in range(1, 5):
+            assert model.fixup_stale_reads(work, slices, [(f"replay {r}", 1, graph)], rng=rng) == []
+
+
+@pytest.mark.parametrize("tiles, clusters, slices", SCHEDULES[:3])
+def test_launches_on_two_streams_at_once_never_meet(tiles, clusters, slices):
+    """Each stream (and each graph) has its own flags and slots, so two launches running at once - on
+    two streams, or a replay beside an eager call - play out as if alone."""
+    work = _work(tiles, clusters, slices)
+    first, second = model.fixup_buffer(), model.fixup_buffer()
+    for rng in _orders():
+        assert model.fixup_stale_reads(work, slices, [("stream 1", 1, first), ("stream 2", 1, second)], rng=rng) == []
+
+
+def test_the_launch_number_protocol_fails_from_the_second_replay():
+    """What went wrong on the H200: the launch number is an argument, recorded once by the graph, so
+    from the second replay an owner finds the flags already "ready" and adds last replay's sums."""
+    tiles, clusters, slices = SCHEDULES[1]
+    work = _work(tiles, clusters, slices)
+    buf = model.fixup_buffer()
+    assert model.fixup_stale_reads(work, slices, [("replay 1", 7, buf)], protocol="launch number") == []
+    wrong = model.fixup_stale_reads(work, slices, [("replay 2", 7, buf)], protocol="launch number")
+    assert wrong and all("replay 2: an owner added cluster" in w and "from replay 1" in w for w in wrong)
+    # Eager launches, each with a new number, were right: why no test caught it before.
+    for n in range(8, 11):
+        assert model.fixup_stale_reads(work, slices, [(f"eager {n}", n, buf)], protocol="launch number") == []
+
+
+def test_two_launches_sharing_one_buffer_at_once_go_wrong():
+    """Why each stream needs its own flags: with one buffer per device, two launches running at once
+    read each other's partial sums (the flags cannot say whose they are)."""
+    tiles, clusters, slices = SCHEDULES[1]
+    work = _work(tiles, clusters, slices)
+    hits = 0
+    for seed in range(INTERLEAVINGS):
+        shared = model.fixup_buffer()
+        wrong = model.fixup_stale_reads(work, slices, [("stream 1", 1, shared), ("stream 2", 1, shared)],
+                                        rng=random.Random(seed))
+        hits += bool(wrong)
+    assert hits > 0
+
+
+def test_a_flag_left_raised_is_caught():
+    """The model's own check: a flag left raised by one launch (an owner that forgot to empty it) makes
+    the next launch's owner add the old partial sums without waiting."""
+    tiles, clusters, slices = SCHEDULES[3]
+    work = _work(tiles, clusters, slices)
+    buf = model.fixup_buffer()
+    assert model.fixup_stale_reads(work, slices, [("L1", 1, buf)]) == []
+    contributor = next(iter(buf["slots"]))
+    buf["flags"][contributor] = model.FLAG_READY  # as if its owner had not emptied it
+    wrong = model.fixup_stale_reads(work, slices, [("L2", 2, buf)])
+    assert f"L2: an owner added cluster {contributor}'s partial sums from L1" in wrong
+
+
+# ---- the kernels do what the model plays -------------------------------------------------------------
+def _code(file: str) -> str:
+    """The C++ without its comments."""
+    text = (tc.CSRC / file).read_text()
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def test_the_kernels_follow_the_modelled_protocol():
+    sk = _code("tc_stream_k.cuh")
+    add_partial = sk[sk.index("void add_partial"):]
+    publish = sk[sk.index("void publish_partial"):sk.index("void add_partial")]
+    # The contributor raises FLAG_READY; the owner waits for FLAG_READY and stores FLAG_EMPTY.
+    assert "store_release_gpu(p.flags + cta * CONSUMERS + cw, FLAG_READY)" in publish
+    assert "!= FLAG_READY" in add_partial and "= FLAG_EMPTY" in add_partial
+    assert "epoch" not in sk  # no launch number anywhere: a graph would record it once
+    # The buffers are each launch's own, from the caller's workspace (no per-device scratch).
+    assert "ws.scratch(" in sk and "ws.zeroed(" in sk
+    host = _code("tc_host.cuh")
+    assert "device_scratch" not in host and "static std::map" not in host
+    # Split-K's counters (stage 6's decode path): the last CTA of a tile sets its counter back to zero.
+    decode = _code("tc_6_tma_store.cu")
+    assert re.search(r"if \(s\.last\) splits\.counters\[tile\] = 0;", decode)
+    assert "ws.zeroed(size_t(tiles))" in decode
+
+
+def test_the_binding_gives_every_stream_and_every_graph_its_own_flags():
+    binding = _code("tc_binding.h")
+    zeroed = binding[binding.index("int* zeroed(size_t count)"):]
+    assert "cudaStreamIsCapturing(stream_, &capture)" in zeroed  # a graph gets a set of its own ...
+    assert "cudaMemsetAsync" in zeroed  # ... zeroed by a memset the graph records
+    assert "per_stream[{device_.index(), stream_}]" in zeroed  # eager launches: one set per stream
+
+
+def test_triton_split_k_counters_reset_and_are_per_stream():
+    import inspect
+
+    src = inspect.getsource(fast.split_k_matmul_kernel.fn)
+    assert "tl.atomic_xchg(counter_ptr + tile, 0" in src  # the last program empties its tile's counter
+    zeroed = inspect.getsource(fast.common.zeroed_counters)
+    assert "is_current_stream_capturing()" in zeroed and "current_stream(device)" in zeroed
