@@ -18,6 +18,8 @@
 #   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
 #              memcheck/racecheck/synccheck over every tensor-core stage (stage 7 with --fp8) -> $OUT/sanitize.log
 #   check      course_lib.check on every stage and dtype at the GPU's shapes -> $OUT/check.log
+#   graphs     every final stage replayed from a CUDA graph, on two streams at once and under
+#              torch.compile (tests/test_gpu_graphs_and_streams.py) -> $OUT/graphs.log, $OUT/graphs_table.txt
 #   exercises  every puzzle's own solution through its check, on the GPU -> $OUT/exercises.log
 #
 # The experiments (the Triton sweep, stage 6's scheduling knobs and timeline, Nsight Compute) are
@@ -89,12 +91,18 @@ for section in "$@"; do
         timeout 540 python3 tools/gpu_check.py >"$OUT/check.log" 2>&1 || status=1
         grep -E "FAILED|stages," "$OUT/check.log"
         ;;
+    graphs)
+        COURSE_GPU_TABLE="$OUT/graphs_table.txt" timeout 500 python3 -m pytest -q -p no:cacheprovider \
+            tests/test_gpu_graphs_and_streams.py >"$OUT/graphs.log" 2>&1 || status=1
+        tail -n 5 "$OUT/graphs.log"
+        cat "$OUT/graphs_table.txt" 2>/dev/null
+        ;;
     exercises)
         timeout 300 python3 tools/gpu_exercises.py >"$OUT/exercises.log" 2>&1 || status=1
         grep -E "^---|not accepted|Solved|solved" "$OUT/exercises.log" | tail -n 40
         ;;
     *)
-        echo "unknown section $section (record, hosttime, notebooks, assume, sanitize, check, exercises)"
+        echo "unknown section $section (record, hosttime, notebooks, assume, sanitize, check, graphs, exercises)"
         exit 2
         ;;
     esac
