@@ -133,5 +133,12 @@ def test_triton_split_k_counters_reset_and_are_per_stream():
 
     src = inspect.getsource(fast.split_k_matmul_kernel.fn)
     assert "tl.atomic_xchg(counter_ptr + tile, 0" in src  # the last program empties its tile's counter
-    zeroed = inspect.getsource(fast.common.zeroed_counters)
-    assert "is_current_stream_capturing()" in zeroed and "current_stream(device)" in zeroed
+    buffers = inspect.getsource(fast.common.stream_buffer)
+    assert "is_current_stream_capturing()" in buffers and "stream.cuda_stream" in buffers
+    assert "stream_buffer(\"counters\"" in inspect.getsource(fast.common.zeroed_counters)
+    assert "stream_buffer(\"descriptors\"" in inspect.getsource(fast.common.ensure_allocator)
+
+
+def test_zeroed_counters_on_the_cpu_are_zero_and_the_size_asked():
+    t = fast.common.zeroed_counters(37, fast.torch.device("cpu"))
+    assert t.dtype == fast.torch.int32 and t.numel() == 37 and int(t.abs().sum()) == 0

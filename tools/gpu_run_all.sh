@@ -92,7 +92,7 @@ for section in "$@"; do
         grep -E "FAILED|stages," "$OUT/check.log"
         ;;
     graphs)
-        COURSE_GPU_TABLE="$OUT/graphs_table.txt" timeout 500 python3 -m pytest -q -p no:cacheprovider \
+        COURSE_GPU_TABLE="$OUT/graphs_table.txt" timeout 500 python3 -m pytest -q -p no:cacheprovider -o addopts="" \
             tests/test_gpu_graphs_and_streams.py >"$OUT/graphs.log" 2>&1 || status=1
         tail -n 5 "$OUT/graphs.log"
         cat "$OUT/graphs_table.txt" 2>/dev/null

@@ -38,9 +38,13 @@ inline void check_operands(const torch::Tensor& a, const torch::Tensor& b, const
 //   queued after it on the same stream, and during a CUDA graph's capture it allocates from that
 //   graph's own pool, which its replays keep; so no other launch can touch it while this one runs.
 // * Zeroed ints: the kernels leave them zero, so outside a capture one set per stream serves every
-//   launch on it (launches on one stream run one after another). During a capture the graph gets a
-//   set of its own, zeroed by a memset that the graph records (and repeats on every replay): a graph
-//   may be replayed on any stream, beside launches on the stream it was captured on.
+//   launch on it (launches on one stream run one after another). It is made on a side stream and
+//   never freed while work may use it, so it stays out of any graph's pool that PyTorch may be
+//   filling from the launch's stream (torch.compile's CUDA graphs warm up that way). During a capture
+//   the graph gets a set of its own, zeroed by a memset that the graph records (and repeats on every
+//   replay): a graph may be replayed on any stream, beside launches on the stream it was captured on.
+// The same rules as the Triton kernels' (course_lib/kernels/coalescing_and_triton/common.py,
+// stream_buffer).
 class TorchWorkspace {
  public:
   TorchWorkspace(const torch::Device& device, cudaStream_t stream) : device_(device), stream_(stream) {}
@@ -71,9 +75,13 @@ class TorchWorkspace {
     // Never destroyed: tensors must not outlive the CUDA context at exit.
     static auto& per_stream = *new std::map<std::pair<int, cudaStream_t>, torch::Tensor>();
     torch::Tensor& t = per_stream[{device_.index(), stream_}];
-    if (!t.defined() || size_t(t.numel()) < n) {  // a bigger set: the old one goes back, stream-ordered
-      t = bytes(n);
-      C10_CUDA_CHECK(cudaMemsetAsync(t.data_ptr(), 0, n, stream_));
+    if (!t.defined() || size_t(t.numel()) < n) {
+      if (t.defined()) C10_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued launches may use the old set
+      const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
+      const c10::cuda::CUDAStreamGuard on_side(side);
+      t = bytes(n > 4096 ? n : 4096);
+      C10_CUDA_CHECK(cudaMemsetAsync(t.data_ptr(), 0, size_t(t.numel()), side.stream()));
+      C10_CUDA_CHECK(cudaStreamSynchronize(side.stream()));
     }
     return static_cast<int*>(t.data_ptr());
   }

@@ -93,7 +93,6 @@ def descriptor_problem(t: torch.Tensor, name: str) -> str | None:
 
 
 _allocator_set = False
-_SCRATCH: dict[tuple[int, int | None], torch.Tensor] = {}  # (device, stream) -> the descriptors' scratch
 
 
 def ensure_allocator() -> None:
@@ -101,46 +100,60 @@ def ensure_allocator() -> None:
     descriptor; Triton asks for it through the allocator set with ``triton.set_allocator``, on every
     launch (its CUDA launcher's ``allocate_scratch``, Triton 3.6 and 3.7).
 
-    The allocator hands out one buffer per device and stream, grown when a launch asks for more,
-    instead of a ``torch.empty`` per launch. A kernel writes its descriptors there when it starts
-    and is done with them when it ends, and launches on one stream run one after another, so the next
-    launch on the stream finds the buffer free. Growing it frees the old one safely too: it was made
-    on this stream, and PyTorch's caching allocator gives freed memory only to later work on the
-    stream it was made on. The limits: a CUDA graph captured with the buffer keeps its address,
-    which a later growth frees; a launch with programmatic dependent launch (PDL; the course uses
-    none) could overlap the previous kernel. Alignment: PyTorch's CUDA allocator starts blocks on
-    512-byte boundaries (c10/cuda/CUDACachingAllocator.cpp, kMinBlockSize); a TMA descriptor needs 64
-    (cuda.h declares CUtensorMap alignas(64))."""
+    The allocator hands out one buffer per stream (:func:`stream_buffer`), instead of a ``torch.empty``
+    per launch: a kernel writes its descriptors there when it starts and is done with them when it
+    ends, and launches on one stream run one after another. A CUDA graph gets a buffer of its own, so
+    a replay never shares descriptors with a launch on another stream. The limit: a launch with
+    programmatic dependent launch (PDL; the course uses none) could overlap the previous kernel.
+    Alignment: PyTorch's CUDA allocator starts blocks on 512-byte boundaries
+    (c10/cuda/CUDACachingAllocator.cpp, kMinBlockSize); a TMA descriptor needs 64 (cuda.h declares
+    CUtensorMap alignas(64))."""
     global _allocator_set
     if _allocator_set or not backend.get().is_gpu:
         return
 
     def alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
-        key = (torch.cuda.current_device(), stream)
-        have = _SCRATCH.get(key)
-        if have is None or have.numel() < size:
-            _SCRATCH[key] = have = torch.empty(size, dtype=torch.int8, device="cuda")
-        return have
+        return stream_buffer("descriptors", size, torch.device("cuda", torch.cuda.current_device()))
 
     triton.set_allocator(alloc)
     _allocator_set = True
 
 
-_COUNTERS: dict[tuple, torch.Tensor] = {}
+_STREAM_BUFFERS: dict[tuple, torch.Tensor] = {}
+
+
+def stream_buffer(kind: str, nbytes: int, device: torch.device, zeroed: bool = False) -> torch.Tensor:
+    """``nbytes`` (int8) of device memory for the next launch on the current stream: what a kernel
+    needs between its programs (split-K's tile counters, ``zeroed``, which the kernel leaves zero
+    again; the descriptors Triton writes for in-kernel TMA), one buffer per ``kind``.
+
+    * Outside a CUDA graph's capture, one buffer per stream serves every launch on it: launches on
+      one stream run one after another, and another stream has its own. It is made on a side stream
+      and never freed while work may use it, so it stays out of any graph's memory pool that PyTorch
+      may be filling from the current stream (``torch.compile``'s CUDA graphs warm up that way).
+    * During a capture the graph gets a buffer of its own from the graph's pool, zeroed (if asked)
+      by a fill the graph records and repeats on every replay: a graph may be replayed on any stream,
+      beside eager launches on the stream it was captured on, and must share nothing with them."""
+    if device.type != "cuda":  # the interpreter: one launch at a time
+        return torch.zeros(nbytes, dtype=torch.int8, device=device)
+    if torch.cuda.is_current_stream_capturing():
+        return (torch.zeros if zeroed else torch.empty)(nbytes, dtype=torch.int8, device=device)
+    stream = torch.cuda.current_stream(device)
+    key = (kind, device.index, stream.cuda_stream)
+    have = _STREAM_BUFFERS.get(key)
+    if have is None or have.numel() < nbytes:
+        if have is not None:
+            stream.synchronize()  # queued launches may still use the old buffer
+        side = torch.cuda.Stream(device)
+        with torch.cuda.stream(side):
+            have = torch.zeros(max(nbytes, 4096), dtype=torch.int8, device=device)
+        side.synchronize()
+        _STREAM_BUFFERS[key] = have
+    return have
 
 
 def zeroed_counters(count: int, device: torch.device) -> torch.Tensor:
     """``count`` int32 counters that are zero when the next launch on the current stream starts; the
-    kernel that counts on them leaves them zero again (split-K's last program of a tile resets its own).
-
-    Outside a CUDA graph's capture one set per stream serves every launch on it: launches on one
-    stream run one after another, and a launch on another stream gets another set. During a capture
-    the graph gets a set of its own, zeroed by a fill the graph records (and repeats on each replay):
-    a graph may be replayed on any stream, beside eager launches on the stream it was captured on."""
-    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        return torch.zeros(count, dtype=torch.int32, device=device)
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
-    have = _COUNTERS.get((device, stream))
-    if have is None or have.numel() < count:
-        _COUNTERS[(device, stream)] = have = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
-    return have
+    kernel that counts on them leaves them zero again (split-K's last program of a tile resets its
+    own). Per stream, or per CUDA graph (:func:`stream_buffer`)."""
+    return stream_buffer("counters", 4 * count, device, zeroed=True).view(torch.int32)[:count]
