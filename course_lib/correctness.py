@@ -125,13 +125,61 @@ class NotChecked:
 
 @dataclass(frozen=True)
 class Failure:
-    """What was wrong at one shape."""
+    """What was wrong at one shape.
+
+    ``why`` is what ``check`` prints for the shape: the finding, then the note that explains it. Code
+    that reacts to what was found (the exercises' feedback) reads the fields below, never ``why``'s
+    words; every count is 0 (every text "") where the check did not look or found nothing:
+
+    - ``finding``: what was wrong at this shape (``why`` without ``note``);
+    - ``note``: the explanation that comes with the finding and reads the same at every shape (what a
+      GPU would have done with a read outside an array, what NaN in C means, ...), "" if none;
+    - ``stray``: the guard's sentences (:mod:`course_lib.guard`), one per kind of access outside the
+      arrays: reads or writes past A, B or C, an operand changed;
+    - ``out_of_bounds``: True when a numba thread indexed outside an array on the simulator, which
+      stopped the run (``finding`` names the thread, the element and the source line);
+    - ``elements``: M x N, the elements of C (0 where the GEMM returned no M x N matrix of its type);
+    - ``non_finite``: elements of C that are NaN or infinite after the run;
+    - ``never_written``: of those, elements the kernel never stored to: still the NaN C was filled
+      with (on numba's simulator: no thread wrote them);
+    - ``read_unwritten_c``: elements of C the kernel read before writing them (numba's simulator: a
+      sum accumulated into C without setting it first starts from the NaN C was filled with);
+    - ``from_unwritten_shared``: of the non-finite ones, elements computed from shared memory that no
+      thread of their block had written (numba's simulator fills a block's shared arrays with marked
+      NaN before it runs: :mod:`course_lib.kernels._numba_support`);
+    - ``unwritten_shared``: the reads of such shared memory, named, one per shared array:
+      :class:`course_lib.kernels._numba_support.UnwrittenShared` (the array, the element, its row and
+      column, which threads read it and at which line, and the likely cause: an unfilled tile slot,
+      a read before a barrier, threads that returned before a barrier);
+    - ``undefined_loads``: masked-off elements that Triton's interpreter loaded without ``other=``
+      (made NaN during the check);
+    - ``wrong_elements``: finite elements of C wrong by more than rounding explains (every wrong one
+      where the relative error alone is over the tolerance).
+    """
 
     shape: Shape
     seed: int
     dtype: str
     why: str
     reproduce: str = ""  # the call that makes these inputs again (default: course_lib.random_inputs)
+    note: str = ""
+    stray: tuple[str, ...] = ()
+    out_of_bounds: bool = False
+    elements: int = 0
+    non_finite: int = 0
+    never_written: int = 0
+    read_unwritten_c: int = 0
+    from_unwritten_shared: int = 0
+    unwritten_shared: tuple = ()
+    undefined_loads: int = 0
+    wrong_elements: int = 0
+
+    @property
+    def finding(self) -> str:
+        """What was wrong at this shape, without the note that explains it."""
+        if self.note and self.why.endswith(f"; {self.note}"):
+            return self.why[: -len(self.note) - 2]
+        return self.why
 
     def line(self) -> str:
         M, N, K = self.shape
@@ -197,36 +245,73 @@ def element_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, dtype: st
 NAN_NOTE = "C is filled with NaN before the run, so NaN means the kernel never wrote that element"
 
 
-def _value_problem(c64: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit: float,
-                   rounds_partial_sums: bool = False) -> tuple[float, str | None]:
-    """(relative error, what is wrong with the values or None)."""
+@dataclass
+class _Values:
+    """What is wrong with C's values: ``finding`` ("" if nothing), ``note``, and the counts of
+    :class:`Failure`."""
+
+    rel: float
+    finding: str = ""
+    note: str = ""
+    non_finite: int = 0
+    never_written: int = 0
+    wrong_elements: int = 0
+
+
+def _poison_bits(c: torch.Tensor) -> torch.Tensor:
+    """Where C still holds the exact NaN it was filled with (course_lib.guard.Guard.output)."""
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(c.element_size())
+    if ints is None or not c.is_floating_point():
+        return ~torch.isfinite(c)
+    poison = torch.full((1,), math.nan, dtype=c.dtype, device=c.device).view(ints)
+    return c.contiguous().view(ints) == poison
+
+
+def _values(c: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit: float,
+            rounds_partial_sums: bool = False, written: torch.Tensor | None = None) -> _Values:
+    """Compare C (any floating type) with the float64 reference. ``written``: where the kernel stored
+    (numba's simulator knows); without it, an element still holding the poison NaN was not."""
     M, N = ref.shape
+    c64 = c.to(device=ref.device, dtype=torch.float64)
     finite = torch.isfinite(c64)
     if not bool(finite.all()):
         i, j = (int(v) for v in torch.nonzero(~finite)[0])
         n_bad = int((~finite).sum())
-        return math.inf, (
+        unwritten = ~written.to(ref.device) if written is not None else _poison_bits(c).to(ref.device)
+        return _Values(
+            math.inf,
             f"{n_bad} of {M * N} elements are not finite, first C[{i}, {j}] = {c64[i, j].item()} "
-            f"(reference {ref[i, j].item():.6g}); {NAN_NOTE}"
-        )
+            f"(reference {ref[i, j].item():.6g})", NAN_NOTE,
+            non_finite=n_bad, never_written=int((unwritten & ~finite).sum()))
     diff = (c64 - ref).abs()
     rel = relative_error(c64, ref)
     if not rel <= limit:
         i, j = divmod(int(torch.argmax(diff)), N)
-        return rel, (
+        n_wrong = int((diff > element_bound(a, b, ref, dtype, rounds_partial_sums)).sum())
+        return _Values(rel, (
             f"relative error {rel:.3e} > tolerance {limit:.1e}; worst element C[{i}, {j}] = "
-            f"{c64[i, j].item():.6g}, reference {ref[i, j].item():.6g}"
-        )
+            f"{c64[i, j].item():.6g}, reference {ref[i, j].item():.6g}"), wrong_elements=max(n_wrong, 1))
     excess = diff / element_bound(a, b, ref, dtype, rounds_partial_sums)
     if bool((excess > 1).any()):
         n_bad = int((excess > 1).sum())
         i, j = divmod(int(torch.argmax(excess)), N)
-        return rel, (
+        return _Values(rel, (
             f"{n_bad} element{'s' if n_bad != 1 else ''} wrong by more than rounding explains, worst "
             f"C[{i}, {j}] = {c64[i, j].item():.6g}, reference {ref[i, j].item():.6g} (off by "
             f"{diff[i, j].item():.3g}, at most {diff[i, j].item() / excess[i, j].item():.2g} allowed there)"
-        )
-    return rel, None
+        ), wrong_elements=n_bad)
+    return _Values(rel)
+
+
+def _value_problem(c64: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit: float,
+                   rounds_partial_sums: bool = False) -> tuple[float, str | None]:
+    """(relative error, what is wrong with the values, its note included, or None)."""
+    v = _values(c64, ref, a, b, dtype, limit, rounds_partial_sums)
+    return v.rel, ("; ".join(x for x in (v.finding, v.note) if x) or None)
+
+
+def _join(parts: Sequence[str], note: str) -> str:
+    return "; ".join([p for p in parts if p] + ([note] if note else []))
 
 
 def check_one(
@@ -236,39 +321,61 @@ def check_one(
     """Run ``fn`` once on fresh inputs of ``shape`` and compare with the float64 reference.
 
     The inputs and the output lie inside guard regions (:mod:`course_lib.guard`): what the kernel
-    read or wrote outside them is reported with the values' errors. Raises :class:`CheckFailure`."""
+    read or wrote outside them is reported with the values' errors. Raises :class:`CheckFailure`,
+    whose :class:`Failure` carries what was found as fields as well as in words."""
     M, N, K = shape
 
-    def fail(why: str) -> CheckFailure:
-        return CheckFailure(label, dtype, [Failure(shape, seed, dtype, why)], 1)
+    def fail(finding: str, note: str = "", **found) -> CheckFailure:
+        why = _join(list(found.get("stray", ())) + [finding], note)
+        return CheckFailure(label, dtype, [Failure(shape, seed, dtype, why, note=note, **found)], 1)
 
     a, b = random_inputs(M, N, K, dtype, seed=seed)
     with guard.guarded() as g:
         try:
             c = fn(g.place(a, "A"), g.place(b, "B"))
         except IndexError as e:  # numba's simulator: a thread indexed outside an array
-            raise fail(guard.describe_index_error(e)) from None
-        stray = g.violations()
+            finding, note = guard.index_error_parts(e)
+            raise fail(finding, note, out_of_bounds=True) from None
+        stray = tuple(g.violations())
         undefined = g.undefined_note()
+        undefined_loads = g.undefined_loads
+        written, read_unwritten_c = g.output_writes()
     if not isinstance(c, torch.Tensor):
         try:
             c = torch.as_tensor(c)
         except Exception as e:  # noqa: BLE001 - reported as a failure of the GEMM, with its cause
-            raise fail(f"returned {type(c).__name__}, not a matrix ({e})") from None
+            raise fail(f"returned {type(c).__name__}, not a matrix ({e})", stray=stray) from None
     if tuple(c.shape) != (M, N):
-        raise fail("; ".join(stray + [f"returned shape {tuple(c.shape)}, expected ({M}, {N})"]))
+        raise fail(f"returned shape {tuple(c.shape)}, expected ({M}, {N})", stray=stray)
     want = dtypes.get(dtype).torch_dtype
     if c.dtype != want:
-        raise fail("; ".join(stray + [f"returned {c.dtype}, expected {want}"]))
+        raise fail(f"returned {c.dtype}, expected {want}", stray=stray)
     ref = a.double() @ b.double()
     limit = tolerance(dtype, K) if tol is None else tol
-    rel, problem = _value_problem(c.to(device=ref.device, dtype=torch.float64), ref, a, b, dtype, limit,
-                                  rounds_partial_sums=rounds_partial_sums)
-    if problem and undefined and "not finite" in problem:
-        problem = problem.split(f"; {NAN_NOTE}")[0] + f"; {undefined}"
-    if stray or problem:
-        raise fail("; ".join(stray + ([problem] if problem else [])))
-    return ShapeResult(shape, seed, rel, limit)
+    v = _values(c, ref, a, b, dtype, limit, rounds_partial_sums=rounds_partial_sums, written=written)
+    found = dict(stray=stray, elements=M * N, non_finite=v.non_finite, never_written=v.never_written,
+                 read_unwritten_c=read_unwritten_c, undefined_loads=undefined_loads, wrong_elements=v.wrong_elements)
+    if v.non_finite:
+        v.finding, v.note = _why_not_finite(v, undefined, read_unwritten_c, found)
+    if stray or v.finding:
+        raise fail(v.finding, v.note, **found)
+    return ShapeResult(shape, seed, v.rel, limit)
+
+
+def _why_not_finite(v: _Values, undefined: str, read_unwritten_c: int, found: dict) -> tuple[str, str]:
+    """The finding and note for a C with non-finite elements: where the NaN came from, if known."""
+    if undefined:  # Triton: masked loads without other= (NaN during the check)
+        return v.finding, undefined
+    if read_unwritten_c:
+        return (f"{v.finding}; the kernel read {read_unwritten_c} element{'s' if read_unwritten_c != 1 else ''} "
+                f"of C before writing {'them' if read_unwritten_c != 1 else 'it'}",
+                "C is filled with NaN before the run (as memory fresh from torch.empty holds anything), so a sum "
+                "accumulated into C must start by setting it, or better, live in a local variable")
+    if v.never_written == v.non_finite:
+        return v.finding, NAN_NOTE
+    if v.never_written:
+        return f"{v.finding}; {v.never_written} of them were never written", NAN_NOTE
+    return v.finding, "NaN or infinity computed by the kernel: C was written there"
 
 
 def check(

@@ -95,6 +95,8 @@ class Guard:
         self._stray: dict[tuple[str, str, str], _Stray] = {}  # (array, 'read'/'write', side)
         self._lock = threading.Lock()
         self.undefined_loads = 0  # masked-off elements Triton loaded with no other= (made NaN)
+        # numba's simulator: per output, where the kernel stored and where it read before storing
+        self._written: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     # ---- making the arrays ----------------------------------------------------------------
     def _new(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device, fill: float,
@@ -127,6 +129,25 @@ class Guard:
             if buf.start <= ptr < buf.start + buf.numel * buf.itemsize:
                 return buf.name
         return None
+
+    def output_masks(self, t) -> tuple[np.ndarray, np.ndarray] | None:
+        """For an output the GEMM allocated (numba's simulator): two boolean arrays of its shape,
+        (stored to, read before being stored to), that the kernel's :class:`NamedArray` fills in."""
+        for buf in self.buffers:
+            if buf.original is None and t.data_ptr() == buf.start and tuple(t.shape) == tuple(buf.view.shape):
+                if buf.name not in self._written:
+                    shape = tuple(buf.view.shape)
+                    self._written[buf.name] = (np.zeros(shape, bool), np.zeros(shape, bool))
+                return self._written[buf.name]
+        return None
+
+    def output_writes(self, name: str = "C") -> tuple[torch.Tensor | None, int]:
+        """(where the kernel stored into output ``name``, None if not known - not a numba kernel on
+        the simulator; how many of its elements it read before storing to them)."""
+        masks = self._written.get(name)
+        if masks is None:
+            return None, 0
+        return torch.from_numpy(masks[0].copy()), int(masks[1].sum())
 
     # ---- what the kernel did -----------------------------------------------------------------
     def note(self, addresses: np.ndarray, kind: str) -> None:
@@ -278,13 +299,16 @@ _GPU_WOULD = {
 
 class NamedArray:
     """A NumPy array handed to a numba kernel on the simulator that names itself when indexed
-    outside its bounds. Reads and writes inside the bounds go straight to the array. (The trace's
-    arrays, ``course_lib.viz.trace``, are NamedArrays that also record every access.)"""
+    outside its bounds. Reads and writes inside the bounds go straight to the array. For an output,
+    ``masks`` (:meth:`Guard.output_masks`) records where the kernel stored and where it read an
+    element before storing to it. (The trace's arrays, ``course_lib.viz.trace``, are NamedArrays
+    that also record every access.)"""
 
-    __slots__ = ("_ary", "_name")
+    __slots__ = ("_ary", "_name", "_written", "_read_first")
 
-    def __init__(self, ary: np.ndarray, name: str) -> None:
+    def __init__(self, ary: np.ndarray, name: str, masks: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self._ary, self._name = ary, name
+        self._written, self._read_first = masks if masks is not None else (None, None)
 
     def _fail(self, idx, kind: str):
         key = idx if isinstance(idx, tuple) else (idx,)
@@ -303,13 +327,20 @@ class NamedArray:
             value = self._ary[idx]
         except IndexError:
             raise self._fail(idx, "read") from None
-        return NamedArray(value, self._name) if isinstance(value, np.ndarray) and value.ndim else value
+        if isinstance(value, np.ndarray) and value.ndim:
+            masks = None if self._written is None else (self._written[idx], self._read_first[idx])
+            return NamedArray(value, self._name, masks)
+        if self._written is not None and not self._written[idx]:
+            self._read_first[idx] = True
+        return value
 
     def __setitem__(self, idx, value) -> None:
         try:
             self._ary[idx] = value
         except IndexError:
             raise self._fail(idx, "write") from None
+        if self._written is not None:
+            self._written[idx] = True
 
     def __getattr__(self, name):
         return getattr(self._ary, name)  # shape, size, dtype, ndim, ...
@@ -358,7 +389,17 @@ def simulator_message(text: str) -> tuple[str, str]:
 def describe_index_error(e: IndexError) -> str:
     """One sentence for an ``IndexError`` a kernel raised on numba's simulator (a
     :class:`NamedArray`'s message already says it all in words)."""
+    finding, note = index_error_parts(e)
+    return f"{finding}; {note}"
+
+
+def index_error_parts(e: IndexError) -> tuple[str, str]:
+    """(what the thread did, what a GPU would have done instead) for an ``IndexError`` a kernel
+    raised on numba's simulator."""
     who, rest = simulator_message(str(e))
     if isinstance(e, OutOfBounds) or rest.startswith("thread "):
-        return rest
-    return f"{who}indexed outside an array ({rest}); {_GPU_WOULD['read'].replace('this read', 'such an access')}"
+        for note in _GPU_WOULD.values():
+            if rest.endswith(f"; {note}"):
+                return rest[: -len(note) - 2], note
+        return rest, ""
+    return f"{who}indexed outside an array ({rest})", _GPU_WOULD["read"].replace("this read", "such an access")

@@ -44,7 +44,7 @@ def kernel_array(t: torch.Tensor):
     ary = t.detach().numpy()
     g = guard.active()
     name = g.name_of(t) if g is not None else None
-    return guard.NamedArray(ary, name) if name is not None else ary
+    return guard.NamedArray(ary, name, g.output_masks(t)) if name is not None else ary
 
 
 def check_launch(stage: str, block: tuple[int, ...], shared_bytes: int = 0) -> None:
