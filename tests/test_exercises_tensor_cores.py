@@ -149,11 +149,12 @@ def test_pitch64_passes(capsys):
 # ---- 07: the 128-byte swizzle --------------------------------------------------------------------
 
 def test_swizzle_reference_and_solution(capsys):
-    for r in range(64):
+    assert (ex07.BOX_ROWS, ex07.BOX_COLS) == (128, 64)  # A's box in the kernels: BLOCK_M x 64 bf16
+    for r in range(128):
         for c in range(64):
             assert ex07.swizzle_offset(r, c) == tc.tma_box_offset(r, c)
     ok, out = _check(ex07.swizzle, ex07.swizzle_offset, capsys)
-    assert ok and "solved — right on all 4096 cases" in out
+    assert ok and "solved — right on all 8192 cases" in out and "first row" not in out
 
 
 def test_swizzle_tells_the_unfilled_starter_to_fill_it_in(capsys):
@@ -175,7 +176,62 @@ def test_swizzle_names_realistic_mistakes(mine, words, capsys):
 
 def test_swizzle_without_a_known_mistake_lists_cases(capsys):
     ok, out = _check(ex07.swizzle, lambda row, col: tc.tma_box_offset(row, col) if row < 63 else 0, capsys)
-    assert not ok and "wrong on 64 of 4096 cases" in out and "element (63, 1): yours gives 0" in out
+    assert not ok and "wrong on 4160 of 8192 cases" in out and "element (63, 1): yours gives 0" in out
+    assert "the first row where yours differs: row 63 of the box's 128 (rows 0-62 are right)" in out
+
+
+@pytest.mark.parametrize("mine, words, first_row", [
+    # the whole box of 128 rows: rows 64-127 of A's box are where a formula that wraps at 64 fails
+    (lambda row, col: (row % 64) * 128 + (((col * 2) // 16) ^ (row % 8)) * 16 + (col * 2) % 16,
+     "start again at row 64: the kernels' box of A has 128 rows", 64),
+    (lambda row, col: tc.tma_box_offset(row & 63, col), "start again at row 64", 64),
+    (lambda row, col: (row % 8) * 128 + (((col * 2) // 16) ^ (row % 8)) * 16 + (col * 2) % 16,
+     "the row's start takes row % 8", 8),
+    (lambda row, col: row * 128 + (((col * 2) // 16) ^ (row % 16)) * 16 + (col * 2) % 16, None, 8),
+    (lambda row, col: row * 128 + (((col * 2) // 16) ^ (row // 8 % 8)) * 16 + (col * 2) % 16, None, 1),
+    (lambda row, col: 64 * row + (((col * 2) // 16) ^ (row % 8)) * 16 + (col * 2) % 16, None, 1),
+], ids=["wraps-at-64", "row-bits-6", "row-start-mod-8", "xor-row-mod-16", "xor-row-div-8", "64-byte-rows"])
+def test_swizzle_checks_every_row_of_the_box_and_names_the_first_wrong_one(mine, words, first_row, capsys):
+    ok, out = _check(ex07.swizzle, mine, capsys)
+    assert not ok and f"the first row where yours differs: row {first_row} of the box's 128" in out
+    if words:
+        assert words in out
+    else:  # a mistake the check has no name for: it lists the cases
+        assert "of 8192 cases" in out
+
+
+# ---- 07: the prediction of section 5 ---------------------------------------------------------------
+
+@pytest.mark.parametrize("guess, measured, words", [
+    (120, 97.9, "stage 3 faster than stage 2 (+20 %); measured 97.9 %, stage 3 about as fast as stage 2"),
+    (110, 97.9, "points the wrong way: the change you expected did not happen"),
+    (80, 97.9, "stage 3 slower than stage 2 (-20 %)"),
+    (90, 115, "points the wrong way, not just by too much or too little"),
+])
+def test_stage3_prediction_that_points_the_wrong_way_is_told_so(guess, measured, words, capsys):
+    verdict = ex07.stage3_speed.check(guess, measured)
+    out = " ".join(capsys.readouterr().out.split())
+    assert not verdict and words in out and "close" not in out, out
+    assert verdict.value == pytest.approx(measured / guess)
+
+
+def test_stage3_prediction_the_right_way_is_compared_as_any_prediction(capsys):
+    assert ex07.stage3_speed.check(100, 97.9)
+    assert "You predicted 100 %; measured 97.9 % — close: within 25 %." in capsys.readouterr().out
+    assert ex07.stage3_speed.check(130, 125)
+    assert "close" in capsys.readouterr().out
+    assert not ex07.stage3_speed.check(None, 97.9)
+    assert "No prediction entered" in capsys.readouterr().out
+    assert not ex07.stage3_speed.check("faster", 97.9)
+    assert "positive number" in capsys.readouterr().out
+
+
+def test_stage3_prediction_in_the_notebook_compares_with_the_recording(capsys):
+    rate = {stage: results.load().select(stage, "bf16", [(4096, 4096, 4096)])[0]["tflops"]
+            for stage in ("tc_2_wgmma_tma", "tc_3_pipeline")}
+    measured = 100 * rate["tc_3_pipeline"] / rate["tc_2_wgmma_tma"]
+    assert 95 < measured < 105  # the ring gains nothing at 4096^3: a +20 % prediction is the wrong way
+    assert not ex07.stage3_speed.check(120, measured)
 
 
 # ---- 07: the questions ---------------------------------------------------------------------------
@@ -252,7 +308,7 @@ def test_plan_model_constants_come_from_the_course():
 
 def test_plan_reference_passes_and_prints_the_recording(capsys):
     ok, out = _check(ex08.tile_plan, ex08.plan, capsys)
-    assert ok and "solved — at least 92 % of the model's best plan at all 12 shapes" in out
+    assert ok and "solved — at least 92 % of the model's best plan at all 16 shapes" in out
     assert "recorded on the H200" in out and "gpt2 qkv 2k 128x128, split 1 100 % 128x128, split 1" in out
     assert "def plan" in ex08.tile_plan.solution().data
 
@@ -304,9 +360,86 @@ def test_plan_rejects_a_plan_outside_the_allowed_set_and_reports_other_mistakes(
     ok, out = _check(ex08.tile_plan, lambda M, N, K: (64, 64, 1), capsys)
     assert not ok and "returns (64, 64, 1); a plan is (block_m, block_n, split_k)" in out
     ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 128, 4), capsys)
-    assert not ok and "below 92 % of the model's best plan at 12 of 12 shapes." in out
+    assert not ok and "below 92 % of the model's best plan at 16 of 16 shapes: split-K where the tiles" in out
     ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 256, 1) if M > 1000 else 1 / 0, capsys)
     assert not ok and "raised ZeroDivisionError at gpt2 dW qkv" in out
+
+
+def _whole_tile_busy(M, N):
+    tiles = math.ceil(M / 128) * math.ceil(N / 256)
+    return tiles, tiles / (math.ceil(tiles / 132) * 132)
+
+
+def test_plan_shapes_need_split_k_and_the_right_number_of_ranges():
+    """The hidden weight gradients: where only split-K meets the goal (no plan without a split does),
+    where four ranges fall short and two meet it, and where every split falls short."""
+    def passing(shape):
+        best = ex08.best_estimate(*shape).score
+        return {(bm, bn, s) for bm, bn in ex08.TILES for s in ex08.SPLITS
+                if ex08.estimate(*shape, bm, bn, s).score >= ex08.GOAL * best}
+
+    shapes = {s.label: s.shape for s in ex08.plan_shapes()}
+    assert len(shapes) == 16 and {s.label for s in ex08.HIDDEN_SHAPES} <= set(shapes)
+    for label in ("gpt2 dW proj", "gpt2-xl dW proj"):
+        assert all(split > 1 for _, _, split in passing(shapes[label])), label
+    assert (128, 256, 2) in passing(shapes["gpt2 dW qkv 6k"]) and (128, 256, 4) not in passing(shapes["gpt2 dW qkv 6k"])
+    assert all(split == 1 for _, _, split in passing(shapes["gpt2 dW qkv 1.5k"]))
+    for shape in shapes.values():
+        assert ex08.plan(*shape) in passing(shape)
+
+
+def _never_splits(M, N, K):  # the lesson without its split-K step: a smaller tile wherever tiles are few
+    return (128, 256, 1) if _whole_tile_busy(M, N)[1] >= 0.8 else (128, 128, 1)
+
+
+def _splits_in_four(M, N, K):  # the course's rule, but always four ranges where it splits
+    if _whole_tile_busy(M, N)[1] >= 0.8:
+        return (128, 256, 1)
+    return (128, 256, 4) if math.ceil(K / 64) >= 32 else (128, 128, 1)
+
+
+def _splits_in_two(M, N, K):  # always two ranges where it splits
+    if _whole_tile_busy(M, N)[1] >= 0.8:
+        return (128, 256, 1)
+    return (128, 256, 2) if math.ceil(K / 64) >= 32 else (128, 128, 1)
+
+
+def _big_tile_or_split_by_k(M, N, K):  # never halves: whole tiles unless K is long, then four ranges
+    if _whole_tile_busy(M, N)[1] >= 0.8:
+        return (128, 256, 1)
+    return (128, 256, 4) if K >= 4096 else (128, 256, 1)
+
+
+@pytest.mark.parametrize("mine, words, where", [
+    (_never_splits, "no split-K where whole tiles are too few and K is long", "gpt2 dW proj (768, 768, 16384)"),
+    (lambda M, N, K: (128, 256, 1) if _whole_tile_busy(M, N)[1] >= 0.8 or K < 2048 else (128, 128, 1),
+     "no split-K where whole tiles are too few and K is long", "gpt2-xl dW proj (1600, 1600, 16384)"),
+    (_splits_in_four, "more ranges of K than the SMs need", "gpt2 dW qkv 6k (768, 2304, 6144): yours reaches 85 %"),
+    (_splits_in_two, "too few ranges of K", "gpt2 dW proj (768, 768, 16384): yours reaches 53 %"),
+    (_big_tile_or_split_by_k, "the big tile where its tiles leave most of the last wave empty, or are fewer "
+                              "than the SMs: there more programs keep more SMs busy", "gpt2 qkv 2k"),
+], ids=["never-splits", "never-splits-big-where-k-short", "always-four-ranges", "always-two-ranges",
+        "splits-by-k-alone"])
+def test_plan_names_the_split_k_idea_a_plan_misses(mine, words, where, capsys):
+    ok = ex08.tile_plan.check(mine)
+    raw = capsys.readouterr().out
+    out = " ".join(raw.split())
+    assert not ok and words in out and where in out, out
+    assert "Choose the ranges from the tiles" in out or "Split only where K is long" in out
+    assert _printed_lines_fit(raw)
+
+
+def test_plan_names_a_second_idea_it_misses(capsys):
+    ok, out = _check(ex08.tile_plan, _big_tile_or_split_by_k, capsys)
+    assert not ok and "Also: more ranges of K than the SMs need" in out
+
+
+def test_plan_without_a_named_idea_lists_its_shapes(capsys):
+    # right on the table, a fixed plan of its own at the hidden shapes: still below the goal there
+    hidden = {s.shape for s in ex08.HIDDEN_SHAPES}
+    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 128, 2) if (M, N, K) in hidden else ex08.plan(M, N, K),
+                     capsys)
+    assert not ok and "gpt2 dW qkv 1.5k (768, 2304, 1536): yours reaches" in out
 
 
 # ---- 08: the questions ---------------------------------------------------------------------------

@@ -8,14 +8,17 @@ Every expected answer comes from the course's Python model of TMA and ``wgmma``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from course_lib import learn
 from course_lib.exercises import FunctionPuzzle, Question
 from course_lib.kernels import tensor_cores as tc
 from course_lib.learn import Verdict, say
 
-BOX_ROWS, BOX_COLS = 64, 64  # a TMA box of 64 rows of 64 bf16 (128 bytes each)
+# The largest swizzled box the kernels copy: A's BLOCK_M rows of 64 bf16 (128 bytes each), 16 KB.
+BOX_ROWS, BOX_COLS = max(d.block[0] for d in tc.DESIGNS), 64
 ROW_BYTES, CHUNK = tc.SWIZZLE_ROW, 16
 
 
@@ -56,12 +59,55 @@ def _col_as_bytes(row, col):
     return ROW_BYTES * row + CHUNK * ((col // CHUNK) ^ (row % 8)) + col % CHUNK
 
 
-swizzle = FunctionPuzzle(
+def _wraps_at_64(row, col):
+    return tc.tma_box_offset(row % 64, col)
+
+
+def _row_start_mod_8(row, col):
+    return ROW_BYTES * (row % 8) + CHUNK * ((2 * col // CHUNK) ^ (row % 8)) + 2 * col % CHUNK
+
+
+@dataclass(frozen=True)
+class _BoxPuzzle(FunctionPuzzle):
+    """A function of (row, col) checked on every element of the box; where it is wrong, the check
+    also names the first row where it differs (a formula that wraps its rows too early is right
+    above that row)."""
+
+    def check(self, fn) -> Verdict:
+        verdict = super().check(fn)
+        if not verdict:
+            row = _first_wrong_row(fn, self.reference)
+            if row is not None:
+                right = f" (rows 0-{row - 1} are right)" if row > 1 else " (row 0 is right)" if row else ""
+                say(f"  the first row where yours differs: row {row} of the box's {BOX_ROWS}{right}")
+        return verdict
+
+
+def _first_wrong_row(fn, reference) -> int | None:
+    for r in range(BOX_ROWS):
+        for c in range(BOX_COLS):
+            try:
+                mine = fn(r, c)
+                if mine is None:  # the starter: the check above has told it to fill in the TODO lines
+                    return None
+                if mine != reference(r, c):
+                    return r
+            except Exception:  # noqa: BLE001 - the check above has said what went wrong
+                return None
+    return None
+
+
+swizzle = _BoxPuzzle(
     title="Your swizzle",
     reference=tc.tma_box_offset,
     cases=lambda: [(r, c) for r in range(BOX_ROWS) for c in range(BOX_COLS)],
     show=lambda case: f"element ({case[0]}, {case[1]})",
     known_wrong=[
+        (_wraps_at_64, f"your offsets start again at row 64: the kernels' box of A has {BOX_ROWS} rows "
+                       f"(BLOCK_M), {BOX_ROWS * ROW_BYTES // 1024} KB, and row r starts 128 * r bytes in, "
+                       "for every r; only the XOR repeats (every 8 rows)."),
+        (_row_start_mod_8, "the row's start takes row % 8: only the chunk's XOR repeats every 8 rows; "
+                           "row r itself starts 128 * r bytes into the box."),
         (_xor_on_elements, "you XOR the element index: the swizzle permutes whole 16-byte chunks (8 bf16), "
                            "so XOR the chunk, 2 * col // 16, and keep the byte inside it."),
         (_col_as_bytes, "col counts elements of 2 bytes, not bytes: the byte in the row is 2 * col."),
@@ -77,6 +123,42 @@ swizzle = FunctionPuzzle(
     ],
     reveal=swizzle_offset,
 )
+
+
+# ---- the prediction of section 5: stage 3's speed as a share of stage 2's ---------------------------
+
+@dataclass(frozen=True)
+class ChangePrediction:
+    """A prediction of a speed relative to a baseline (100 % = as fast as the baseline), compared with
+    the measurement as :func:`course_lib.learn.compare_prediction` does, after one question first:
+    does it point the way the measurement went? A prediction of a gain where there was none (or a
+    loss where there was a gain) is told so, however close its number; changes within
+    ``same_within`` per cent of the baseline count as "about as fast"."""
+
+    what: str          # "stage 3", the thing predicted
+    baseline: str      # "stage 2", what it is a percentage of
+    same_within: float = 5.0
+
+    def _way(self, percent: float) -> str:
+        if percent > 100 + self.same_within:
+            return f"faster than {self.baseline}"
+        if percent < 100 - self.same_within:
+            return f"slower than {self.baseline}"
+        return f"about as fast as {self.baseline}"
+
+    def check(self, guess, measured: float) -> Verdict:
+        usable = isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess) and guess > 0
+        if not usable or self._way(guess) == self._way(measured):
+            return learn.compare_prediction(guess, measured, unit="%")
+        say(f"You predicted {learn.fmt(guess)} %, {self.what} {self._way(guess)} ({guess - 100:+.0f} %); "
+            f"measured {learn.fmt(round(measured, 1))} %, {self.what} {self._way(measured)} "
+            f"({measured - 100:+.0f} %). Your prediction points the wrong way"
+            + (": the change you expected did not happen." if abs(measured - 100) <= self.same_within
+               else ", not just by too much or too little."))
+        return Verdict(False, measured / guess)
+
+
+stage3_speed = ChangePrediction(what="stage 3", baseline="stage 2")
 
 
 # ---- exercise 1: one swizzled address -------------------------------------------------------------

@@ -32,7 +32,7 @@ from course_lib.exercises import Puzzle, Question, call_on_every_case, nothing_y
 from course_lib.kernels import tensor_cores as tc
 from course_lib.layout import cdiv
 from course_lib.learn import Verdict, say
-from course_lib.model_shapes import MODEL_SHAPES, ModelShape, bytes_moved
+from course_lib.model_shapes import GPT2, GPT2_XL, MODEL_SHAPES, ModelShape, bytes_moved
 from course_lib.viz import waves
 
 SMS = waves.H200.sms
@@ -102,22 +102,42 @@ def best_estimate(M: int, N: int, K: int) -> Estimate:
 
 def plan(M: int, N: int, K: int) -> tuple[int, int, int]:
     """The course's plan: whole 128 x 256 tiles while they keep the SMs at least 80 % busy (stage
-    6's rule); otherwise split K in two where it is long (at least 32 K-slices of 64), else halve
-    the tile."""
-    programs = math.ceil(M / 128) * math.ceil(N / 256)
-    busy = programs / (math.ceil(programs / 132) * 132)   # waves are whole: round up
-    if busy >= 0.8:
+    6's rule); otherwise, where K is long (at least 32 K-slices of 64), split it into the number of
+    ranges (1, 2 or 4) whose programs keep the SMs busiest, the fewest on a tie; where K is short,
+    halve the tile."""
+    def busy(programs):
+        return programs / (math.ceil(programs / 132) * 132)   # waves are whole: round up
+
+    tiles = math.ceil(M / 128) * math.ceil(N / 256)
+    if busy(tiles) >= 0.8:
         return (128, 256, 1)
     if math.ceil(K / 64) >= 32:
-        return (128, 256, 2)
+        return (128, 256, max((1, 2, 4), key=lambda ranges: busy(tiles * ranges)))
     return (128, 128, 1)
+
+
+# Weight gradients (K = the batch's tokens) the check adds to the table's rows, unseen by the learner:
+# where the table's one training row, gpt2 dW qkv, lets a plan that never splits K pass (half-size
+# tiles come within a few per cent of split-K there), these need split-K, in two ranges or in four;
+# and one where K is too short for any split to pay.
+HIDDEN_SHAPES: tuple[ModelShape, ...] = (
+    ModelShape("gpt2 dW proj", GPT2, "gradient of c_proj's weight", "training", 768, 768, 16384,
+               "6 x 3 = 18 tiles: even 128 x 128 tiles leave most SMs idle; four ranges fill 72"),
+    ModelShape("gpt2-xl dW proj", GPT2_XL, "gradient of c_proj's weight", "training", 1600, 1600, 16384,
+               "13 x 7 = 91 tiles: two ranges make two waves as empty as one; four fill three"),
+    ModelShape("gpt2 dW qkv 6k", GPT2, "gradient of c_attn's weight", "training", 768, 2304, 6144,
+               "54 tiles: two ranges of 48 K-slices fill a wave; four add a second"),
+    ModelShape("gpt2 dW qkv 1.5k", GPT2, "gradient of c_attn's weight", "training", 768, 2304, 1536,
+               "54 tiles, 24 K-slices each: too short for a split to pay"),
+)
 
 
 def plan_shapes() -> list[ModelShape]:
     """The shapes a plan is checked on: every prefill and training row of the shape table but its two
-    squares (768^3 and 1600^3: at so few K-slices per tile the puzzle's wave model
-    and the two tiles it offers are not what decides)."""
-    return [s for s in MODEL_SHAPES if s.phase != "decode" and not s.M == s.N == s.K]
+    squares (768^3 and 1600^3: at so few K-slices per tile the puzzle's wave model and the two tiles
+    it offers are not what decides), then :data:`HIDDEN_SHAPES`."""
+    table = [s for s in MODEL_SHAPES if s.phase != "decode" and not s.M == s.N == s.K]
+    return table + list(HIDDEN_SHAPES)
 
 
 @lru_cache(maxsize=1)
@@ -155,20 +175,70 @@ def _split_when_k_long(M, N, K):  # split wherever K is long, whether the tiles 
     return (128, 256, 2) if math.ceil(K / 64) >= 32 else (128, 256, 1)
 
 
+_RANGE_COST = f"about {FILL_SLICES + partial_slices(*TILES[0]):.0f} K-slices"
+_CHOOSE_RANGES = ("Choose the ranges from the tiles: as many as it takes for tiles x ranges to fill "
+                  "the waves, no more.")
+
+# What a plan misses, by idea: the check names the idea behind a plan's low shapes.
+_FEW_TILES = "its tiles leave most of the last wave empty, or are fewer than the SMs"
+_MORE_PROGRAMS = ("more programs keep more SMs busy: a smaller tile, or split-K. (Waves are whole: round "
+                  "tiles / 132 up.)")
+IDEA_SPLIT_SHORT = ("split-K where K is short: every range pays for its fp32 partial tile and for "
+                    f"refilling the pipeline, {_RANGE_COST}; with a dozen slices that costs more than "
+                    f"the idle SMs. Split only where K is long (stage 6: {tc.STREAM_K_MIN_SLICES} slices "
+                    "or more).")
+IDEA_HALF_WHEN_FULL = ("where the big tiles already fill their waves, the smaller tile only costs (it "
+                       f"works at {HALF_TILE_RATE:g} of the big tile's rate).")
+IDEA_SPLIT_WHEN_FULL = ("split-K where the tiles already fill the SMs: the extra programs add waves and "
+                        "every range pays for its partial tile. Split only when whole tiles leave SMs "
+                        "idle.")
+IDEA_NO_SPLIT = ("no split-K where whole tiles are too few and K is long: there even 128 x 128 tiles "
+                 "leave most SMs idle. That is what split-K is for: cut each tile's K into ranges, one "
+                 "program each, until the programs fill the SMs; with a long K each range's partial "
+                 f"tile ({_RANGE_COST}) costs little. " + _CHOOSE_RANGES)
+IDEA_TOO_MANY_RANGES = ("more ranges of K than the SMs need: where fewer ranges already keep as many SMs "
+                        "busy, more of them add a wave, and each pays for its partial tile "
+                        f"({_RANGE_COST}). " + _CHOOSE_RANGES)
+IDEA_TOO_FEW_RANGES = ("too few ranges of K: with so few tiles, two ranges still leave SMs idle that "
+                       "four would fill. " + _CHOOSE_RANGES)
+
 PLAN_WRONG: tuple[tuple[Callable, str], ...] = (
-    (_always_biggest, "always the biggest tile. Where its tiles leave most of the last wave empty, or "
-                      "are fewer than the SMs, more programs keep more SMs busy: a smaller tile, or "
-                      "split-K. (Waves are whole: round tiles / 132 up.)"),
-    (_split_when_few, "split-K where K is short: every range pays for its fp32 partial tile and for "
-                      f"refilling the pipeline, about {FILL_SLICES + partial_slices(*TILES[0]):.0f} "
-                      "K-slices; with a dozen slices that costs more than the idle SMs. Split only "
-                      f"where K is long (stage 6: {tc.STREAM_K_MIN_SLICES} slices or more)."),
-    (_always_half, "always the 128 x 128 tile: where the big tiles already fill their waves, the "
-                   f"smaller tile only costs (it works at {HALF_TILE_RATE:g} of the big tile's rate)."),
-    (_split_when_k_long, "split-K where the tiles already fill the SMs: the extra programs add waves "
-                         "and every range pays for its partial tile. Split only when whole tiles leave "
-                         "SMs idle."),
+    (_always_biggest, f"always the biggest tile. Where {_FEW_TILES}, {_MORE_PROGRAMS}"),
+    (_split_when_few, IDEA_SPLIT_SHORT),
+    (_always_half, "always the 128 x 128 tile: " + IDEA_HALF_WHEN_FULL),
+    (_split_when_k_long, IDEA_SPLIT_WHEN_FULL),
 )
+
+
+def _busy(programs: int) -> float:
+    return waves.waves(programs, 1).efficiency
+
+
+def missed_idea(shape: tuple[int, int, int], p: tuple[int, int, int]) -> str | None:
+    """The idea a plan ``p`` misses at ``shape`` (one of the ``IDEA_`` texts), judged by the rule the
+    puzzle teaches: whole tiles when they fill the SMs; else split-K where K is long, in as many
+    ranges as the SMs need; else a smaller tile."""
+    M, N, K = shape
+    bm, bn, split = p
+    few = _busy(waves.gemm_waves(M, N, *TILES[0], occupancy=1).blocks) < tc.STREAM_K_BELOW
+    long_k = cdiv(K, BLOCK_K) >= tc.STREAM_K_MIN_SLICES
+    if split > 1 and not long_k:
+        return IDEA_SPLIT_SHORT
+    if split > 1 and not few:
+        return IDEA_SPLIT_WHEN_FULL
+    if few and long_k:
+        own = waves.gemm_waves(M, N, bm, bn, occupancy=1).blocks
+        if split == 1 and best_estimate(M, N, K).plan[2] > 1:
+            return IDEA_NO_SPLIT
+        if split > 1 and any(r > split and _busy(own * r) > _busy(own * split) for r in SPLITS):
+            return IDEA_TOO_FEW_RANGES
+        if split > 1 and any(r < split and _busy(own * r) >= _busy(own * split) for r in SPLITS):
+            return IDEA_TOO_MANY_RANGES
+    if few and split == 1 and (bm, bn) == TILES[0]:
+        return f"the big tile where {_FEW_TILES}: there {_MORE_PROGRAMS}"
+    if not few and (bm, bn) == TILES[1]:
+        return "the 128 x 128 tile: " + IDEA_HALF_WHEN_FULL
+    return None
 
 
 def _valid(p: Any) -> bool:
@@ -185,7 +255,9 @@ class PlanPuzzle(Puzzle):
     """You write ``plan(M, N, K) -> (block_m, block_n, split_k)``; the check scores it with the wave
     model at every shape of :func:`plan_shapes` and asks for at least :data:`GOAL` of the best plan
     the model allows at each. A plan that matches one of ``known_wrong`` everywhere is told what that
-    plan does wrong. Solved or not, what ``triton_fast`` chose in the recording is printed beside."""
+    plan does wrong; any other is told the idea it misses at the shapes where it falls short
+    (:func:`missed_idea`). Solved or not, what ``triton_fast`` chose in the recording is printed
+    beside."""
 
     title: str
     reference: Callable
@@ -218,8 +290,12 @@ class PlanPuzzle(Puzzle):
             return Verdict(True)
         meaning = next((m for known, m in self.known_wrong
                         if all(tuple(known(*c)) == plans[c] for c in plans)), None)
+        ideas = [meaning] if meaning else list(dict.fromkeys(
+            idea for s in low if (idea := missed_idea(s.shape, plans[s.shape])) is not None))
         say(f"{self.title}: not yet — below {100 * GOAL:.0f} % of the model's best plan at {len(low)} of "
-            f"{len(shapes)} shapes" + (f": {meaning}" if meaning else "."))
+            f"{len(shapes)} shapes" + (f": {ideas[0]}" if ideas else "."))
+        for idea in ideas[1:2]:
+            say(f"Also: {idea}", indent=2)
         recorded = recorded_choices()
         for s in low[:3]:
             m, b = mine[s.shape], best[s.shape]
