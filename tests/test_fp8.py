@@ -188,6 +188,130 @@ def test_the_block_puzzle_rejects_each_mistake_and_names_it(capsys, wrong, said)
     assert said in " ".join(capsys.readouterr().out.split())
 
 
+def _pow2_up(amax):
+    return torch.exp2(torch.ceil(torch.log2(amax / 448)))
+
+
+def _below_row_0(fix):
+    """quantize_blocks, then ``fix(values, scales)`` applied to every row but row 0."""
+    def mine(x):
+        values, scales = _blocks(x)
+        if x.shape[0] > 1:
+            values, scales = values.clone(), scales.clone()
+            values[1:], scales[1:] = fix(values[1:], scales[1:])
+        return values, scales
+    return mine
+
+
+def _rounded_toward_zero(x):
+    values, scales = _blocks(x)
+    exact = x.double() / scales.double().repeat_interleave(128, 1)[:, :x.shape[1]]
+    bits = values.view(torch.uint8).clone()
+    bits[(values.double().abs() > exact.abs()) & ((bits & 0x7F) > 0)] -= 1  # the e4m3 value one step nearer 0
+    return bits.view(torch.float8_e4m3fn), scales
+
+
+@pytest.mark.parametrize("wrong, said", [
+    # the blocks right, the factor wrong: said so, with the factor, and not blamed on the blocks
+    (lambda x: _blocks(x, divide_by=240.0), "1.867 times the course's in every block for a 5 x 300 input: you "
+                                            "divide the largest magnitude by 240 (240 is the largest value of "
+                                            "e4m3fnuz"),
+    (lambda x: _blocks(x, divide_by=500.0), "you divide the largest magnitude by 500, the notebook by 448 "
+                                            "(E4M3_MAX), so the largest value lands on 500, beyond e4m3's "
+                                            "largest value: it saturates"),
+    (lambda x: (lambda v, s: (v, 1 / s))(*_blocks(x)), "not its inverse. The blocks are right; the factor is not."),
+    # the factor right, the blocks wrong
+    (lambda x: _blocks(x, per_matrix_row=True), "one scale for each whole row"),
+    (lambda x: _block_of_all_rows(x), "the same scale for every row of a block"),
+    (lambda x: _block_of_row_0(x), "the same scale for every row of a block"),
+    (lambda x: _one_scale(x), "one scale for the whole input"),
+    (lambda x: _largest_value_not_magnitude(x), "from each block's largest value for a 5 x 300 input, not its "
+                                                "largest magnitude"),
+    # powers of two rounded the wrong way
+    (lambda x: _blocks_with(x, lambda amax: torch.exp2(torch.floor(torch.log2(amax / 448)))),
+     "powers of two for a 5 x 300 input, but in row 0, block 0 the largest magnitude lands on 810, beyond 448"),
+    (lambda x: _blocks_with(x, lambda amax: 2 * _pow2_up(amax)), "no more than half of 448"),
+    # wrong only below row 0: every row is compared
+    (_below_row_0(lambda v, s: (v, s * 1.5)), "at row 1, columns 0-127 for a 5 x 300 input, yours is"),
+    (_below_row_0(lambda v, s: ((v.float() * 1.5).clamp(-448, 448).to(torch.float8_e4m3fn), s)),
+     "value [1, 0] for a 5 x 300 input is"),
+    (_rounded_toward_zero, "the next e4m3 value instead of the nearest"),
+    (lambda x: 3, "return two torch tensors"),
+], ids=["amax/240", "amax/500", "reciprocal", "row-amax", "block-amax", "row-0-amax", "tensor-amax", "no-abs",
+        "pow2-down", "pow2-too-far", "scales-wrong-below-row-0", "values-wrong-below-row-0", "truncated",
+        "not-a-tuple"])
+def test_the_block_puzzle_tells_the_factor_from_the_blocks(capsys, wrong, said):
+    from course_lib.exercises import fp8 as ex
+
+    assert not ex.block_quantize.check(wrong).ok
+    out = " ".join(capsys.readouterr().out.split())
+    assert said in out, out
+    if "factor" in out:
+        assert "has its own" not in out
+
+
+def _blocks_with(x, scale_of):
+    """quantize_blocks with ``scale_of(amax)`` as each nonzero block's scale."""
+    M, K = x.shape
+    nb = -(-K // 128)
+    scales, values = torch.ones(M, nb), torch.empty(M, K, dtype=torch.float8_e4m3fn)
+    for j in range(nb):
+        part = x[:, 128 * j: 128 * (j + 1)]
+        amax = part.abs().amax(dim=1)
+        scales[:, j] = torch.where(amax > 0, scale_of(amax), 1.0)
+        values[:, 128 * j: 128 * (j + 1)] = (part / scales[:, j:j + 1]).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return values, scales
+
+
+def _with_amax(x, amax_of):
+    """quantize_blocks with ``amax_of(part)`` (one per row) in place of each row's largest magnitude."""
+    M, K = x.shape
+    nb = -(-K // 128)
+    scales, values = torch.ones(M, nb), torch.empty(M, K, dtype=torch.float8_e4m3fn)
+    for j in range(nb):
+        part = x[:, 128 * j: 128 * (j + 1)]
+        amax = amax_of(part).expand(M)
+        scales[:, j] = torch.where(amax > 0, amax / 448, 1.0)
+        values[:, 128 * j: 128 * (j + 1)] = (part / scales[:, j:j + 1]).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return values, scales
+
+
+def _block_of_all_rows(x):
+    return _with_amax(x, lambda part: part.abs().amax())
+
+
+def _block_of_row_0(x):
+    return _with_amax(x, lambda part: part[0].abs().amax())
+
+
+def _one_scale(x):
+    return _with_amax(x, lambda part: x.abs().amax())
+
+
+def _largest_value_not_magnitude(x):
+    return _with_amax(x, lambda part: part.amax(dim=1))
+
+
+def test_the_block_puzzle_accepts_power_of_two_scales_rounded_up(capsys):
+    from course_lib.exercises import fp8 as ex
+
+    assert ex.block_quantize.check(lambda x: _blocks_with(x, _pow2_up)).ok
+    out = " ".join(capsys.readouterr().out.split())
+    assert "solved" in out and "Your scales are powers of two, rounded up" in out
+
+
+def test_the_block_puzzle_accepts_values_divided_in_float32_or_multiplied_by_the_inverse(capsys):
+    from course_lib.exercises import fp8 as ex
+
+    def times_inverse(x):
+        values, scales = _blocks(x)
+        inverse = (1 / scales).repeat_interleave(128, 1)[:, :x.shape[1]]
+        return (x * inverse).clamp(-448, 448).to(torch.float8_e4m3fn), scales
+
+    assert ex.block_quantize.check(times_inverse).ok
+    assert "powers of two" not in capsys.readouterr().out
+
+
 def test_the_block_puzzle_accepts_the_course_solution_and_a_float32_one(capsys):
     from course_lib.exercises import fp8 as ex
 

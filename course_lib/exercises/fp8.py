@@ -50,7 +50,11 @@ def _cases() -> list[torch.Tensor]:
 @dataclass(frozen=True)
 class BlockQuantizePuzzle(Puzzle):
     """You write ``quantize(x) -> (values, scales)``; the check compares with the course's
-    ``fp8.quantize(x, "e4m3", "block", (1, 128))`` on inputs you have not seen."""
+    ``fp8.quantize(x, "e4m3", "block", (1, 128))`` on inputs you have not seen, every row of them.
+    Scales that differ are told what differs: the blocks (which values share a scale) or the factor
+    (every block's scale off by the same factor, and by how much). Scales rounded up to a power of
+    two pass (a recipe of their own: every block's largest magnitude lands between 224 and 448).
+    Values must be x over their block's scale rounded to the nearest e4m3 value."""
 
     title: str = "Block quantization"
     reference = staticmethod(quantize_blocks)
@@ -58,6 +62,7 @@ class BlockQuantizePuzzle(Puzzle):
     def check(self, fn) -> Verdict:
         if nothing_yet(self.title, fn):
             return Verdict(False)
+        powers_of_two = False
         for x in _cases():
             M, K = x.shape
             where = f"for a {M} x {K} input"
@@ -68,6 +73,11 @@ class BlockQuantizePuzzle(Puzzle):
                 return Verdict(False)
             if got is None or (isinstance(got, tuple) and any(v is None for v in got)):
                 say(f"{self.title}: not solved yet: your function returns None — fill in the TODO lines.")
+                return Verdict(False)
+            if not (isinstance(got, (tuple, list)) and len(got) == 2
+                    and all(isinstance(v, torch.Tensor) for v in got)):
+                say(f"{self.title}: not yet — return two torch tensors, (values, scales), {where}; yours "
+                    f"returns {type(got).__name__}.")
                 return Verdict(False)
             values, scales = got
             want = fp8.quantize(x, "e4m3", "block", (1, BLOCK))
@@ -80,32 +90,21 @@ class BlockQuantizePuzzle(Puzzle):
                     f"block of 128) {where}, not {tuple(scales.shape)}.")
                 return Verdict(False)
             s, w = scales.double(), want.scales.double()
-            if not bool(torch.isfinite(values.float()).all()) or not bool(torch.isfinite(s).all()):
-                say(f"{self.title}: not yet — NaN or inf {where}: a block of zeros has largest magnitude 0; "
-                    "give it scale 1 instead of dividing by 0.")
-                return Verdict(False)
-            if not torch.allclose(s, w, rtol=1e-6, atol=0):
-                ratio = float((s / w).median())
-                if abs(ratio - E4M3.max) < 1:
-                    hint = " — the block's largest magnitude should map to 448, e4m3's largest value: divide it by 448"
-                elif bool(torch.allclose(s * w, torch.ones_like(w), rtol=1e-5)):
-                    hint = (" — a scale is what the stored values are multiplied by, x ≈ values × scale: "
-                            "scale = largest magnitude / 448, not its inverse")
-                else:
-                    hint = " — each row of each block of 128 columns has its own scale"
-                say(f"{self.title}: not yet — your scales differ from the course's {where}{hint}.")
-                return Verdict(False)
-            back = values.double() * _spread(s, K)
-            ref = want.dequantize()
-            # Rounding in float32 instead of float64 may land a value exactly between two e4m3 values
-            # on the other side: allow one step of e4m3 (2^-3 of the value) there, nowhere else.
-            off = (back - ref).abs() > E4M3.step * ref.abs() + 1e-30
-            if bool(off.any()):
-                m, k = (int(i) for i in off.nonzero()[0])
-                say(f"{self.title}: not yet — value [{m}, {k}] {where} dequantizes to {float(back[m, k]):.4g}, "
-                    f"the course's to {float(ref[m, k]):.4g}: divide each value by its block's scale, then round.")
+            amax = _block_amax(x)
+            problem = _not_finite(values, s, amax, where)
+            if problem is None:
+                problem, recipe = _scale_problem(x, s, w, amax, where)
+                powers_of_two = powers_of_two or recipe
+            if problem is None:
+                problem = _rounding_problem(x, values, s, where)
+            if problem is not None:
+                say(f"{self.title}: not yet — {problem}")
                 return Verdict(False)
         say(f"{self.title}: solved — right on all {len(_cases())} inputs (partial blocks, zeros, an outlier).")
+        if powers_of_two:
+            say(f"  Your scales are powers of two, rounded up: each block's largest magnitude lands between "
+                f"{E4M3.max / 2:g} and {E4M3.max:g}, a recipe that works too (multiplying by a power of two is "
+                f"exact); the course's scale puts it on {E4M3.max:g} exactly.")
         return Verdict(True)
 
     def solution(self):
@@ -114,6 +113,120 @@ class BlockQuantizePuzzle(Puzzle):
 
 def _spread(scales: torch.Tensor, K: int) -> torch.Tensor:
     return scales.repeat_interleave(BLOCK, dim=1)[:, :K]
+
+
+def _block_amax(x: torch.Tensor, signed: bool = False) -> torch.Tensor:
+    """Each row's largest magnitude (or, ``signed``, largest value) in each block of 128 columns."""
+    parts = torch.split(x.double() if signed else x.double().abs(), BLOCK, dim=1)
+    return torch.stack([p.amax(dim=1) for p in parts], dim=1)
+
+
+def _columns(j: int, K: int) -> str:
+    return f"columns {BLOCK * j}-{min(BLOCK * (j + 1), K) - 1}"
+
+
+def _not_finite(values: torch.Tensor, s: torch.Tensor, amax: torch.Tensor, where: str) -> str | None:
+    """What is wrong where a scale is not a positive number or a value is NaN or inf."""
+    bad_scale = ~torch.isfinite(s) | (s <= 0)
+    bad_value = ~torch.isfinite(values.float())
+    if not bool(bad_scale.any()) and not bool(bad_value.any()):
+        return None
+    if bad_scale.any():
+        m, j = (int(i) for i in bad_scale.nonzero()[0])
+    else:
+        m, k = (int(i) for i in bad_value.nonzero()[0])
+        j = k // BLOCK
+    if float(amax[m, j]) == 0:
+        return (f"NaN, inf or a scale of 0 {where}: a block of zeros has largest magnitude 0; give it scale 1 "
+                "instead of dividing by 0.")
+    if bad_scale.any():
+        return (f"the scale of row {m}, block {j} {where} is {float(s[m, j]):.4g}: a scale is a positive number, "
+                "the block's largest magnitude (|x|) over 448.")
+    return (f"value [{m}, {k}] {where} is {float(values[m, k].float())}: every value must be written, "
+            "x divided by its block's scale and rounded to e4m3.")
+
+
+def _scale_problem(x: torch.Tensor, s: torch.Tensor, w: torch.Tensor, amax: torch.Tensor,
+                   where: str) -> tuple[str | None, bool]:
+    """What is wrong with the learner's scales ``s`` against the course's ``w``, by what differs: the
+    block layout (which values share a scale) or the factor (the scale of each block, off by the same
+    factor everywhere). Scales that are powers of two, rounded up from the course's, are a recipe of
+    their own and pass. Returns (the problem or None, whether the scales are that recipe)."""
+    M, K = x.shape
+    nz = amax > 0
+    if bool(torch.allclose(s[nz], w[nz], rtol=1e-6, atol=0)):
+        return None, False
+    mantissa, _ = torch.frexp(s[nz])
+    powers = bool((mantissa == 0.5).all())
+    lands = amax[nz] / s[nz]  # where each block's largest magnitude lands, in e4m3's units
+    if powers and bool(((lands > E4M3.max / 2) & (lands <= E4M3.max * (1 + 1e-9))).all()):
+        return None, True
+    blocks_right = " The blocks are right; the factor is not."
+    if bool(torch.allclose(s[nz] * w[nz], torch.ones_like(w[nz]), rtol=1e-5)):
+        return (f"your scales differ from the course's {where}: a scale is what the stored values are multiplied "
+                "by, x ≈ values × scale: scale = largest magnitude / 448, not its inverse." + blocks_right), False
+    if s.numel() > 1 and bool((s == s.flatten()[0]).all()):
+        return (f"one scale for the whole input {where}: each row of each block of 128 columns has its own, the "
+                "largest magnitude of those (up to) 128 values over 448."), False
+    if s.shape[1] > 1 and bool((s == s[:, :1]).all()):
+        return (f"one scale for each whole row {where} (the row's largest magnitude over all of K): each block of "
+                "128 columns of a row has its own scale, the largest magnitude of those 128 values over 448."), False
+    if M > 1 and bool((s == s[:1, :]).all()):
+        return (f"the same scale for every row of a block {where} (the whole block's largest magnitude, or row "
+                "0's): each row of each block has its own scale, the largest magnitude of that row's 128 "
+                "values over 448."), False
+    signed = _block_amax(x, signed=True) / E4M3.max
+    if bool(torch.allclose(s[nz], signed[nz], rtol=1e-6)):
+        return (f"your scales come from each block's largest value {where}, not its largest magnitude: take "
+                "|x| before the maximum, or the negative values of a block saturate."), False
+    if powers:
+        m_j = (~((amax / s > E4M3.max / 2) & (amax / s <= E4M3.max * (1 + 1e-9))) & nz).nonzero()[0]
+        m, j = (int(i) for i in m_j)
+        at = float(amax[m, j] / s[m, j])
+        fix = ("beyond 448, where it saturates: round the exponent up, not down" if at > E4M3.max
+               else "no more than half of 448, wasting a bit of e4m3's range: round up to the next power of "
+                    "two, no further")
+        return (f"your scales are powers of two {where}, but in row {m}, block {j} the largest magnitude "
+                f"lands on {at:.4g}, {fix}."), False
+    ratio = s[nz] / w[nz]
+    if float(ratio.max() / ratio.min()) < 1 + 1e-5:
+        c = float(ratio.median())
+        d = E4M3.max / c  # the learner's scale is amax / d
+        if abs(d - 1) < 1e-3:
+            return (f"your scales are the blocks' largest magnitudes {where}: the largest magnitude should map to "
+                    "448, e4m3's largest value: divide it by 448." + blocks_right), False
+        lands_on = (f"lands on {d:.4g}, beyond e4m3's largest value: it saturates" if d > E4M3.max
+                    else f"lands on {d:.4g} instead of 448, wasting range")
+        fnuz = " (240 is the largest value of e4m3fnuz, another FP8 variant)" if abs(d - 240) < 0.5 else ""
+        return (f"your scales are {c:.4g} times the course's in every block {where}: you divide the largest "
+                f"magnitude by {d:.4g}{fnuz}, the notebook by 448 (E4M3_MAX), so the largest value {lands_on}."
+                + blocks_right), False
+    off = ~torch.isclose(s, w, rtol=1e-6, atol=0) & nz
+    m, j = (int(i) for i in off.nonzero()[0])
+    return (f"each row of each block of 128 columns has its own scale, the largest magnitude of its values over "
+            f"448: at row {m}, {_columns(j, K)} {where}, yours is {float(s[m, j]):.4g}, the course's "
+            f"{float(w[m, j]):.4g} = {float(amax[m, j]):.4g} / 448."), False
+
+
+def _rounding_problem(x: torch.Tensor, values: torch.Tensor, s: torch.Tensor, where: str) -> str | None:
+    """Whether every value is x over its block's scale rounded to a nearest e4m3 value (either one
+    at a tie: dividing in float32 instead of float64 may land there), in every row."""
+    M, K = x.shape
+    exact = x.double() / _spread(s, K)
+    nearest = exact.clamp(-E4M3.max, E4M3.max).to(torch.float8_e4m3fn).double()
+    mine = values.double()
+    off = (mine - exact).abs() > (nearest - exact).abs() + 1e-6 * exact.abs() + 1e-30
+    if not bool(off.any()):
+        return None
+    m, k = (int(i) for i in off.nonzero()[0])
+    scale = s[m, k // BLOCK]
+    text = (f"value [{m}, {k}] {where} is {float(mine[m, k]):.4g} (dequantized {float(mine[m, k] * scale):.4g}), "
+            f"but x / scale = {float(exact[m, k]):.4g} rounds to {float(nearest[m, k]):.4g} (dequantized "
+            f"{float(nearest[m, k] * scale):.4g})")
+    spacing = E4M3.step * max(abs(float(nearest[m, k])), 2.0 ** -6)  # between e4m3 values here
+    if float(mine[m, k]) * float(nearest[m, k]) > 0 and abs(float(mine[m, k] - nearest[m, k])) <= 1.01 * spacing:
+        return text + ": the next e4m3 value instead of the nearest; let .to(torch.float8_e4m3fn) round."
+    return text + ": divide each value by its block's scale, then round."
 
 
 block_quantize = BlockQuantizePuzzle()
