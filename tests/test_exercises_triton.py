@@ -13,6 +13,7 @@ import triton.language as tl
 from course_lib import check
 from course_lib.exercises import coalescing_and_triton as ex04
 from course_lib.exercises import triton_fast_kernel as ex05
+from course_lib.exercises._triton import COLUMN_SLICE, TRANSPOSED, GemmCase, dot_precisions
 from course_lib.kernels import coalescing_and_triton as c04
 
 MAX_LINE = 100  # what JupyterLab's output area shows without wrapping (tests/test_notebook_structure.py)
@@ -230,7 +231,9 @@ def _sums_no_store_mask(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.
 
 def test_row_sums_reference_solves_it(capsys):
     ok, out = _run(capsys, ex04.row_sums, c04.row_sums_kernel)
-    assert ok and f"Solved: right on all {len(ex04.ROW_SUMS_SHAPES)} shapes" in out and "outside x and out" in out
+    assert ok and f"Solved: right on all {len(ex04.row_sums.cases)} shapes" in out and "outside x and out" in out
+    # some of them hand x over stored transposed or as a slice of a wider matrix
+    assert {case[2] for case in ex04.row_sums.cases if len(case) > 2} == {TRANSPOSED, COLUMN_SLICE}
 
 
 def test_row_sums_starter_is_not_solved_and_says_the_same_every_run(capsys):
@@ -243,8 +246,8 @@ def test_row_sums_starter_is_not_solved_and_says_the_same_every_run(capsys):
 def test_row_sums_without_the_tail_mask_reads_past_x(capsys):
     ok, out = _run(capsys, ex04.row_sums, _sums_no_tail_mask)
     assert not ok
-    tails = [s for s in ex04.ROW_SUMS_SHAPES if s[1] % c04.COL_BLOCK]
-    assert f"right on {len(ex04.ROW_SUMS_SHAPES) - len(tails)} of" in out
+    tails = [s for s in ex04.row_sums.cases if s[1] % c04.COL_BLOCK]
+    assert f"right on {len(ex04.row_sums.cases) - len(tails)} of" in out
     assert "x 3 x 31: read 1 element past the end of x" in out  # the last row's one column too many
     assert f"not a multiple of BLOCK_C = {c04.COL_BLOCK}" in out and "the tail" in out
 
@@ -275,6 +278,60 @@ def test_row_sums_without_a_store_mask_write_past_out(capsys):
     assert not ok
     assert "x 17 x 33: wrote 15 elements past the end of out" in out  # 2 programs of 16 rows: 32 - 17
     assert f"not a multiple of BLOCK_R = {c04.ROW_BLOCK}" in out
+
+
+@triton.jit
+def _sums_strides_ignored(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(x_ptr + rows[:, None] * C + cols[None, :], mask=mask, other=0.0)  # row r at r * C
+        acc += tl.sum(tile, axis=1)
+    tl.store(out_ptr + rows, acc, mask=rows < R)
+
+
+@triton.jit
+def _sums_column_stride_ignored(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :], mask=mask, other=0.0)  # columns assumed adjacent
+        acc += tl.sum(tile, axis=1)
+    tl.store(out_ptr + rows, acc, mask=rows < R)
+
+
+@triton.jit
+def _sums_mask_dimensions_swapped(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = (rows[:, None] < C) & (cols[None, :] < R)  # the rows cut at C, the columns at R
+        tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
+        acc += tl.sum(tile, axis=1)
+    tl.store(out_ptr + rows, acc, mask=rows < R)
+
+
+@pytest.mark.parametrize("kernel", [_sums_strides_ignored, _sums_column_stride_ignored])
+def test_row_sums_that_ignore_the_strides_fail_on_strided_x(capsys, kernel):
+    ok, out = _run(capsys, ex04.row_sums, kernel)
+    assert not ok
+    for R, C in ex04.ROW_SUMS_SHAPES:  # right on every row-major x
+        assert f"x {R} x {C}:" not in out
+    assert re.search(r"x 40 x 100 stored transposed, strides \(1, 40\): 40 of 40 elements wrong", out), out
+    assert "wrong where x is stored transposed or is a column slice" in out and "use both strides" in out
+    # a slice's rows lie further apart than C; its columns are adjacent, as a row-major x's
+    slice_wrong = "x 17 x 33 a column slice, strides (41, 1):" in out
+    assert slice_wrong == (kernel is _sums_strides_ignored)
+
+
+def test_row_sums_with_the_mask_dimensions_swapped_fail(capsys):
+    ok, out = _run(capsys, ex04.row_sums, _sums_mask_dimensions_swapped)
+    assert not ok and "x 3 x 31:" in out and "elements wrong" in out
 
 
 def test_row_sums_library_kernel_takes_any_strides_and_dtype():
@@ -383,7 +440,8 @@ def _gemm_a_stride_for_b(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, str
 
 def test_masked_gemm_reference_solves_it(capsys):
     ok, out = _run(capsys, ex04.masked_gemm, ex04.masked_gemm_kernel)
-    assert ok and f"right on all {len(ex04.GEMM_SHAPES)} shapes" in out and "Solved" in out
+    assert ok and f"right on all {len(ex04.masked_gemm.cases)} cases" in out and "Solved" in out
+    assert "exact fp32" in out and "input_precision" not in out
     # and through course_lib.check directly, as the library's own kernel
     check(ex04.as_gemm(ex04.masked_gemm_kernel), "fp32", shapes=[(33, 17, 40), (5, 3, 1)], seed=0)
 
@@ -399,12 +457,17 @@ def _k_tails():
     return [s for s in ex04.GEMM_SHAPES if s[2] % ex04.GEMM_PUZZLE_BLOCK]
 
 
+def _cases():
+    return [GemmCase(*c) for c in ex04.masked_gemm.cases]
+
+
 def test_masked_gemm_whole_k_slices_only_is_the_k_tail(capsys):
     ok, out = _run(capsys, ex04.masked_gemm, _gemm_whole_slices_only)
     assert not ok
     for shape in _k_tails():  # every failing shape listed, and only those
         assert f"{shape}: relative error" in out, shape
-    assert f"right on {len(ex04.GEMM_SHAPES) - len(_k_tails())} of {len(ex04.GEMM_SHAPES)} shapes" in out
+    tails = [c for c in _cases() if c.K % ex04.GEMM_PUZZLE_BLOCK]
+    assert f"right on {len(_cases()) - len(tails)} of {len(_cases())} cases" in out
     assert f"not a multiple of BLOCK_K = {ex04.GEMM_PUZZLE_BLOCK}: the K tail" in out
 
 
@@ -434,17 +497,315 @@ def test_masked_gemm_wrong_stride_is_caught(capsys):
     assert "(33, 17, 40): read" in out and "past the end of B" in out
 
 
+# Realistic wrong GEMMs the CPU cannot tell from right ones by their values alone: strides ignored
+# (right on row-major operands), K loops that stop after a fixed number of slices (right while K is
+# small), and tl.dot without exact fp32 (the interpreter multiplies in fp32 whatever it is asked).
+@triton.jit
+def _gemm_strides_ignored(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                          stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * K + k[None, :], mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * N + cols[None, :], mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_a_strides_ignored(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                            stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * K + k[None, :], mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_three_k_slices(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                         stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, 3):  # "K is at most 96 here": three slices of 32
+        k = kb * BLOCK_K + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_k_up_to_64(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                     stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, 64, BLOCK_K):  # a bound copied from a test shape instead of K
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_without_precision(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                            stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)  # TF32 on a GPU
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_tf32(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+               stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="tf32")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_allow_tf32(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                     stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, allow_tf32=True)  # an older tutorial's spelling
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+# Wrong GEMMs the checks were not designed around: they must fail all the same.
+@triton.jit
+def _gemm_k_mask_off_by_one(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                            stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] <= K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] <= K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_b_mask_on_m(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                      stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < M), other=0.0)  # B's columns cut at M
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def _gemm_fp16_sums(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                    stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)  # "half the registers"
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc += tl.dot(a, b, input_precision="ieee").to(tl.float16)
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def test_masked_gemm_cases_cover_strides_and_long_k():
+    cases = _cases()
+    for operand in "ABC":
+        assert any(c.strided == (operand,) for c in cases), operand  # each operand strided on its own
+    assert {c.a for c in cases} >= {TRANSPOSED, COLUMN_SLICE} and {c.b for c in cases} >= {TRANSPOSED, COLUMN_SLICE}
+    assert TRANSPOSED in {c.c for c in cases}
+    assert max(c.K for c in cases) >= 4 * ex04.GEMM_PUZZLE_BLOCK  # a loop capped at three slices fails
+
+
+def test_masked_gemm_strides_ignored_is_named(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, _gemm_strides_ignored)
+    assert not ok
+    row_major = [c for c in _cases() if not c.strided]
+    assert f"right on {len(row_major)} of {len(_cases())} cases" in out
+    assert "(33, 17, 40), A stored transposed, strides (1, 33): relative error" in out
+    assert "(24, 40, 33), C stored transposed, strides (1, 24): relative error" in out
+    assert ("wrong where A, B and C are stored otherwise (transposed, or a column slice of a wider matrix): "
+            "your kernel steps through A, B and C as if their rows were packed one after another") in out
+    assert "a_ptr + i * stride_am + k * stride_ak" in out
+
+
+def test_masked_gemm_a_strides_ignored_names_a(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, _gemm_a_strides_ignored)
+    assert not ok
+    assert "(20, 50, 96), B stored transposed" not in out and "(24, 40, 33), C stored transposed" not in out
+    assert "wrong where A is stored otherwise" in out and "steps through A as if its rows" in out
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (_gemm_three_k_slices, "Only shapes whose K is more than 96 (3 K-slices of BLOCK_K = 32) are wrong"),
+    (_gemm_k_up_to_64, "Only shapes whose K is more than 64 (2 K-slices of BLOCK_K = 32) are wrong"),
+])
+def test_masked_gemm_k_loop_that_stops_early_is_named(capsys, kernel, words):
+    ok, out = _run(capsys, ex04.masked_gemm, kernel)
+    assert not ok and words in out and "your loop over K stops early" in out and "ceil(K / BLOCK_K)" in out
+    assert "(40, 33, 150): relative error" in out
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (_gemm_without_precision, "`tl.dot(a, b)` names no input_precision, so on a GPU with tensor cores Triton "
+                              "multiplies fp32 inputs in TF32"),
+    (_gemm_tf32, '`tl.dot(a, b, acc, input_precision=\'tf32\')` asks for input_precision="tf32": on a GPU '
+                 "with tensor cores it multiplies in TF32"),
+    (_gemm_allow_tf32, "`tl.dot(a, b, acc, allow_tf32=True)` says allow_tf32=True, the old name of "
+                       'input_precision="tf32"'),
+])
+def test_masked_gemm_without_exact_fp32_is_not_solved(capsys, kernel, words):
+    ok, out = _run(capsys, ex04.masked_gemm, kernel)
+    assert not ok
+    assert f"right on all {len(_cases())} cases" in out  # the interpreter multiplies in fp32 regardless
+    assert words in out
+    assert ("TF32 keeps 10 of the 23 mantissa bits of each input: relative errors around 1e-3 instead of 1e-6 "
+            "in exact fp32, far beyond check's fp32 tolerance of 1e-5") in out
+    assert "on this CPU the results cannot show it; on a GPU they would" in out
+    assert 'Write input_precision="ieee"' in out and "Right on every case here, but not solved yet" in out
+    assert "Solved" not in out
+
+
+def test_masked_gemm_with_fp16_sums_is_named(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, _gemm_fp16_sums)
+    assert not ok and f"right on 0 of {len(_cases())} cases" in out
+    assert re.search(r"Wrong on every case by a little: relative errors from \de-0\d to \de-0\d", out), out
+    assert "a type narrower than fp32" in out and "Your kernel names tl.float16" in out
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (_gemm_k_mask_off_by_one, "(33, 17, 40): read 1 element past the end of A, which is 33 x 40"),
+    (_gemm_b_mask_on_m, "(33, 17, 40): read 15 elements past the end of B, which is 40 x 17"),
+])
+def test_masked_gemm_other_mask_mistakes_fail(capsys, kernel, words):
+    ok, out = _run(capsys, ex04.masked_gemm, kernel)
+    assert not ok and words in out and "Solved" not in out
+
+
+# How the check reads tl.dot's precision: a name for the string, a helper that multiplies, tf32x3.
+PRECISION: tl.constexpr = tl.constexpr("ieee")
+
+
+@triton.jit
+def _tile_product(a, b, acc, precision: tl.constexpr):
+    return tl.dot(a, b, acc, input_precision=precision)
+
+
+@triton.jit
+def _tile_product_default(a, b, acc):
+    return tl.dot(a, b, acc)
+
+
+@triton.jit
+def _dots(a_ptr, BLOCK: tl.constexpr):
+    x = tl.load(a_ptr + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :])
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    acc = tl.dot(x, x, acc, input_precision=PRECISION)
+    acc = _tile_product(x, x, acc, "ieee")
+    acc = _tile_product(x, x, acc, precision="tf32x3")
+    acc = _tile_product_default(x, x, acc)
+    acc = tl.dot(x, x, acc, "ieee")
+    tl.store(a_ptr, acc)
+
+
+def test_dot_precisions_reads_names_helpers_and_positions():
+    found = dot_precisions(_dots)
+    assert [p for _, p, _ in found] == ["ieee", "ieee", "tf32x3", "tf32", "ieee"]
+    assert [how for _, _, how in found] == ["input_precision"] * 3 + ["default", "input_precision"]
+    assert dot_precisions(ex04.masked_gemm_kernel) == [('tl.dot(a, b, acc, input_precision=\'ieee\')', "ieee",
+                                                        "input_precision")]
+
+
 def test_a_puzzle_without_an_answer_says_so(capsys):
     for puzzle in (ex04.vector_add, ex04.row_sums, ex04.masked_gemm):
         ok, out = _run(capsys, puzzle, None)
         assert not ok and "no kernel yet" in out
 
 
+def _shown(solution) -> str:
+    """What a puzzle's solution() shows: its source, or what its reveal button shows once pressed."""
+    if hasattr(solution, "button"):
+        import json
+
+        solution.button.click()
+        return json.dumps(solution.output.outputs)
+    return solution.data
+
+
 def test_solutions_show_the_course_kernels():
-    assert "def vector_add_kernel" in ex04.vector_add.solution().data
-    assert "def row_sums_kernel" in ex04.row_sums.solution().data
-    assert "def masked_gemm_kernel" in ex04.masked_gemm.solution().data
-    assert "def grouped_order" in ex05.grouped_order.solution().data
+    assert "def vector_add_kernel" in _shown(ex04.vector_add.solution())
+    assert "def row_sums_kernel" in _shown(ex04.row_sums.solution())
+    assert "def masked_gemm_kernel" in _shown(ex04.masked_gemm.solution())
+    assert "def grouped_order" in _shown(ex05.grouped_order.solution())
 
 
 # ==== notebook 05: the grouped order ============================================================
@@ -484,7 +845,22 @@ def test_grouped_order_starter_and_none(capsys):
     assert not ok and "no function yet" in out
 
 
+def _order_rows_capped_at_8(pid, num_pid_m, num_pid_n, group_m):
+    band, within = divmod(pid, group_m * num_pid_n)
+    first_m = band * group_m
+    rows = min(num_pid_m - first_m, group_m, 8)  # "a band is at most 8 rows", from the picture
+    return first_m + within % rows, within // rows
+
+
+def test_grouped_order_cases_include_groups_above_8():
+    grids = ex05.ORDER_GRIDS
+    assert any(g == 16 for _, _, g in grids)
+    assert any(g > 8 and m > g and m % g for m, _, g in grids)  # a big group with a short last band
+
+
 @pytest.mark.parametrize("fn, meaning", [
+    (ex05._group_capped_at_8, "right while group_m <= 8; with larger groups (the course's TF32 configuration "
+                              "uses 16) your bands stop at 8 tile rows"),
     (c04.row_major_order, "this is row-major order"),
     (ex05._column_major, "column-major order over the whole grid"),
     (ex05._band_not_shortened, "the last band has fewer than group_m rows"),
@@ -497,9 +873,17 @@ def test_grouped_order_likely_wrong_answers_are_diagnosed(capsys, fn, meaning):
                      r"the model \(\d+, \d+\)", out), out
 
 
+def test_grouped_order_right_only_for_small_groups_is_named(capsys):
+    ok, out = _run(capsys, ex05.grouped_order, _order_rows_capped_at_8)
+    assert not ok and re.search(r"not yet — wrong on \d+ of \d+ cases", out)
+    assert "group_m = 12:" in out or "group_m = 16:" in out
+    assert "Right wherever group_m <= 8, wrong only for larger groups" in out
+
+
 def test_grouped_order_other_mistakes_are_counted(capsys):
     ok, out = _run(capsys, ex05.grouped_order, _order_divides_by_group_m)
     assert not ok and re.search(r"not yet — wrong on \d+ of \d+ cases", out)
+    assert "Wrong only on programs of a shorter last band" in out
     ok, out = _run(capsys, ex05.grouped_order, lambda pid, m, n, g: (pid // 0, 0))
     assert not ok and "raised ZeroDivisionError" in out
 

@@ -4,26 +4,35 @@
 it runs the kernel through the course's wrapper on inputs of sizes you have not seen, each inside
 guard regions (:mod:`course_lib.guard`: on the CPU backend Triton's interpreter names every load or
 store outside the arrays), its output poisoned with NaN, and compares with a float64 reference within
-what rounding explains. :class:`TritonGemmPuzzle` checks a GEMM kernel with ``course_lib.check``
-(through :func:`course_lib.exercises._gemm_shapes`, as the numba puzzles do).
+what rounding explains. :class:`TritonGemmPuzzle` checks a GEMM kernel with ``course_lib.check``'s
+:func:`~course_lib.correctness.check_one`, case by case, and reads from the kernel's source which
+precision its ``tl.dot`` asks for (Triton's interpreter multiplies in fp32 whatever it is told; a
+GPU does not).
+
+A kernel that takes strides must work for any strides, so some cases hand an operand over as a
+view that is not row-major (:func:`place`): stored transposed, or a column slice of a wider matrix.
 
 Both report every case that went wrong and why, then a *diagnosis*: a note that names the likely
-mistake from which cases failed (only sizes that are not a multiple of the block: the tail) or how
-(one element past the end every time: off by one). The inputs come from fixed seeds, so a check says
-the same thing on every run.
+mistake from which cases failed (only sizes that are not a multiple of the block: the tail; only the
+operands that are not row-major: the strides) or how (one element past the end every time: off by
+one). The inputs come from fixed seeds, so a check says the same thing on every run.
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
+import inspect
 import re
+import textwrap
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
-from course_lib import backend, guard, learn
-from course_lib.exercises import Puzzle, Report, _first_line, _gemm_shapes, nothing_yet
+from course_lib import backend, dtypes, guard, learn
+from course_lib.exercises import Puzzle, Report, _first_line, nothing_yet
 from course_lib.learn import Verdict
 
 # {case: what was wrong with it, or "" where it was right} -> a note naming the likely mistake, or None
@@ -63,6 +72,36 @@ def fails_only_where(applies: Callable[[Any], bool], note: str) -> Diagnosis:
     return diagnose
 
 
+def fails_exactly_above(value: Callable[[Any], int], note: Callable[[int], str]) -> Diagnosis:
+    """A diagnosis: ``note(largest)`` when the cases that failed are exactly those whose ``value``
+    (say, K) is larger than ``largest``, the largest value of a case that was right (a loop that
+    stops early)."""
+    def diagnose(results: dict) -> str | None:
+        failing = {case for case, why in results.items() if why}
+        right = [value(case) for case, why in results.items() if not why]
+        if not failing or not right:
+            return None
+        largest = max(right)
+        return note(largest) if failing == {case for case in results if value(case) > largest} else None
+
+    return diagnose
+
+
+def fails_only_strided(note: Callable[[list[str]], str]) -> Diagnosis:
+    """A diagnosis for :class:`GemmCase` results: ``note(operands)`` when every case that failed has
+    an operand that is not row-major, naming those whose strides were not followed (the operands of
+    the failing cases that are never right when laid out otherwise)."""
+    def diagnose(results: dict) -> str | None:
+        failing = [case for case, why in results.items() if why]
+        if not failing or not all(case.strided for case in failing):
+            return None
+        fine = {x for case, why in results.items() if not why for x in case.strided}
+        suspects = sorted({x for case in failing for x in case.strided})
+        return note([x for x in suspects if x not in fine] or suspects)
+
+    return diagnose
+
+
 def _diagnose(diagnoses: Sequence[Diagnosis], results: dict) -> str | None:
     for diagnose in diagnoses:  # the most specific first: one note is enough
         note = diagnose(results)
@@ -93,6 +132,81 @@ def _strays(violations: Sequence[str]) -> list[str]:
     return [x if isinstance(x, str) else f"{x[0]} {x[1]} {x[2]} {' and of '.join(merged[x])}" for x in out]
 
 
+# ---- how a case lays an operand out in memory ---------------------------------------------------
+# The course's wrappers pass strides as they are, so a kernel that ignores them (row r at r * C
+# instead of r * stride) is right on row-major matrices only. Some cases therefore hand a matrix over
+# as a view whose rows are not packed one after another.
+ROW_MAJOR = ""
+TRANSPOSED = "stored transposed"  # the view .t() of a row-major copy of its transpose: strides (1, rows)
+COLUMN_SLICE = "a column slice"  # columns of a wider row-major matrix: strides (columns + margins, 1)
+SLICE_MARGINS = (3, 5)  # the wider matrix's columns before and after the slice
+
+
+def place(g: guard.Guard, t: torch.Tensor, name: str, layout: str = ROW_MAJOR) -> torch.Tensor:
+    """Matrix ``t`` inside ``g``'s guarded buffers (:meth:`course_lib.guard.Guard.place`), laid out as
+    ``layout``: the same values with other strides. The guard names the array that holds them
+    (:func:`stored_name`: "Aᵀ", stored row-major, for A stored transposed). The columns beside a
+    slice hold :data:`course_lib.guard.INPUT_GUARD`, so a kernel that reads them computes from a
+    value that shows."""
+    if layout == ROW_MAJOR:
+        return g.place(t, name)
+    if layout == TRANSPOSED:
+        return g.place(t.t().contiguous(), stored_name(name, layout)).t()
+    if layout == COLUMN_SLICE:
+        before, after = SLICE_MARGINS
+        rows, cols = t.shape
+        wide = torch.full((rows, before + cols + after), guard.INPUT_GUARD, dtype=t.dtype, device=t.device)
+        wide[:, before:before + cols] = t
+        return g.place(wide, stored_name(name, layout))[:, before:before + cols]
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def stored_name(name: str, layout: str) -> str:
+    """What the guard calls the array that holds matrix ``name`` laid out as ``layout`` (another name
+    than the row-major copy ``course_lib.check`` places, so that each array's accesses are its own)."""
+    return {ROW_MAJOR: name, TRANSPOSED: f"{name}ᵀ", COLUMN_SLICE: f"the matrix {name} is a slice of"}[layout]
+
+
+def strides(rows: int, cols: int, layout: str) -> tuple[int, int]:
+    """The strides (elements to the next row, to the next column) of a rows x cols matrix laid out
+    as ``layout`` by :func:`place`."""
+    if layout == TRANSPOSED:
+        return 1, rows
+    if layout == COLUMN_SLICE:
+        return sum(SLICE_MARGINS) + cols, 1
+    return cols, 1
+
+
+def layout_text(name: str, rows: int, cols: int, layout: str) -> str:
+    """``"A stored transposed, strides (1, 33)"``; "" for a row-major matrix."""
+    return f"{name} {layout}, strides {strides(rows, cols, layout)}" if layout else ""
+
+
+class GemmCase(NamedTuple):
+    """One hidden case of a GEMM puzzle: the shape, and how A (M x K), B (K x N) and C (M x N) lie in
+    memory (:data:`ROW_MAJOR`, :data:`TRANSPOSED` or :data:`COLUMN_SLICE`; C is never a slice)."""
+
+    M: int
+    N: int
+    K: int
+    a: str = ROW_MAJOR
+    b: str = ROW_MAJOR
+    c: str = ROW_MAJOR
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.M, self.N, self.K
+
+    @property
+    def strided(self) -> tuple[str, ...]:
+        """The operands that are not row-major."""
+        return tuple(name for name, layout in zip("ABC", (self.a, self.b, self.c)) if layout)
+
+    def __str__(self) -> str:
+        dims = {"A": (self.M, self.K, self.a), "B": (self.K, self.N, self.b), "C": (self.M, self.N, self.c)}
+        return ", ".join([str(self.shape)] + [layout_text(n, *d) for n, d in dims.items() if d[2]])
+
+
 class _DidNotRun(Exception):
     pass
 
@@ -106,7 +220,9 @@ class TritonPuzzle(Puzzle):
     named inputs ``inputs(case, generator)`` (CPU tensors, moved to the backend's device), and
     compares the output with ``reference(*inputs)`` (float64) element by element within
     ``bound(reference, *inputs)``, the error rounding can explain. The inputs' guard regions hold
-    :data:`course_lib.guard.INPUT_GUARD`, so on a GPU what a kernel computes from them shows."""
+    :data:`course_lib.guard.INPUT_GUARD`, so on a GPU what a kernel computes from them shows.
+    ``layouts(case)`` names the inputs that the case hands over in another layout than row-major
+    (:func:`place`): ``{"x": TRANSPOSED}``."""
 
     title: str
     launch: Callable
@@ -119,6 +235,7 @@ class TritonPuzzle(Puzzle):
     output: str = "out"  # the name the wrapper gives its output
     diagnoses: Sequence[Diagnosis] = ()
     reveal: Any = None
+    layouts: Callable[[Any], dict] | None = None
 
     def check(self, kernel) -> Verdict:
         if nothing_yet(self.title, kernel, "kernel"):
@@ -160,7 +277,8 @@ class TritonPuzzle(Puzzle):
         inputs = {name: t.to(device) for name, t in self.inputs(case, gen).items()}
         gpu = backend.get().is_gpu
         with guard.guarded() as g:
-            placed = [g.place(t, name) for name, t in inputs.items()]
+            layouts = self.layouts(case) if self.layouts else {}
+            placed = [place(g, t, name, layouts.get(name, ROW_MAJOR)) for name, t in inputs.items()]
             try:
                 out = self.launch(kernel, *placed)
             except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
@@ -209,34 +327,102 @@ class TritonPuzzle(Puzzle):
 
 @dataclass(frozen=True)
 class TritonGemmPuzzle(Puzzle):
-    """A puzzle where you write a Triton GEMM kernel; ``launch(kernel)`` makes it a GEMM ``fn(a, b)
-    -> c`` (the course's wrapper, which allocates C with ``new_output``), which ``course_lib.check``
-    runs on every shape of ``shapes``: fresh inputs, NaN-poisoned C, guard regions around A, B and C.
-    Every wrong shape is listed, then the first diagnosis that recognises the pattern."""
+    """A puzzle where you write a Triton GEMM kernel; ``launch(kernel, c_layout)`` makes it a GEMM
+    ``fn(a, b) -> c`` (the course's wrapper, which allocates C with ``new_array``, laid out as
+    ``c_layout``), which ``course_lib.check``'s :func:`~course_lib.correctness.check_one` runs on
+    every case of ``cases`` (a :class:`GemmCase`, or a shape (M, N, K) for row-major operands): fresh
+    inputs from fixed seeds, NaN-poisoned C, guard regions around A, B and C, A and B laid out as the
+    case says. Every wrong case is listed, then the first diagnosis that recognises the pattern.
+
+    ``precision``: the ``input_precision`` every ``tl.dot`` of the kernel must ask for, read from its
+    source (:func:`dot_precisions`); Triton's interpreter multiplies fp32 in fp32 whatever it is
+    asked, so on the CPU only the source can show that a GPU would use TF32."""
 
     title: str
-    launch: Callable[[Any], Callable]
-    shapes: Sequence[tuple[int, int, int]]
+    launch: Callable[..., Callable]
+    cases: Sequence
     diagnoses: Sequence[Diagnosis] = ()
     reveal: Any = None
+    dtype: str = "fp32"
+    precision: str | None = None
 
     def check(self, kernel) -> Verdict:
         if nothing_yet(self.title, kernel, "kernel"):
             return Verdict(False)
-        report = Report(f"{self.title}, checked on {len(self.shapes)} shapes you have not seen:")
-        right, failures = _gemm_shapes(report, self.launch(kernel), self.shapes)
-        if right is False:
-            results = {tuple(s): "" for s in self.shapes}
-            results.update({f.shape: f.why for f in failures})
-            undefined = any("without other=" in f.why for f in failures)  # that note says it all
-            note = None if undefined else _diagnose(self.diagnoses, results)
-            if note:
-                report.add(note)
-        if right:
+        cases = [GemmCase(*c) for c in self.cases]
+        report = Report(f"{self.title}, checked on {len(cases)} shapes and layouts you have not seen:")
+        failures, errors = {}, {}
+        for i, case in enumerate(cases):
+            try:
+                failures[case], errors[case] = self._run(kernel, case, SEED + i)
+            except _DidNotRun as e:
+                report.add(f"Not solved yet: on {case} your kernel did not run: {e}")
+                return report.show()
+        wrong = [case for case in cases if failures[case] is not None]
+        precision = precision_notes(kernel, self.precision) if self.precision else []
+        if len(wrong) == len(cases) and all(_never_written(failures[case]) for case in cases):
+            report.add("Not solved yet: on every shape C was never written (every element still "
+                       "holds the NaN it was filled with). Fill in the TODO lines.")
+            return report.show()
+        if wrong:
+            report.add(f"right on {len(cases) - len(wrong)} of {len(cases)} cases; wrong on these:")
+            notes: list[str] = []
+            for case in wrong:  # a note reads the same at every case: said once, below them
+                f = failures[case]
+                report.add(f"{case}: {f.finding}", 4)
+                if f.note and f.note not in notes:
+                    notes.append(f.note)
+            for note in notes:
+                report.add(note[0].upper() + note[1:] + ".", 4)
+            if not any(failures[case].undefined_loads for case in wrong):  # that note says it all
+                results = {case: failures[case].finding if failures[case] else "" for case in cases}
+                note = _diagnose(self.diagnoses, results)
+                if not note and not precision:  # a tl.dot in TF32 errs like this on a GPU: said below
+                    note = _rounding_note(kernel, failures, errors)
+                if note:
+                    report.add(note)
+        else:
+            report.add(f"right on all {len(cases)} cases")
+        for note in precision:
+            report.add(note)
+        if not wrong and not precision:
             report.solved = True
-            report.add("Solved: right on every shape, the edges of C and the K tail included, and "
-                       "nothing was read or written outside A, B and C.", 0)
+            exact = ", and tl.dot multiplies in exact fp32" if self.precision == "ieee" else ""
+            report.add("Solved: right on every shape and layout (the edges of C, the K tail, operands "
+                       "stored transposed or sliced), nothing was read or written outside A, B and "
+                       f"C{exact}.", 0)
+        elif not wrong:
+            report.add("Right on every case here, but not solved yet: see the note above.", 0)
         return report.show()
+
+    def _run(self, kernel, case: GemmCase, seed: int):
+        """(what ``check_one`` found wrong, a :class:`~course_lib.correctness.Failure`, or None; the
+        relative error of C where it is finite)."""
+        from course_lib.correctness import CheckFailure, check_one  # noqa: PLC0415 - check imports kernels
+
+        gemm = self.launch(kernel, case.c)
+        seen: dict[str, torch.Tensor] = {}
+
+        def fn(a, b):
+            g = guard.active()  # check_one's: A and B are row-major in it; lay them out as the case says
+            seen["a"] = place(g, a, "A", case.a) if case.a else a
+            seen["b"] = place(g, b, "B", case.b) if case.b else b
+            seen["c"] = gemm(seen["a"], seen["b"])
+            return seen["c"]
+
+        label = getattr(gemm, "__name__", "kernel")
+        try:
+            check_one(fn, case.shape, self.dtype, seed=seed, label=label)
+            return None, None
+        except CheckFailure as f:
+            failure = f.failures[0]
+        except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
+            raise _DidNotRun(f"it raised {type(e).__name__}: {_first_line(str(e))}") from None
+        c = seen.get("c")
+        if not isinstance(c, torch.Tensor) or c.shape != (case.M, case.N) or not bool(torch.isfinite(c).all()):
+            return failure, None
+        ref = seen["a"].double().cpu() @ seen["b"].double().cpu()
+        return failure, float(torch.linalg.norm(c.double().cpu() - ref) / torch.linalg.norm(ref).clamp_min(1e-300))
 
     def solution(self):
         return learn.show_source(self.reveal)
@@ -244,3 +430,194 @@ class TritonGemmPuzzle(Puzzle):
     @property
     def solved_by(self):
         return self.reveal
+
+
+def _never_written(failure) -> bool:
+    """Whether a case's C was left exactly as it was filled (NaN everywhere) and nothing else happened."""
+    return bool(failure.elements) and failure.never_written == failure.elements and not failure.stray
+
+
+# Relative errors of an fp32 GEMM at the puzzles' sizes stay near 1e-7; rounding to a 16-bit type (or
+# TF32) somewhere gives 1e-4 to 1e-3, wrong elements of any other kind give far more.
+_ROUNDING_ERRORS = (1e-6, 1e-2)
+
+
+def _rounding_note(kernel, failures: dict, errors: dict) -> str | None:
+    """A note for a kernel that is wrong on every case by a little, as a narrower type's rounding is."""
+    rels = [errors.get(case) for case in failures]
+    if not rels or any(f is None or f.stray for f in failures.values()):
+        return None
+    if any(r is None or not _ROUNDING_ERRORS[0] < r < _ROUNDING_ERRORS[1] for r in rels):
+        return None
+    named = sorted(_narrow_types(kernel))
+    where = (f" Your kernel names {' and '.join(named)}: keep the loaded blocks and acc in tl.float32."
+             if named else " Keep the loaded blocks and acc in tl.float32.")
+    return (f"Wrong on every case by a little: relative errors from {min(rels):.0e} to {max(rels):.0e}, "
+            "where exact fp32 stays near 1e-7. That is the rounding of a type narrower than fp32 (fp16 "
+            "or bf16 inputs or sums; on a GPU also TF32 inside tl.dot)." + where)
+
+
+def _narrow_types(kernel) -> set[str]:
+    """The 16-bit float types a kernel's source names (tl.float16, tl.bfloat16, ...)."""
+    tree = _source_tree(kernel)
+    names = {"float16", "bfloat16", "fp16", "bf16", "half"}
+    if tree is None:
+        return set()
+    return {f"tl.{node.attr}" for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in names}
+
+
+# ---- which precision tl.dot asks for --------------------------------------------------------------
+# tl.dot(a, b, acc, input_precision, allow_tf32, ...): without either, fp32 inputs are multiplied in
+# TF32 on every GPU with tensor cores (Triton's default, triton.language.dot); the interpreter
+# multiplies in fp32 whatever it is asked.
+_DEFAULT_PRECISION = "tf32"
+_UNKNOWN = object()
+
+
+def _unwrap(v: Any) -> Any:
+    """The value a ``tl.constexpr`` holds; anything else as it is."""
+    return v.value if type(v).__name__ == "constexpr" else v
+
+
+def _source_tree(kernel) -> ast.Module | None:
+    fn = getattr(kernel, "fn", kernel)
+    try:
+        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What a name in a kernel's source can mean: its module's globals, the arguments a caller bound
+    to the function's parameters (expressions in the caller's scope), the parameters' defaults."""
+
+    globals: dict
+    bound: dict
+    defaults: dict
+
+
+def _value(node: ast.AST, scope: _Scope) -> Any:
+    """The value of a constant expression of a kernel's source, or _UNKNOWN."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in scope.bound:
+            expr, caller = scope.bound[node.id]
+            return _value(expr, caller)
+        if node.id in scope.defaults:
+            return _value(scope.defaults[node.id], _Scope(scope.globals, {}, {}))
+        if node.id in scope.globals:
+            return _unwrap(scope.globals[node.id])
+        return getattr(builtins, node.id, _UNKNOWN)
+    if isinstance(node, ast.Attribute):
+        base = _value(node.value, scope)
+        return _UNKNOWN if base is _UNKNOWN else getattr(base, node.attr, _UNKNOWN)
+    return _UNKNOWN
+
+
+def _scope_of(fn, tree: ast.Module, bound: dict) -> _Scope:
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    defaults = {}
+    if defs:
+        args = defs[0].args
+        positional = args.posonlyargs + args.args
+        defaults = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)}
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return _Scope(getattr(fn, "__globals__", {}), bound, defaults)
+
+
+def _asked_precision(call: ast.Call, scope: _Scope) -> tuple[str | None, str]:
+    """(the precision a tl.dot call asks a GPU for with fp32 inputs, or None where the check cannot
+    read it; how: "input_precision", "allow_tf32" or "default", Triton's choice)."""
+    exprs = {"input_precision": call.args[3] if len(call.args) > 3 else None,
+             "allow_tf32": call.args[4] if len(call.args) > 4 else None}
+    exprs.update({k.arg: k.value for k in call.keywords if k.arg in exprs})
+    given = {}
+    for name, expr in exprs.items():
+        if expr is not None:
+            v = _value(expr, scope)
+            if v is _UNKNOWN:
+                return None, name
+            given[name] = _unwrap(v)
+    precision, allow = given.get("input_precision"), given.get("allow_tf32")
+    if precision is not None:
+        return (precision if isinstance(precision, str) else None), "input_precision"
+    if allow is not None:
+        return ("tf32" if allow else "ieee"), "allow_tf32"
+    return _DEFAULT_PRECISION, "default"
+
+
+def dot_precisions(kernel, *, _bound: dict | None = None, _depth: int = 0) -> list[tuple[str, str | None, str]] | None:
+    """Each ``tl.dot`` call in a Triton kernel's source and in the ``@triton.jit`` functions it calls:
+    (the call as written; the precision it asks a GPU for when A and B are fp32: "ieee", "tf32",
+    "tf32x3", or None where the source does not say it in a way the check can read; how it asks:
+    "input_precision", "allow_tf32", or "default" where it names neither). None if the source cannot
+    be read."""
+    from triton.runtime.jit import KernelInterface  # noqa: PLC0415 - Triton loads after the backend choice
+
+    tree = _source_tree(kernel)
+    if tree is None:
+        return None
+    fn = getattr(kernel, "fn", kernel)
+    scope = _scope_of(fn, tree, _bound or {})
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        target = _value(node.func, scope)
+        is_dot = getattr(target, "__name__", None) == "dot" and "triton" in getattr(target, "__module__", "")
+        if is_dot or (target is _UNKNOWN and isinstance(node.func, ast.Attribute) and node.func.attr == "dot"):
+            found.append((ast.unparse(node), *_asked_precision(node, scope)))
+        elif isinstance(target, KernelInterface) and hasattr(target, "fn") and _depth < 4:
+            try:
+                params = list(inspect.signature(target.fn).parameters)
+            except (TypeError, ValueError):
+                continue
+            bound = {p: (arg, scope) for p, arg in zip(params, node.args)}
+            bound.update({k.arg: (k.value, scope) for k in node.keywords if k.arg})
+            found += dot_precisions(target, _bound=bound, _depth=_depth + 1) or []
+    return found
+
+
+_PRECISION_WORDS = {
+    "tf32": "TF32 keeps 10 of the 23 mantissa bits of each input: relative errors around 1e-3 instead "
+            "of 1e-6 in exact fp32, far beyond check's fp32 tolerance of {tolerance}",
+    "tf32x3": "tf32x3 splits each input into TF32 parts and multiplies three times: close to fp32, but "
+              "neither exact nor as fast as one pass",
+}
+
+
+def precision_notes(kernel, want: str = "ieee") -> list[str]:
+    """What a GPU would do with the kernel's ``tl.dot`` calls that do not ask for ``want``, one note
+    per kind of call; [] if every call asks for it (or there is none)."""
+    calls = dot_precisions(kernel)
+    if calls is None:
+        return [f"(The check could not read your kernel's source, so it cannot tell whether tl.dot "
+                f'asks for input_precision="{want}".)']
+    cpu = "" if backend.get().is_gpu else (
+        " Triton's interpreter multiplies in full fp32 whatever tl.dot is asked, so on this CPU the "
+        "results cannot show it; on a GPU they would.")
+    fix = f'Write input_precision="{want}" in the call: exact fp32, which this GEMM must compute.'
+    tolerance = f"{dtypes.FP32.tolerance:.0e}".replace("e-0", "e-")
+    notes = []
+    for call, precision, how in calls:
+        if precision == want:
+            continue
+        if precision is None:
+            text = (f"The check cannot read which precision `{call}` asks for: its {how} is not a "
+                    f"constant, or the name of one, that it can find. {fix}")
+        elif precision == "tf32":
+            asks = {"default": "names no input_precision, so on a GPU with tensor cores Triton multiplies "
+                               "fp32 inputs in TF32",
+                    "allow_tf32": 'says allow_tf32=True, the old name of input_precision="tf32": on a GPU '
+                                  "with tensor cores it multiplies in TF32",
+                    "input_precision": 'asks for input_precision="tf32": on a GPU with tensor cores it '
+                                       "multiplies in TF32"}[how]
+            text = f"`{call}` {asks}. {_PRECISION_WORDS['tf32'].format(tolerance=tolerance)}.{cpu} {fix}"
+        else:
+            words = _PRECISION_WORDS.get(precision, "that is not exact fp32")
+            text = f'`{call}` asks for input_precision="{precision}": {words}.{cpu} {fix}'
+        if text not in notes:
+            notes.append(text)
+    return notes

@@ -16,14 +16,21 @@ import triton
 import triton.language as tl
 
 from course_lib import dtypes
-from course_lib.gemm import new_output, prepare
+from course_lib.gemm import new_array, prepare
 from course_lib.exercises import Question
 from course_lib.exercises._triton import (
+    COLUMN_SLICE,
+    ROW_MAJOR,
+    TRANSPOSED,
+    GemmCase,
     TritonGemmPuzzle,
     TritonPuzzle,
     fails_every_time_with,
+    fails_exactly_above,
     fails_exactly_where,
+    fails_only_strided,
     fails_only_where,
+    layout_text,
 )
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.viz import banks
@@ -68,6 +75,15 @@ vector_add = TritonPuzzle(
 # Shapes (R, C): columns below one tile, exactly one and several tiles, one column past a tile, and
 # row counts on both sides of the rows per program. Each bug below fails on its own set of them.
 ROW_SUMS_SHAPES = ((1, 1), (3, 31), (5, 32), (16, 64), (17, 33), (40, 100), (2, 257), (64, 96), (33, 7))
+# The kernel takes x's strides, so x also comes stored transposed and as a column slice of a wider
+# matrix (R, C, layout): a kernel that steps through x as if its rows were packed one after another
+# is right on every row-major x and wrong on these.
+ROW_SUMS_STRIDED = ((40, 100, TRANSPOSED), (33, 7, TRANSPOSED), (17, 33, COLUMN_SLICE), (5, 64, COLUMN_SLICE))
+
+
+def _show_row_sums_case(case) -> str:
+    R, C, *layout = case
+    return f"x {R} x {C}" + (layout_text("", R, C, layout[0]) if layout else "")
 
 
 def _row_sums_bound(ref: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -80,13 +96,20 @@ def _row_sums_bound(ref: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 row_sums = TritonPuzzle(
     title="Your row sums",
     launch=lambda kernel, x: c04.row_sums(x, kernel, block_r=c04.ROW_BLOCK, block_c=c04.COL_BLOCK),
-    inputs=lambda shape, gen: {"x": torch.randn(*shape, generator=gen)},
+    inputs=lambda case, gen: {"x": torch.randn(case[0], case[1], generator=gen)},
     reference=lambda x: x.sum(dim=1),
     bound=_row_sums_bound,
-    cases=ROW_SUMS_SHAPES,
-    show=lambda shape: f"x {shape[0]} x {shape[1]}",
+    cases=ROW_SUMS_SHAPES + ROW_SUMS_STRIDED,
+    show=_show_row_sums_case,
     unit="shapes",
+    layouts=lambda case: {"x": case[2]} if len(case) > 2 else {},
     diagnoses=[
+        fails_only_where(
+            lambda s: len(s) > 2,
+            "Right on every row-major x, wrong where x is stored transposed or is a column slice of a "
+            "wider matrix: your kernel steps through x as if its rows were packed one after another. "
+            "Element (r, c) of x lies at x_ptr + r * stride_xr + c * stride_xc, whatever the layout: "
+            "use both strides."),
         fails_exactly_where(
             lambda s: s[1] % c04.COL_BLOCK != 0,
             f"Every shape it gets wrong has a column count C that is not a multiple of BLOCK_C = "
@@ -146,13 +169,17 @@ def masked_gemm_kernel(
              mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-def as_gemm(kernel: Any, block: int = GEMM_PUZZLE_BLOCK) -> Callable[[object, object], object]:
+def as_gemm(kernel: Any, c_layout: str = ROW_MAJOR, block: int = GEMM_PUZZLE_BLOCK) -> Callable[[object, object], object]:
     """Wrap a kernel with the signature of :func:`masked_gemm_kernel` (a learner's, or the solution)
     as an fp32 GEMM ``fn(a, b) -> c`` that ``course_lib.check`` can test: one program per
-    ``block`` x ``block`` tile of C."""
+    ``block`` x ``block`` tile of C. A and B go in with the strides they have; C is row-major, or,
+    with ``c_layout=TRANSPOSED``, the transposed view of a row-major N x M array."""
     def gemm(a: object, b: object) -> object:
         ops = prepare(a, b, stage="exercise", dtypes=("fp32",))
-        c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
+        if c_layout == TRANSPOSED:
+            c = new_array((ops.N, ops.M), torch.float32, ops.a.device).t()
+        else:
+            c = new_array((ops.M, ops.N), torch.float32, ops.a.device)
         grid = (triton.cdiv(ops.M, block), triton.cdiv(ops.N, block))
         kernel[grid](ops.a, ops.b, c, ops.M, ops.N, ops.K, *ops.a.stride(), *ops.b.stride(), *c.stride(),
                      BLOCK_M=block, BLOCK_N=block, BLOCK_K=block)
@@ -164,15 +191,38 @@ def as_gemm(kernel: Any, block: int = GEMM_PUZZLE_BLOCK) -> Callable[[object, ob
 
 # check's awkward shapes (1 x 1 x 1, sizes off every tile, one row, one column, K = 1), plus shapes
 # whose K is a whole number of K-slices, and two whose M and N are whole tiles: a kernel wrong only
-# on the K tail, or only at the edges of C, fails on its own set of shapes.
+# on the K tail, or only at the edges of C, fails on its own set of shapes. Two span four K-slices or
+# more (a K loop that stops after a fixed number of slices fails there). In GEMM_STRIDED, A and B are
+# somewhere stored transposed and somewhere column slices of wider matrices, and C somewhere stored
+# transposed: the kernel takes their strides, and must follow them.
 GEMM_SHAPES = ((1, 1, 1), (3, 5, 7), (33, 17, 40), (1, 45, 19), (37, 1, 21), (9, 11, 1),
-               (32, 32, 64), (20, 50, 96), (64, 32, 33), (40, 24, 32))
+               (32, 32, 64), (20, 50, 96), (64, 32, 33), (40, 24, 32), (16, 48, 128), (40, 33, 150))
+GEMM_STRIDED = (GemmCase(33, 17, 40, a=TRANSPOSED), GemmCase(20, 50, 96, b=TRANSPOSED),
+                GemmCase(37, 21, 45, a=COLUMN_SLICE, b=COLUMN_SLICE), GemmCase(24, 40, 33, c=TRANSPOSED),
+                GemmCase(17, 40, 70, a=COLUMN_SLICE, b=TRANSPOSED, c=TRANSPOSED))
+
+
+def _strides_note(operands: list[str]) -> str:
+    names = " and ".join(operands) if len(operands) < 3 else "A, B and C"
+    return (f"Right wherever A, B and C are row-major; wrong where {names} {'is' if len(operands) == 1 else 'are'} "
+            "stored otherwise (transposed, or a column slice of a wider matrix): your kernel steps through "
+            f"{names} as if {'its' if len(operands) == 1 else 'their'} rows were packed one after another. "
+            "Element (i, k) of A lies at a_ptr + i * stride_am + k * stride_ak, and B and C likewise: use "
+            "the strides, whatever the layout.")
+
 
 masked_gemm = TritonGemmPuzzle(
     title="Your masked GEMM",
     launch=as_gemm,
-    shapes=GEMM_SHAPES,
+    cases=GEMM_SHAPES + GEMM_STRIDED,
+    precision="ieee",
     diagnoses=[
+        fails_only_strided(_strides_note),
+        fails_exactly_above(
+            lambda case: case[2],
+            lambda k: f"Only shapes whose K is more than {k} ({-(-k // GEMM_PUZZLE_BLOCK)} K-slices of "
+                      f"BLOCK_K = {GEMM_PUZZLE_BLOCK}) are wrong: your loop over K stops early. It must "
+                      "take every K-slice, ceil(K / BLOCK_K) of them, however many that is."),
         fails_exactly_where(
             lambda s: s[2] % GEMM_PUZZLE_BLOCK != 0,
             f"Every shape it gets wrong has a K that is not a multiple of BLOCK_K = {GEMM_PUZZLE_BLOCK}: "

@@ -3,15 +3,22 @@ far each program of a persistent launch walks."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from course_lib import results
-from course_lib.exercises import FunctionPuzzle, Question
+from course_lib.exercises import FunctionPuzzle, Question, _same
+from course_lib.exercises._triton import fails_only_where
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.layout import cdiv
+from course_lib.learn import Verdict, say
 
 # ---- the grouped order ------------------------------------------------------------------------
 # Grids of tiles (num_pid_m x num_pid_n) and group sizes: one band and many, a group size that divides
-# the tile rows and several that leave a shorter last band, a single tile row or column.
-ORDER_GRIDS = [(m, n, g) for m in (1, 3, 8, 9, 13) for n in (1, 2, 7, 16) for g in (1, 2, 4, 8)]
+# the tile rows and several that leave a shorter last band, a single tile row or column. Groups go
+# past 8 (the course's TF32 configuration groups 16 tile rows): 16 divides 32 tile rows and leaves a
+# shorter last band of 13, 20 and 37 tile rows; so does 12.
+ORDER_GRIDS = [(m, n, g) for m in (1, 3, 8, 9, 13) for n in (1, 2, 7, 16) for g in (1, 2, 4, 8)] + [
+    (m, n, g) for m in (13, 20, 32, 37) for n in (1, 5, 9) for g in (12, 16)]
 
 
 def _cases() -> list[tuple[int, int, int, int]]:
@@ -27,6 +34,11 @@ def _band_not_shortened(pid, num_pid_m, num_pid_n, group_m):
     return band * group_m + within % group_m, within // group_m
 
 
+def _group_capped_at_8(pid, num_pid_m, num_pid_n, group_m):
+    """Grouped order with bands of at most 8 tile rows (the group size of the prediction above)."""
+    return c04.grouped_order(pid, num_pid_m, num_pid_n, min(group_m, 8))
+
+
 def _column_bands(pid, num_pid_m, num_pid_n, group_m):
     """Grouped order turned around: bands of group_m tile columns, walked along their rows."""
     band, within = divmod(pid, group_m * num_pid_m)
@@ -35,12 +47,54 @@ def _column_bands(pid, num_pid_m, num_pid_n, group_m):
     return within // cols, first_n + within % cols
 
 
-grouped_order = FunctionPuzzle(
+@dataclass(frozen=True)
+class _OrderPuzzle(FunctionPuzzle):
+    """The grouped order's puzzle: a function puzzle that, for a wrong answer none of ``known_wrong``
+    explains, also names the pattern of the cases it gets wrong (``diagnoses``, on {case: "wrong" or
+    ""}: :mod:`course_lib.exercises._triton`'s)."""
+
+    diagnoses: tuple = ()
+
+    def check(self, fn) -> Verdict:
+        verdict = super().check(fn)
+        if not verdict and fn is not None:
+            note = self._pattern(fn)
+            if note:
+                say(note, indent=2)
+        return verdict
+
+    def _pattern(self, fn) -> str | None:
+        cases = list(self.cases())
+        try:
+            got = {case: fn(*case) for case in cases}
+        except Exception:  # noqa: BLE001 - the check above said what it raised
+            return None
+        if all(v is None for v in got.values()):
+            return None
+        if any(all(_same(got[c], known(*c)) for c in cases) for known, _ in self.known_wrong):
+            return None  # the check above named it
+        results = {case: "" if _same(got[case], self.reference(*case)) else "wrong" for case in cases}
+        for diagnose in self.diagnoses:
+            note = diagnose(results)
+            if note:
+                return note
+        return None
+
+
+def _in_short_band(case) -> bool:
+    pid, num_pid_m, num_pid_n, group_m = case
+    return num_pid_m % group_m != 0 and pid >= (num_pid_m // group_m) * group_m * num_pid_n
+
+
+grouped_order = _OrderPuzzle(
     title="Your grouped order",
     reference=c04.grouped_order,
     cases=_cases,
     show=lambda c: f"program {c[0]} of a {c[1]} x {c[2]} grid of tiles, group_m = {c[3]}",
     known_wrong=[
+        (_group_capped_at_8, "right while group_m <= 8; with larger groups (the course's TF32 "
+         "configuration uses 16) your bands stop at 8 tile rows. A band is group_m tile rows, whatever "
+         "group_m is."),
         (c04.row_major_order, "this is row-major order: the programs sweep whole rows of tiles (walking "
          "along the rows inside a band gives the same). Grouped order walks down the columns of a band "
          "of group_m tile rows."),
@@ -53,6 +107,18 @@ grouped_order = FunctionPuzzle(
         (lambda pid, num_pid_m, num_pid_n, group_m: c04.grouped_order(pid, num_pid_m, num_pid_n, group_m)[::-1],
          "the right tiles, returned the wrong way round: the function gives (pid_m, pid_n), the row first."),
     ],
+    diagnoses=(
+        fails_only_where(
+            lambda case: case[3] > 8,
+            "Right wherever group_m <= 8, wrong only for larger groups (the course's TF32 configuration "
+            "uses 16): nothing in the grouped order depends on 8. A band is group_m tile rows, whatever "
+            "group_m is."),
+        fails_only_where(
+            _in_short_band,
+            "Wrong only on programs of a shorter last band (where group_m does not divide num_pid_m): "
+            "there the band has num_pid_m - first_m tile rows, not group_m, and the walk down its "
+            "columns must use that number."),
+    ),
     reveal=c04.grouped_order,
 )
 
