@@ -1,5 +1,5 @@
 """What the notebooks use to teach: source shown with syntax highlighting, a prediction compared with
-a measurement, an exercise's answer checked.
+a measurement, an exercise's answer checked, a solution shown only when the learner asks for it.
 
 A prediction or an answer is a variable the learner sets in a cell (``None`` until they do); the next
 cell calls :func:`compare_prediction` or :func:`check_answer`, which say how close it was. Both print
@@ -9,9 +9,10 @@ runs top to bottom whatever was entered.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 
 def show_source(obj: Any, language: str = "python", section: str | None = None):
@@ -30,6 +31,59 @@ def show_source(obj: Any, language: str = "python", section: str | None = None):
     if section is not None:
         text = source_section(text, section)
     return Code(text.rstrip("\n"), language=language)
+
+
+# What a solution's button shows as plain text: where the widget cannot run (a notebook viewer, a
+# notebook not trusted) and in the output nbval compares. The same words in every notebook.
+SOLUTION_HIDDEN = "The course's solution, hidden: run this cell, then press its button to show it."
+SOLUTION_BUTTON = "Show the course's solution"
+SOLUTION_CLASS = "course-solution"  # the widget's CSS class, by which tests/test_browser.py finds it
+
+
+def solution_widget(show: Callable[[], Any]):
+    """A button that shows the course's solution only when the learner presses it.
+
+    ``show()`` gives what to display (one object or a list: :func:`show_source` of the course's
+    code, say); it is called on the press, not before, so until then the solution is nowhere in the
+    notebook: not in the cell's output, not in the widget's state (which JupyterLab saves with the
+    notebook). Running every cell therefore shows the button, never the answer. Returns the widget;
+    ``.button`` and ``.output`` let a test press it (``.button.click()``) and read what it shows
+    (``.output.outputs``) without a browser. Its plain text is :data:`SOLUTION_HIDDEN`."""
+    import ipywidgets as w  # noqa: PLC0415
+
+    button = w.Button(description=SOLUTION_BUTTON, icon="eye", layout=w.Layout(width="auto"))
+    output = w.Output()
+    box = _solution_box_class()([button, output])
+    box.add_class(SOLUTION_CLASS)
+    box.button, box.output = button, output
+
+    def reveal(_=None) -> None:
+        if output.outputs:  # shown already
+            return
+        shown = show()
+        for item in shown if isinstance(shown, (list, tuple)) else [shown]:
+            output.append_display_data(item)
+        button.description, button.disabled = "The course's solution:", True
+
+    button.on_click(reveal)
+    return box
+
+
+@functools.cache
+def _solution_box_class():
+    import ipywidgets as w  # noqa: PLC0415
+
+    class SolutionBox(w.VBox):
+        """A solution's button and what it shows; its plain text is the same in every run (no model
+        id), so nbval can compare the cell's output."""
+
+        def _repr_mimebundle_(self, **kwargs):
+            data = super()._repr_mimebundle_(**kwargs)
+            if data is not None:  # None once closed
+                data["text/plain"] = SOLUTION_HIDDEN
+            return data
+
+    return SolutionBox
 
 
 def source_section(text: str, section: str) -> str:

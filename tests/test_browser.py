@@ -12,6 +12,8 @@ checks that:
 * every cell ran and no output is an error or a traceback on stderr;
 * every widget the notebook makes rendered (none stuck at "Loading widget...", no error view) and
   drew its picture;
+* no puzzle's solution shows after Run All: not in any cell's output nor on the page, only its
+  button ("Show the course's solution"); pressing one button shows that solution's code;
 * every widget fits a 1400 x 900 window: its picture is shown at its own size, no wider than the
   output area; the whole widget is no taller than the notebook panel; every slider's track is at
   least 250 px long and has a pixel per value (up to 600 px); toggle buttons sit on their label's line;
@@ -285,13 +287,53 @@ def _notebooks() -> list[str]:
     return [p.name for p in _course_notebooks()] + ["viz_widgets.ipynb"]
 
 
-def _widgets_stored(path: Path) -> int:
-    """How many widgets the committed notebook shows (its stored outputs, from the CPU run)."""
+def _widgets_stored(path: Path, solutions: bool = False) -> int:
+    """How many widgets with a picture the committed notebook shows (its stored outputs, from the
+    CPU run), or with ``solutions``, how many solution buttons (``course_lib.learn.solution_widget``)."""
+    from course_lib.learn import SOLUTION_HIDDEN
+
     nb = json.loads(path.read_text())
     return sum(
-        WIDGET_MIME in out.get("data", {})
+        WIDGET_MIME in out.get("data", {}) and (_plain(out) == SOLUTION_HIDDEN) == solutions
         for cell in nb["cells"] if cell["cell_type"] == "code" for out in cell.get("outputs", [])
     )
+
+
+def _plain(out: dict) -> str:
+    text = out.get("data", {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def _solution_code(path: Path) -> list[tuple[int, list[str]]]:
+    """Every solution button of a notebook, in order: its cell's index and the first line of each
+    piece of the course's code it shows (``def naive_kernel(``), which must not be on the page
+    before the button is pressed."""
+    import importlib
+    import re
+
+    nb = json.loads(path.read_text())
+    module = next((m[1] for c in nb["cells"] if c["cell_type"] == "code"
+                   for m in [re.search(r"from course_lib\.exercises import (\w+) as ex\b", "".join(c["source"]))] if m), None)
+    if module is None:
+        return []
+    ex = importlib.import_module(f"course_lib.exercises.{module}")
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        for m in re.finditer(r"\bex\.(\w+)\.solution\(([^)]*)\)", "".join(cell["source"])) if cell["cell_type"] == "code" else ():
+            puzzle = getattr(ex, m[1])
+            shown = [getattr(puzzle, "reveal", None) or puzzle.solved_by]
+            shown += [getattr(importlib.import_module(_MODULE_OF[a.split(".")[0]]), a.split(".")[-1])
+                      for a in filter(None, (a.strip() for a in m[2].split(",")))]
+            lines = []
+            for obj in shown:
+                fn = getattr(obj, "fn", None) or getattr(obj, "py_func", None) or obj
+                lines.append(f"def {fn.__name__}(")
+            found.append((i, lines))
+    return found
+
+
+# What the notebooks import as a name whose code a solution button also shows: ``c04.vector_add``.
+_MODULE_OF = {"c04": "course_lib.kernels.coalescing_and_triton"}
 
 
 _PNG_DIGEST = """async (el) => {
@@ -507,12 +549,67 @@ _UNRUN_WIDGETS = """() => {
             if (!(o.data && o.data['""" + WIDGET_MIME + """'])) continue;
             const el = shown[k];
             const img = el && el.querySelector('img');
-            out.push({cell: index, mime: el ? el.getAttribute('data-mime-type') : null, image: !!img,
+            const plain = [].concat(o.data['text/plain'] || []).join('');
+            out.push({cell: index, mime: el ? el.getAttribute('data-mime-type') : null, image: !!img, plain: plain,
                       picture: !!(img && img.complete && img.naturalWidth > 0), text: el ? (el.innerText || '').slice(0, 120) : ''});
         }
     });
     return out;
 }"""
+
+
+# Where a solution's code shows after Run All: any cell's output (rendered or scrolled out of view),
+# the page's text, a solution widget that shows more than its button.
+_SOLUTIONS_SHOWN = """([markers, button]) => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const found = [];
+    panel.content.widgets.forEach((cell, index) => {
+        if (cell.model.type !== 'code') return;
+        for (let k = 0; k < cell.model.outputs.length; k++) {
+            const text = JSON.stringify(cell.model.outputs.get(k).toJSON());
+            for (const m of markers) if (text.includes(m)) found.push(`cell ${index}, output ${k}: ${m}`);
+        }
+    });
+    const page = document.body.innerText;
+    for (const m of markers) if (page.includes(m)) found.push(`on the page: ${m}`);
+    for (const el of document.querySelectorAll('.course-solution')) {  // (no text: scrolled out of view)
+        const text = el.innerText.trim();
+        if (el.querySelector('.jp-OutputArea-output') || (text && text !== button))
+            found.push(`a solution widget shows ${JSON.stringify(text.slice(0, 80))}`);
+    }
+    return found;
+}"""
+
+# Scroll a cell into view (the notebook renders only what is near the view) and mark its node.
+_SHOW_CELL = """async (index) => {
+    const notebook = window.jupyterapp.shell.currentWidget.content;
+    await notebook.scrollToItem(index, 'center');
+    for (const el of document.querySelectorAll('[data-solution-cell]')) el.removeAttribute('data-solution-cell');
+    notebook.widgets[index].node.setAttribute('data-solution-cell', String(index));
+}"""
+
+
+def _check_solutions_hidden_then_press_one(page, notebook: str, solutions, shots: Path) -> str:
+    """After Run All no solution's code is anywhere in the notebook or on the page, only buttons;
+    the first button, pressed, shows its solution's code."""
+    from course_lib.learn import SOLUTION_BUTTON
+
+    markers = sorted({m for _, lines in solutions for m in lines})
+    shown = page.evaluate(_SOLUTIONS_SHOWN, [markers, SOLUTION_BUTTON])
+    assert shown == [], f"{notebook}: a solution shows before its button is pressed: {shown}"
+    index, lines = solutions[0]
+    page.evaluate(_SHOW_CELL, index)
+    cell = page.locator(f"[data-solution-cell='{index}']")
+    button = cell.locator(".course-solution button")
+    assert button.inner_text().strip() == SOLUTION_BUTTON, f"{notebook} cell {index}: the button says {button.inner_text()!r}"
+    button.click()
+    try:
+        page.wait_for_function("([el, lines]) => lines.every(l => el.innerText.includes(l))",
+                               arg=[cell.locator(".course-solution").element_handle(), lines], polling=200)
+    except Exception as e:
+        raise AssertionError(f"{notebook} cell {index}: pressed, the button does not show {lines}") from e
+    cell.screenshot(path=str(shots / "4_solution_shown.png"))
+    return f"{notebook} cell {index}: the button showed {', '.join(lines)}"
 
 
 @pytest.mark.parametrize("notebook", _notebooks())
@@ -525,6 +622,10 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
     print(f"\nbrowser screenshots: {shots}")
     log_start = server_log.stat().st_size
     expected_widgets = len(_WIDGET_CELLS) - 1 if notebook == "viz_widgets.ipynb" else _widgets_stored(NOTEBOOK_DIR / notebook)
+    solutions = [] if notebook == "viz_widgets.ipynb" else _solution_code(NOTEBOOK_DIR / notebook)
+    if solutions:
+        assert _widgets_stored(NOTEBOOK_DIR / notebook, solutions=True) == len(solutions), (
+            f"{notebook}: the stored outputs have not the {len(solutions)} solution buttons: regenerate them (make notebooks)")
     with sync_playwright() as pw:
         browser = _browser(pw, chromium)
         try:
@@ -537,7 +638,13 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
                 assert page.get_by_text("official Jupyter news").count() == 0, f"{notebook}: a news prompt covers the notebook"
                 if notebook != "viz_widgets.ipynb":
                     # Not run yet, and not trusted (someone else ran it): every widget shows its picture.
+                    from course_lib.learn import SOLUTION_HIDDEN
+
                     unrun = page.evaluate(_UNRUN_WIDGETS)
+                    # A solution's button has no picture: unrun, it shows its text, which is not the code.
+                    hidden = [w for w in unrun if w["plain"] == SOLUTION_HIDDEN]
+                    assert all(w["mime"] == "text/plain" for w in hidden), f"{notebook}: {hidden}"
+                    unrun = [w for w in unrun if w["plain"] != SOLUTION_HIDDEN]
                     assert len(unrun) == expected_widgets, f"{notebook}: {len(unrun)} stored widget outputs, expected {expected_widgets}"
                     for w in unrun:
                         assert w["mime"] == "image/png" and w["image"], f"{notebook} cell {w['cell']}, not run: shows {w['mime']} {w['text']!r}"
@@ -555,7 +662,8 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
                 assert page.evaluate(_PROBLEMS) == []
 
                 # Every widget the notebook makes rendered with its picture.
-                assert state["widgets"] == expected_widgets, f"{notebook}: {state['widgets']} widgets, expected {expected_widgets}"
+                assert state["widgets"] == expected_widgets + len(solutions), (
+                    f"{notebook}: {state['widgets']} widgets, expected {expected_widgets} and {len(solutions)} solution buttons")
                 boxes = page.locator(".jp-OutputArea-output").filter(has=page.locator(".jupyter-widgets img.widget-image"))
                 assert boxes.count() == expected_widgets, f"{notebook}: {boxes.count()} of {expected_widgets} widgets rendered"
                 moved = []
@@ -572,6 +680,8 @@ def test_notebook_runs_and_its_widgets_respond_in_chromium(lab, notebook):
                     box.screenshot(path=str(shots / f"3_widget_{i}_after_moving.png"))
                     assert page.evaluate(_PROBLEMS) == [], moved[-1]
                 print("\n".join(moved))
+                if solutions:
+                    print(_check_solutions_hidden_then_press_one(page, notebook, solutions, shots))
 
                 kernel_problems = page.evaluate("() => window.__kernelProblems")
                 assert kernel_problems == [], f"{notebook}: the kernel reported {kernel_problems}"

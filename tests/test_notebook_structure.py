@@ -6,7 +6,8 @@ notebooks before and after it. A deep dive (``notebooks/deep_dives/``) says what
 back to the path. Every notebook: markdown that renders (no control characters from an unescaped
 LaTeX backslash such as \\times or \\frac written into a Python string), links that lead somewhere,
 printed lines that fit JupyterLab's output area, no lab-journal dates, the kernelspec JupyterLab
-expects (so opening a notebook does not mark it modified).
+expects (so opening a notebook does not mark it modified), and a puzzle's solution shown only when
+the learner presses its button.
 """
 
 import re
@@ -83,13 +84,72 @@ def test_exercises_are_checked_by_the_library_and_solved_below_their_check(path)
     if path.name[:2] != "00":
         assert puzzles, f"{path.name}: no puzzle (code the learner writes, checked by course_lib.exercises)"
     for name, at in checks.items():
-        shown = [i for i, src in code_cells if f"ex.{name}.solution()" in src]
+        shown = [i for i, src in code_cells if re.search(rf"\bex\.{name}\.solution\(", src)]
         assert all(i > at for i in shown), f"{path.name}: the solution of {name} is shown above its check"
     for i, cell in enumerate(nb.cells[:-1]):
         if cell.cell_type == "markdown" and "<summary>Solution</summary>" in cell.source:
             nxt = nb.cells[i + 1].source
             assert not re.search(r"\bmy_\w+\s*=\s*None", nxt), (
                 f"{path.name}: cell {i} reveals a solution above the cell where the learner answers")
+
+
+def _solution_names(module) -> dict[str, str]:
+    """The names of the course's code that solves a puzzle of ``module`` (what its check accepts,
+    what its solution shows), each with the puzzle's name."""
+    from course_lib.exercises import Puzzle
+
+    names = {}
+    for name, puzzle in vars(module).items():
+        if isinstance(puzzle, Puzzle):
+            for obj in (getattr(puzzle, "reveal", None), puzzle.solved_by):
+                fn = getattr(obj, "fn", None) or getattr(obj, "py_func", None) or getattr(obj, "__wrapped__", None) or obj
+                code = getattr(fn, "__name__", "<lambda>")
+                if not code.startswith("<"):
+                    names[code] = name
+    return names
+
+
+def _sources_shown(source: str) -> set[str]:
+    """The names in the arguments of every ``show_source(...)`` or ``getsource(...)`` of a cell."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a cell of IPython magics
+        return set()
+    shown = set()
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", None)) in ("show_source", "getsource"):
+            for arg in call.args:
+                shown |= {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)}
+                shown |= {n.attr for n in ast.walk(arg) if isinstance(n, ast.Attribute)}
+    return shown
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_a_solution_is_shown_only_when_the_learner_asks(path):
+    """A puzzle's solution is a button (``ex.<puzzle>.solution()``) that shows the course's code
+    when pressed. A cell folded with ``outputs_hidden`` is not one: JupyterLab unfolds it when the
+    cell runs, so Run All printed the solution under the learner's attempt. Nor is a cell that
+    shows a puzzle's solution with ``learn.show_source``; and the markdown above the button says
+    to press it."""
+    nb = nbformat.read(path, as_version=4)
+    folded = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("outputs_hidden")]
+    assert not folded, (f"{path.name}: code cells {folded} are folded with outputs_hidden, which running them undoes: "
+                        "show a solution with ex.<puzzle>.solution()")
+    module = _exercise_module(nb)
+    solutions = _solution_names(module) if module is not None else {}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for code in sorted(_sources_shown(cell.source) & set(solutions)):
+            pytest.fail(f"{path.name} cell {i} shows {code}, the solution of {solutions[code]}, to anyone who runs it: "
+                        f"show it with ex.{solutions[code]}.solution(), a button")
+        if re.search(r"\bex\.\w+\.solution\(", cell.source):
+            above = nb.cells[i - 1].source if i else ""
+            assert nb.cells[i - 1].cell_type == "markdown" and re.search(r"press the button", above, re.I), (
+                f"{path.name} cell {i}: the markdown above a solution says to press the button")
+            assert "folded" not in above, f"{path.name} cell {i - 1}: the solution is a button now, not folded"
 
 
 @pytest.mark.parametrize("path", PATH, ids=lambda p: p.stem)

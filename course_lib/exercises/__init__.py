@@ -6,7 +6,8 @@ holding its exercises. A notebook uses them in three cells, in this order:
 1. the cell where you answer: ``my_loads = None`` (a number to set), or a starter kernel with
    ``# TODO`` lines to fill;
 2. the check: ``ex.global_loads.check(my_loads)`` or ``ex.tiled_kernel.check(my_kernel)``;
-3. below it, the solution: ``ex.tiled_kernel.solution()`` (the course's own code) or a collapsed
+3. below it, the solution: ``ex.tiled_kernel.solution()``, a button that shows the course's own
+   code only when you press it (running every cell shows the button, not the code), or a collapsed
    text.
 
 What a check compares with is computed here, from the course's models and kernels, never in the
@@ -74,8 +75,20 @@ class Question:
 
 class Puzzle:
     """A puzzle: you write code (a kernel, a function), ``check`` runs it on cases you do not see,
-    ``solution`` shows the course's own code. (tests/test_exercises*.py give each puzzle wrong
-    solutions it must reject.)"""
+    ``solution`` shows the course's own code when you ask for it. (tests/test_exercises*.py give
+    each puzzle wrong solutions it must reject.)
+
+    A puzzle class's ``solution`` says what the course shows (``learn.show_source`` of its code, or
+    a list of them); every one, in whichever module the class lives, is wrapped here so that
+    ``puzzle.solution()`` returns a button that shows it only when pressed
+    (:func:`course_lib.learn.solution_widget`), and ``puzzle.solution(c04.vector_add)`` also shows
+    more of the course's code below it (the kernel's wrapper, say)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        shows = cls.__dict__.get("solution")
+        if shows is not None and not getattr(shows, "shown_on_request", False):
+            cls.solution = _shown_on_request(shows)
 
     def check(self, answer) -> Verdict:  # pragma: no cover - every puzzle defines it
         raise NotImplementedError
@@ -87,6 +100,23 @@ class Puzzle:
     def solved_by(self):
         """What ``check`` takes that solves it: the course's own kernel or function."""
         return self.reference
+
+
+def _shown_on_request(shows: Callable):
+    """``solution`` as a puzzle class writes it (what to show), made a button that shows it, and
+    ``also`` (more of the course's code, through ``learn.show_source``) below it, only when pressed."""
+    import functools  # noqa: PLC0415
+
+    @functools.wraps(shows)
+    def solution(self, *also):
+        def show() -> list:
+            shown = shows(self)
+            return [*(shown if isinstance(shown, (list, tuple)) else [shown]), *map(learn.show_source, also)]
+
+        return learn.solution_widget(show)
+
+    solution.shown_on_request = True
+    return solution
 
 
 @dataclass(frozen=True)
