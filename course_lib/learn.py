@@ -157,10 +157,16 @@ def _matches(answer: Any, value: Any, rel_tol: float) -> bool:
         return False
 
 
-def compare_prediction(guess: float | None, measured: float, *, unit: str, explain: str = "") -> Verdict:
+def compare_prediction(guess: float | None, measured: float, *, unit: str, explain: str = "",
+                       pivot: float | None = None) -> Verdict:
     """Say how a learner's prediction compares with what was measured (or recorded); the verdict's
     ``value`` is the ratio measured / predicted (None, and the verdict false, when nothing usable
-    was predicted)."""
+    was predicted).
+
+    ``pivot``: the value that means "no change" (1 for a unit like "x as fast", the default for units
+    that start with "x "). A prediction of a change in one direction - more than 5 % away from the
+    pivot - is told that it points the wrong way when the measurement changed the other way or not at
+    all, however close the two numbers are (the verdict is then false)."""
     if guess is None:  # the measurement stays hidden until there is a prediction to compare it with
         say(f"No prediction entered: set it in the cell above ({unit}), then run both cells again "
              "to see the measurement.")
@@ -168,7 +174,17 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     if not isinstance(guess, (int, float)) or not math.isfinite(guess) or guess <= 0:
         say(f"A prediction is a positive number of {unit}, not {guess!r}.")
         return Verdict(False)
+    if pivot is None and (unit == "x" or unit.startswith("x ")):
+        pivot = 1.0
     ratio = measured / guess
+    if pivot is not None:
+        want, got = _direction(guess, pivot), _direction(measured, pivot)
+        if want != 0 and want != got:
+            say(f"You predicted {fmt(guess)} {unit} ({_DIRECTION[want]} {fmt(pivot)}); measured "
+                f"{fmt(measured)} {unit} ({_DIRECTION[got]} {fmt(pivot)}): your prediction points the wrong way.")
+            if explain:
+                say(explain)
+            return Verdict(False, ratio)
     verdict = ("close: within 25 %" if 0.8 <= ratio <= 1.25
                else f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
                else f"the measurement is {1 / ratio:.2g}x below your prediction")
@@ -176,6 +192,14 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     if explain:
         say(explain)
     return Verdict(True, ratio)
+
+
+_DIRECTION = {1: "above", -1: "below", 0: "about"}
+
+
+def _direction(x: float, pivot: float) -> int:
+    """1 above ``pivot`` by more than 5 %, -1 below it by more, 0 within."""
+    return 0 if abs(x / pivot - 1) <= 0.05 else (1 if x > pivot else -1)
 
 
 def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0, hint: str = "",

@@ -81,3 +81,16 @@ def test_a_verdict_is_not_displayed_twice():
     verdict = learn.check_answer(4, 4, what="sectors")
     assert verdict and verdict.value is None and "ok=True" in repr(verdict)
     assert verdict._ipython_display_() is None   # the notebook shows only what was printed
+
+
+def test_a_prediction_that_points_the_wrong_way_is_told_so_however_close(capsys):
+    """1.2x as fast predicted, 0.97x measured: within 25 %, but the change went the other way."""
+    v = learn.compare_prediction(1.2, 0.97, unit="x as fast")
+    out = " ".join(capsys.readouterr().out.split())
+    assert not v and "points the wrong way" in out and "above 1" in out and "about 1" in out
+    assert not learn.compare_prediction(0.8, 1.15, unit="x the time")  # slower predicted, faster measured
+    assert not learn.compare_prediction(120, 98, unit="%", pivot=100)  # +20 % predicted, no change measured
+    # The right way, or no change predicted: compared by size as before.
+    assert learn.compare_prediction(1.2, 1.4, unit="x as fast")
+    assert learn.compare_prediction(1.02, 1.3, unit="x as fast")
+    assert learn.compare_prediction(5.0, 4.5, unit="TFLOP/s")  # no pivot: a rate, not a change
