@@ -340,6 +340,7 @@ def check_one(
         undefined = g.undefined_note()
         undefined_loads = g.undefined_loads
         written, read_unwritten_c = g.output_writes()
+        ledger = g.shared_ledger  # numba's simulator: what the blocks did with shared memory
     if not isinstance(c, torch.Tensor):
         try:
             c = torch.as_tensor(c)
@@ -355,6 +356,8 @@ def check_one(
     v = _values(c, ref, a, b, dtype, limit, rounds_partial_sums=rounds_partial_sums, written=written)
     found = dict(stray=stray, elements=M * N, non_finite=v.non_finite, never_written=v.never_written,
                  read_unwritten_c=read_unwritten_c, undefined_loads=undefined_loads, wrong_elements=v.wrong_elements)
+    if v.non_finite and ledger is not None:
+        found["from_unwritten_shared"], found["unwritten_shared"] = ledger.explain(c)
     if v.non_finite:
         v.finding, v.note = _why_not_finite(v, undefined, read_unwritten_c, found)
     if stray or v.finding:
@@ -366,6 +369,12 @@ def _why_not_finite(v: _Values, undefined: str, read_unwritten_c: int, found: di
     """The finding and note for a C with non-finite elements: where the NaN came from, if known."""
     if undefined:  # Triton: masked loads without other= (NaN during the check)
         return v.finding, undefined
+    if found.get("unwritten_shared"):
+        from course_lib.kernels._numba_support import SHARED_NOTE  # noqa: PLC0415 - numba's simulator only
+
+        reads = found["unwritten_shared"]
+        advice = list(dict.fromkeys(u.advice() for u in reads))
+        return "; ".join([v.finding] + [u.describe() for u in reads]), "; ".join(advice + [SHARED_NOTE])
     if read_unwritten_c:
         return (f"{v.finding}; the kernel read {read_unwritten_c} element{'s' if read_unwritten_c != 1 else ''} "
                 f"of C before writing {'them' if read_unwritten_c != 1 else 'it'}",

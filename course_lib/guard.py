@@ -95,6 +95,8 @@ class Guard:
         self._stray: dict[tuple[str, str, str], _Stray] = {}  # (array, 'read'/'write', side)
         self._lock = threading.Lock()
         self.undefined_loads = 0  # masked-off elements Triton loaded with no other= (made NaN)
+        # numba's simulator: what blocks did with shared memory (course_lib.kernels._numba_support)
+        self.shared_ledger = None
         # numba's simulator: per output, where the kernel stored and where it read before storing
         self._written: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 

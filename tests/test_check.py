@@ -9,6 +9,7 @@ import torch
 from course_lib import check, correctness
 from course_lib.correctness import CPU_SHAPES, GPU_SHAPES, default_shapes, tolerance
 from course_lib.gemm import new_output, prepare, random_inputs
+from numba import cuda, float32  # noqa: E402 - after course_lib, which chooses the simulator
 
 
 def _right(a, b):
@@ -231,3 +232,40 @@ def test_partial_sums_rounded_in_16_bits_are_allowed_only_where_a_stage_says_so(
     assert correctness._value_problem(c.double(), ref, a, b, "bf16", 1.0, rounds_partial_sums=True)[1] is None
     from course_lib.registry import get_stage
     assert get_stage("cublas").rounds_partial_sums and not get_stage("triton_fast").rounds_partial_sums
+
+
+def test_a_failure_carries_what_was_found_as_fields():
+    def forgets_the_last_column(a, b):
+        ops = prepare(a, b, stage="forgets", dtypes=("fp32",))
+        c = new_output(ops.M, ops.N, ops.a.dtype, ops.a.device)
+        c[:, :-1] = (ops.a @ ops.b)[:, :-1]
+        return c
+
+    with pytest.raises(correctness.CheckFailure) as e:
+        check(forgets_the_last_column, shapes=[(5, 6, 7)])
+    f = e.value.failures[0]
+    assert (f.elements, f.non_finite, f.never_written, f.from_unwritten_shared, f.stray) == (30, 5, 5, 0, ())
+    assert f.note == correctness.NAN_NOTE and f.why == f"{f.finding}; {f.note}" and "5 of 30" in f.finding
+
+
+@cuda.jit
+def half_a_tile(a, b, c):  # fills only the first 8 columns of its tile, reads all 16
+    tile = cuda.shared.array((16, 16), float32)
+    col, row = cuda.grid(2)
+    if cuda.threadIdx.x < 8:
+        tile[cuda.threadIdx.y, cuda.threadIdx.x] = float32(1.0)
+    cuda.syncthreads()
+    if row < c.shape[0] and col < c.shape[1]:
+        c[row, col] = tile[cuda.threadIdx.y, 15 - cuda.threadIdx.x]
+
+
+def test_a_numba_kernel_reading_unwritten_shared_memory_is_named():
+    from course_lib.kernels import naive
+
+    with pytest.raises(correctness.CheckFailure) as e:
+        check(lambda a, b: naive.launch(half_a_tile, a, b, block=(16, 16)), shapes=[(4, 16, 3)])
+    f = e.value.failures[0]
+    assert f.never_written == 0 and f.non_finite == f.from_unwritten_shared == 32  # columns 0-7 of C read columns 15-8
+    (read,) = f.unwritten_shared
+    assert read.array == "tile" and read.cause == "unfilled" and read.index[1] >= 8
+    assert "none wrote it before the block ended" in f.finding and "starts as NaN" in f.note

@@ -282,6 +282,9 @@ def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple
             report.add(f"{x.shape}: {x.finding}", 4)
         for note in notes:
             report.add(note[0].upper() + note[1:] + ".", 4)
+        short = _k_stops_early(f.failures, shapes)
+        if short:
+            report.add(short, 4)
         return False, list(f.failures)
     except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
         from course_lib.guard import simulator_message  # noqa: PLC0415
@@ -291,6 +294,21 @@ def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple
         return None, []
     report.add(f"right on all {len(shapes)} shapes")
     return True, []
+
+
+def _k_stops_early(failures, shapes: Sequence[Shape]) -> str | None:
+    """A note when the only wrong shapes are those with the longest K, each wrong in value only (no
+    access outside the arrays, nothing left unwritten): the sum over K stops early."""
+    wrong = {x.shape for x in failures}
+    if not all(x.wrong_elements and not (x.non_finite or x.stray or x.out_of_bounds) for x in failures):
+        return None
+    right = [tuple(s) for s in shapes if tuple(s) not in wrong]
+    if not right or min(s[2] for s in wrong) <= max(s[2] for s in right):
+        return None
+    ks = sorted({s[2] for s in wrong})
+    return (f"Only the shapes with the longest K are wrong (K = {', '.join(map(str, ks))}; right up to "
+            f"K = {max(s[2] for s in right)}): the sum over K stops early. Does your loop over K run to K "
+            f"itself, whatever its length, not to a fixed number of steps or tiles?")
 
 
 def _first_line(text: str) -> str:
@@ -422,8 +440,8 @@ def _resources(kernel) -> tuple[int, int]:
 def _source_notes(report: Report, kernel) -> bool:
     """What the simulator lets pass but a GPU's compiler would not, or not as meant, read from the
     kernel's source: a shared array's shape that is not made of constants (numba compiles only
-    those), and a sum that starts as a Python float (numba then adds in float64). True if nothing
-    stops the kernel from compiling."""
+    those), and a local sum that starts as a Python float (numba then adds in float64; a sum kept in
+    C itself, float32, does not). True if nothing stops the kernel from compiling."""
     import ast  # noqa: PLC0415
     import inspect  # noqa: PLC0415
     import textwrap  # noqa: PLC0415
@@ -434,6 +452,12 @@ def _source_notes(report: Report, kernel) -> bool:
     except (OSError, TypeError, SyntaxError):
         return True
     compiles = True
+    summed = {n.target.id for n in ast.walk(tree)  # local variables a sum accumulates in: `acc += ...`
+              if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name)}
+    summed |= {t.id for n in ast.walk(tree)  # ... or `acc = acc + ...`
+               if isinstance(n, ast.Assign) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add)
+               for t in n.targets if isinstance(t, ast.Name)
+               and any(isinstance(x, ast.Name) and x.id == t.id for x in ast.walk(n.value))}
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "array"
                 and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "shared" and node.args):
@@ -446,7 +470,10 @@ def _source_notes(report: Report, kernel) -> bool:
                            f"an expression; write the number, or a global constant such as PAD = TILE + 1.")
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
                 and isinstance(node.value.value, float) and node.value.value == 0.0):
-            names = ", ".join(ast.unparse(t) for t in node.targets)
-            report.add(f"`{names} = 0.0` starts a Python float: numba makes that sum float64, half speed or "
-                       f"worse on a GPU; start it as float32(0.0).")
+            # Only a local variable that is then summed into: `c[row, col] = 0.0` stores into C, whose
+            # elements are float32 whatever Python value is stored.
+            names = [t.id for t in node.targets if isinstance(t, ast.Name) and t.id in summed]
+            if names:
+                report.add(f"`{' = '.join(names)} = 0.0` starts a Python float: numba makes that sum float64, "
+                           f"half speed or worse on a GPU; start it as float32(0.0).")
     return compiles

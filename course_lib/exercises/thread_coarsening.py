@@ -68,14 +68,26 @@ def _pitch_works(pitch) -> bool:
     return float(pitch).is_integer() and pitch >= coarsening.COARSE_TILE and _a_read(int(pitch)).conflict_degree == 1
 
 
+def _too_short(pitch: int) -> str:
+    """What a pitch below the tile's width means: too short whatever its banks (the bank model says
+    which; an odd pitch such as 31 does put the two rows in different banks)."""
+    passes = _a_read(pitch).conflict_degree
+    banks = ("puts the two rows in different banks (one pass)" if passes == 1 else
+             f"puts the two rows in one bank ({passes} passes)")
+    return (f"a pitch of {pitch} words {banks}, but a row of a_tile holds the tile's {coarsening.COARSE_TILE} words, so the "
+            f"pitch is at least {coarsening.COARSE_TILE}: which pitch from {coarsening.COARSE_TILE} up keeps the "
+            f"rows apart?")
+
+
 pitch = Question(
     what="a row pitch without the conflict",
     expected=lambda: coarsening.COARSE_TILE + 1,
     accepts=_pitch_works,
-    hint="the two rows of threads read words one pitch apart: which pitches put them in one bank?",
+    hint=(f"the two rows of threads read words one pitch apart, and a row holds at least the tile's "
+          f"{coarsening.COARSE_TILE} words: a pitch that is a multiple of 32 words puts both rows in one bank"),
     wrong=[
         (coarsening.COARSE_TILE, "that is the tile's own pitch: rows 32 words apart share a bank (2 passes)."),
-        (2 * coarsening.COARSE_TILE, "a multiple of 32 words puts both rows in one bank again."),
-        (16, "a row must hold the tile's 32 words: the pitch is at least 32."),
+        *((m * coarsening.COARSE_TILE, "a multiple of 32 words puts both rows in one bank again.") for m in (2, 3, 4)),
+        *((p, _too_short(p)) for p in range(1, coarsening.COARSE_TILE)),
     ],
 )

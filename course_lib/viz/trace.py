@@ -36,7 +36,6 @@ from __future__ import annotations
 import inspect
 import linecache
 import os
-import re
 import sys
 import threading
 from collections import defaultdict
@@ -46,6 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from course_lib.guard import NamedArray
+from course_lib.kernels._numba_support import sentinel_array, shared_name
 from course_lib.viz.banks import BankAccess, bank_access, draw_banks
 from course_lib.viz.coalescing import WarpAccess, draw_access, warp_access
 
@@ -342,49 +342,41 @@ class _TracedArray(NamedArray):
                 self._rec.record(self, "store", self._root_index(offset), int(offset))
 
 
-def _shared_name(filename: str, lineno: int, nth: int) -> str:
-    """Name of the ``nth`` shared array made on a source line, read from the line itself:
-    ``sa = cuda.shared.array(...)`` -> 'sa'; ``sa, sb = cuda.shared.array(...), cuda.shared.array(...)``
-    -> 'sa' then 'sb'; anything else -> 'shared@<line>#<nth>'."""
-    text = linecache.getline(filename, lineno)
-    calls = len(re.findall(r"shared\.array\s*\(", text))
-    target = re.match(r"\s*([\w\s,()]+?)\s*=(?!=)", text)
-    names = [t.strip("() ") for t in target.group(1).split(",")] if target else []
-    names = [t for t in names if t.isidentifier()]
-    if len(names) == calls and nth < len(names):
-        return names[nth]
-    return f"shared@{lineno}#{nth}"
-
-
 class _TracingShared:
-    """Stands in for the simulator's ``cuda.shared`` during a traced launch."""
+    """Stands in for the simulator's ``cuda.shared`` during a traced launch: as in a check run, each
+    block gets its own shared arrays, filled with marked NaN (course_lib.kernels._numba_support)."""
 
     def __init__(self, inner, rec: _Recorder, arrays: dict) -> None:
         self._inner, self._rec, self._arrays = inner, rec, arrays
-        self._allocs: dict[tuple, _TracedArray] = {}
+        self._allocs: dict[tuple, _TracedArray] = {}  # (block, call site) -> array
+        self._names: dict[tuple, str] = {}  # call site -> name
         self._lock = threading.Lock()
 
     def array(self, shape, dtype, alignment=None):
         from numba.cuda import types
         from numba.cuda.np import numpy_support
 
+        block = tuple(threading.current_thread().blockIdx)
         if shape == 0:  # dynamic shared memory: the simulator's one buffer, traced as a whole
             ary = self._inner.array(shape, dtype, alignment)
-            key, name = ("dynamic",), "dynamic shared"
+            site, name = ("dynamic",), "dynamic shared"
         else:
             f = sys._getframe(1)
-            key = _site(f)  # one array per call site, even two on one line
-            name = None
+            site = _site(f)  # one array per call site, even two on one line
+            name = self._names.get(site)
+        key = (block, site)
         with self._lock:
             if key not in self._allocs:
-                if name is None:
+                if shape != 0:
                     if isinstance(dtype, types.Type):
                         dtype = numpy_support.as_dtype(dtype)
-                    ary = np.zeros(shape, dtype)
-                    nth = sum(1 for k in self._allocs if k[0] is key[0] and k[1][0] == f.f_lineno)
-                    name = _shared_name(f.f_code.co_filename, f.f_lineno, nth)
-                    if name in self._arrays:  # the same name at another call site (e.g. a device function)
-                        name = f"{name}@{f.f_lineno}"
+                    nth = sum(1 for k in self._names if k[0] is site[0] and k[1][0] == f.f_lineno and k != site)
+                    ary = sentinel_array(shape, dtype, f.f_code.co_filename, f.f_lineno, nth)
+                    if name is None:
+                        name = shared_name(f.f_code.co_filename, f.f_lineno, nth)
+                        if name in self._arrays:  # the same name at another call site (e.g. a device function)
+                            name = f"{name}@{f.f_lineno}"
+                        self._names[site] = name
                 self._allocs[key] = _TracedArray(ary, name, "shared", self._rec)
                 self._arrays[name] = {"space": "shared", "shape": ary.shape, "dtype": str(ary.dtype), "itemsize": ary.itemsize}
             return self._allocs[key]
