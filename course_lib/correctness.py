@@ -258,15 +258,6 @@ class _Values:
     wrong_elements: int = 0
 
 
-def _poison_bits(c: torch.Tensor) -> torch.Tensor:
-    """Where C still holds the exact NaN it was filled with (course_lib.guard.Guard.output)."""
-    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(c.element_size())
-    if ints is None or not c.is_floating_point():
-        return ~torch.isfinite(c)
-    poison = torch.full((1,), math.nan, dtype=c.dtype, device=c.device).view(ints)
-    return c.contiguous().view(ints) == poison
-
-
 def _values(c: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit: float,
             rounds_partial_sums: bool = False, written: torch.Tensor | None = None) -> _Values:
     """Compare C (any floating type) with the float64 reference. ``written``: where the kernel stored
@@ -277,7 +268,7 @@ def _values(c: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit: float,
     if not bool(finite.all()):
         i, j = (int(v) for v in torch.nonzero(~finite)[0])
         n_bad = int((~finite).sum())
-        unwritten = ~written.to(ref.device) if written is not None else _poison_bits(c).to(ref.device)
+        unwritten = ~written.to(ref.device) if written is not None else guard.never_written(c).to(ref.device)
         return _Values(
             math.inf,
             f"{n_bad} of {M * N} elements are not finite, first C[{i}, {j}] = {c64[i, j].item()} "

@@ -49,6 +49,23 @@ GUARD_ELEMENTS = 1 << 16
 # its result, and stored past the end of its output it changes that guard region (NaN read and
 # written back into NaN would leave no trace).
 OUTPUT_GUARD = math.nan
+# The poison of an output's elements: quiet NaNs with a payload ("never written"); arithmetic on NaN
+# gives the canonical NaN or its operand's payload, never this one, as nothing reads the output first.
+_POISON_BITS = {torch.float32: (0x7FC0F00D, torch.int32), torch.float64: (0x7FF80000F00D0000, torch.int64),
+                torch.float16: (0x7E0D, torch.int16), torch.bfloat16: (0x7FCD, torch.int16)}
+
+
+def never_written(t: torch.Tensor) -> torch.Tensor:
+    """Where an output of :meth:`Guard.output` still holds its poison (a bool tensor like ``t``); for
+    a type without a poison of its own (FP8), where it holds the NaN it was filled with."""
+    if t.dtype in _POISON_BITS:
+        bits, int_type = _POISON_BITS[t.dtype]
+        return t.contiguous().view(int_type) == bits
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(t.element_size())
+    if ints is None or not t.is_floating_point():
+        return ~torch.isfinite(t)
+    poison = torch.full((1,), math.nan, dtype=t.dtype, device=t.device).view(ints)
+    return t.contiguous().view(ints) == poison
 INPUT_GUARD = 4096.0
 
 
@@ -121,8 +138,14 @@ class Guard:
         return buf.view
 
     def output(self, shape: tuple[int, ...], dtype: torch.dtype, device, name: str = "C") -> torch.Tensor:
-        """An output array, inside a guarded buffer, poisoned with NaN."""
-        return self._new(name, shape, dtype, device, math.nan, OUTPUT_GUARD).view
+        """An output array, inside a guarded buffer, poisoned with NaN: a NaN of its own bits
+        (:func:`never_written`), which no arithmetic makes, so an element that still holds them was
+        never written (a NaN the kernel computed, from a masked load without other=, has other bits)."""
+        view = self._new(name, shape, dtype, device, math.nan, OUTPUT_GUARD).view
+        if dtype in _POISON_BITS:
+            bits, int_type = _POISON_BITS[dtype]
+            view.view(int_type).fill_(bits)
+        return view
 
     def name_of(self, t) -> str | None:
         """The name of the guarded array ``t`` is a view of (None for anything else)."""

@@ -163,8 +163,8 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     ``value`` is the ratio measured / predicted (None, and the verdict false, when nothing usable
     was predicted).
 
-    ``pivot``: the value that means "no change" (1 for a unit like "x as fast", the default for units
-    that start with "x "). A prediction of a change in one direction - more than 5 % away from the
+    ``pivot``: the value that means "no change" (by default 1 for a ratio: a unit "x", "x as fast",
+    "x the time" ...). A prediction of a change in one direction - more than 5 % away from the
     pivot - is told that it points the wrong way when the measurement changed the other way or not at
     all, however close the two numbers are (the verdict is then false)."""
     if guess is None:  # the measurement stays hidden until there is a prediction to compare it with
@@ -178,7 +178,7 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
         pivot = 1.0
     ratio = measured / guess
     if pivot is not None:
-        want, got = _direction(guess, pivot), _direction(measured, pivot)
+        want, got = direction(guess, pivot), direction(measured, pivot)
         if want != 0 and want != got:
             say(f"You predicted {fmt(guess)} {unit} ({_DIRECTION[want]} {fmt(pivot)}); measured "
                 f"{fmt(measured)} {unit} ({_DIRECTION[got]} {fmt(pivot)}): your prediction points the wrong way.")
@@ -197,8 +197,9 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
 _DIRECTION = {1: "above", -1: "below", 0: "about"}
 
 
-def _direction(x: float, pivot: float) -> int:
-    """1 above ``pivot`` by more than 5 %, -1 below it by more, 0 within."""
+def direction(x: float, pivot: float) -> int:
+    """Which way ``x`` lies from ``pivot`` (the value that means "no change"): 1 above it by more than
+    5 %, -1 below it by more, 0 within."""
     return 0 if abs(x / pivot - 1) <= 0.05 else (1 if x > pivot else -1)
 
 

@@ -220,6 +220,8 @@ def test_stage3_prediction_the_right_way_is_compared_as_any_prediction(capsys):
     assert "You predicted 100 %; measured 97.9 % — close: within 25 %." in capsys.readouterr().out
     assert ex07.stage3_speed.check(130, 125)
     assert "close" in capsys.readouterr().out
+    assert ex07.stage3_speed.check(100, 112)  # no change predicted: compared by size, not by way
+    assert "close: within 25 %" in capsys.readouterr().out
     assert not ex07.stage3_speed.check(None, 97.9)
     assert "No prediction entered" in capsys.readouterr().out
     assert not ex07.stage3_speed.check("faster", 97.9)

@@ -122,6 +122,23 @@ def test_vector_add_off_by_one_mask_is_named(capsys):
     assert "n = 128:" not in out  # a whole number of blocks: offset n is never reached
 
 
+@triton.jit
+def _add_mask_one_short(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n - 1  # one short: the last element is never written
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+def test_vector_add_mask_one_short_is_named_not_blamed_on_other(capsys):
+    """A fresh learner's mistake: the masked-off loads have no other=, but what is wrong is the store
+    that never reaches the last element; the NaN left there is the poison, not a computed NaN."""
+    ok, out = _run(capsys, ex04.vector_add, _add_mask_one_short)
+    assert not ok
+    assert "n = 100: never wrote 1 of 100 elements of out (first out[99]" in " ".join(out.split())
+    assert "Off by one the other way" in out and "offsets < n" in " ".join(out.split())
+    assert "other=" not in out
+
+
 @pytest.mark.parametrize("kernel", [_add_pid_not_times_block, _add_only_the_first_block])
 def test_vector_add_programs_that_miss_their_block_never_write_elements(capsys, kernel):
     ok, out = _run(capsys, ex04.vector_add, kernel)

@@ -225,12 +225,13 @@ class NumbaGemmPuzzle(Puzzle):
     grid: tuple[int, int]
     block: tuple[int, int]
     reveal: Any = None
+    k_tile: int | None = None  # K per tile of shared memory: a note when only K % k_tile != 0 is wrong
 
     def check(self, kernel) -> Verdict:
         report = Report(f"{self.title}, checked on {len(self.shapes)} shapes you have not seen:")
         if nothing_yet(self.title, kernel, "kernel"):
             return Verdict(False)
-        right, _ = _gemm_shapes(report, lambda a, b: self.launch(kernel, a, b), self.shapes)
+        right, _ = _gemm_shapes(report, lambda a, b: self.launch(kernel, a, b), self.shapes, self.k_tile)
         if right is None:  # it never wrote C, or did not run at all: nothing to trace yet
             return report.show()
         clean = _compare_traces(report, kernel, self.reference, self.trace_shape, self.grid, self.block, right)
@@ -258,7 +259,8 @@ class NumbaGemmPuzzle(Puzzle):
         self.launch(self.reference, *random_inputs(*self.trace_shape, seed=0))
 
 
-def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple[bool | None, list]:
+def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape],
+                 tile: int | None = None) -> tuple[bool | None, list]:
     """Check ``fn`` on ``shapes`` and report every wrong one. Returns (True if all were right, None if
     ``fn`` never wrote C or did not run, else False; the failures, :class:`course_lib.correctness.Failure`)."""
     from course_lib.correctness import CheckFailure, check  # noqa: PLC0415 - check imports exercises' peers
@@ -282,7 +284,7 @@ def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple
             report.add(f"{x.shape}: {x.finding}", 4)
         for note in notes:
             report.add(note[0].upper() + note[1:] + ".", 4)
-        short = _k_stops_early(f.failures, shapes)
+        short = _k_stops_early(f.failures, shapes, tile)
         if short:
             report.add(short, 4)
         return False, list(f.failures)
@@ -296,19 +298,25 @@ def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple
     return True, []
 
 
-def _k_stops_early(failures, shapes: Sequence[Shape]) -> str | None:
-    """A note when the only wrong shapes are those with the longest K, each wrong in value only (no
-    access outside the arrays, nothing left unwritten): the sum over K stops early."""
+def _k_stops_early(failures, shapes: Sequence[Shape], tile: int | None = None) -> str | None:
+    """A note when the wrong shapes, each wrong in value only (no access outside the arrays, nothing
+    left unwritten), are exactly those with the longest K, or exactly those whose K is not a multiple
+    of ``tile``: the sum over K is incomplete."""
     wrong = {x.shape for x in failures}
     if not all(x.wrong_elements and not (x.non_finite or x.stray or x.out_of_bounds) for x in failures):
         return None
     right = [tuple(s) for s in shapes if tuple(s) not in wrong]
+    if tile and right and wrong == {tuple(s) for s in shapes if s[2] % tile}:
+        return (f"Every shape it gets wrong has a K that is not a multiple of the tile ({tile}): the last, "
+                f"partial tile of K is left out. Walk ceil(K / {tile}) tiles, and fill the slots past K "
+                f"with zeros.")
     if not right or min(s[2] for s in wrong) <= max(s[2] for s in right):
         return None
     ks = sorted({s[2] for s in wrong})
     return (f"Only the shapes with the longest K are wrong (K = {', '.join(map(str, ks))}; right up to "
-            f"K = {max(s[2] for s in right)}): the sum over K stops early. Does your loop over K run to K "
-            f"itself, whatever its length, not to a fixed number of steps or tiles?")
+            f"K = {max(s[2] for s in right)}): the sum over K is incomplete. Does your loop over K run to K "
+            f"itself, whatever its length, not to a fixed number of steps or tiles? Does the sum start "
+            f"once, before the loop, not again inside it?")
 
 
 def _first_line(text: str) -> str:
@@ -407,8 +415,9 @@ def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block
         mine_cost = got.get(key)
         if worse and mine_cost is not None:
             reasons += [r for r in _why_costlier(key, mine_cost, course) if r not in reasons]
-    for r in reasons:
-        report.add(r, 4)
+    if right:  # for a wrong kernel the values come first: a costlier access may be the wrong index
+        for r in reasons:
+            report.add(r, 4)
     return clean
 
 
@@ -441,7 +450,7 @@ def _source_notes(report: Report, kernel) -> bool:
     """What the simulator lets pass but a GPU's compiler would not, or not as meant, read from the
     kernel's source: a shared array's shape that is not made of constants (numba compiles only
     those), and a local sum that starts as a Python float (numba then adds in float64; a sum kept in
-    C itself, float32, does not). True if nothing stops the kernel from compiling."""
+    C itself, float32, does not). True if nothing stops the kernel from compiling as meant."""
     import ast  # noqa: PLC0415
     import inspect  # noqa: PLC0415
     import textwrap  # noqa: PLC0415
@@ -474,6 +483,8 @@ def _source_notes(report: Report, kernel) -> bool:
             # elements are float32 whatever Python value is stored.
             names = [t.id for t in node.targets if isinstance(t, ast.Name) and t.id in summed]
             if names:
-                report.add(f"`{' = '.join(names)} = 0.0` starts a Python float: numba makes that sum float64, "
-                           f"half speed or worse on a GPU; start it as float32(0.0).")
+                compiles = False
+                report.add(f"Not solved yet: `{' = '.join(names)} = 0.0` starts a Python float, so numba makes "
+                           f"that sum float64, half speed or worse on a GPU (and not the fp32 the course "
+                           f"compares); start it as float32(0.0).")
     return compiles

@@ -286,6 +286,7 @@ class TritonPuzzle(Puzzle):
             stray = _strays(g.violations())
             undefined = g.undefined_note()
         ref = self.reference(*(t.double().cpu() for t in inputs.values()))
+        unwritten = guard.never_written(out.detach().cpu())
         got = out.detach().double().cpu()
         problems = list(stray)
         bad = ~torch.isfinite(got)
@@ -298,8 +299,9 @@ class TritonPuzzle(Puzzle):
                             "on a GPU a read outside an array raises no error)")
         elif n_bad:
             first = self._at(int(torch.nonzero(bad.reshape(-1))[0]), got.shape)
+            computed = bad & ~unwritten  # NaN the kernel wrote, not the poison left in place
             problems.append(f"{n_bad} of {n} elements of {self.output} are NaN (first {first}): {undefined}"
-                            if undefined else
+                            if undefined and bool(computed.any()) else
                             f"never wrote {n_bad} of {n} elements of {self.output} (first {first}: still "
                             "the NaN it was filled with)")
         else:

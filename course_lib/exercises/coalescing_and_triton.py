@@ -57,6 +57,10 @@ vector_add = TritonPuzzle(
             ("read 1 element past the end", "wrote 1 element outside"),  # the interpreter; a GPU
             "Off by one: every time one element past the end. The last valid offset is n - 1, so the "
             "mask must be false from offset n on."),
+        fails_every_time_with(
+            "never wrote 1 of",
+            "Off by one the other way: on every size the last element, offset n - 1, is never written. "
+            "The mask must be true for every offset below n: offsets < n."),
         fails_exactly_where(
             lambda n: n % VECTOR_PUZZLE_BLOCK != 0,
             f"Every size it gets wrong is not a multiple of BLOCK = {VECTOR_PUZZLE_BLOCK}: the last "

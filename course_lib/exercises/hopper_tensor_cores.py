@@ -130,30 +130,26 @@ swizzle = _BoxPuzzle(
 @dataclass(frozen=True)
 class ChangePrediction:
     """A prediction of a speed relative to a baseline (100 % = as fast as the baseline), compared with
-    the measurement as :func:`course_lib.learn.compare_prediction` does, after one question first:
-    does it point the way the measurement went? A prediction of a gain where there was none (or a
-    loss where there was a gain) is told so, however close its number; changes within
-    ``same_within`` per cent of the baseline count as "about as fast"."""
+    the measurement as :func:`course_lib.learn.compare_prediction` does (pivot 100 %), in words about
+    the two stages: a prediction of a gain where there was none (or a loss where there was a gain) is
+    told so, however close its number; a change within 5 % (:func:`course_lib.learn.direction`) counts
+    as "about as fast", and a prediction of no change is compared by size."""
 
     what: str          # "stage 3", the thing predicted
     baseline: str      # "stage 2", what it is a percentage of
-    same_within: float = 5.0
 
     def _way(self, percent: float) -> str:
-        if percent > 100 + self.same_within:
-            return f"faster than {self.baseline}"
-        if percent < 100 - self.same_within:
-            return f"slower than {self.baseline}"
-        return f"about as fast as {self.baseline}"
+        return {1: f"faster than {self.baseline}", -1: f"slower than {self.baseline}",
+                0: f"about as fast as {self.baseline}"}[learn.direction(percent, 100)]
 
     def check(self, guess, measured: float) -> Verdict:
         usable = isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess) and guess > 0
-        if not usable or self._way(guess) == self._way(measured):
-            return learn.compare_prediction(guess, measured, unit="%")
+        if not usable or learn.direction(guess, 100) in (0, learn.direction(measured, 100)):
+            return learn.compare_prediction(guess, measured, unit="%", pivot=100)
         say(f"You predicted {learn.fmt(guess)} %, {self.what} {self._way(guess)} ({guess - 100:+.0f} %); "
             f"measured {learn.fmt(round(measured, 1))} %, {self.what} {self._way(measured)} "
             f"({measured - 100:+.0f} %). Your prediction points the wrong way"
-            + (": the change you expected did not happen." if abs(measured - 100) <= self.same_within
+            + (": the change you expected did not happen." if learn.direction(measured, 100) == 0
                else ", not just by too much or too little."))
         return Verdict(False, measured / guess)
 

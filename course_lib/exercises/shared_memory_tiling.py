@@ -26,6 +26,7 @@ tiled_kernel = NumbaGemmPuzzle(
     grid=(2, 2),
     block=(TILE, TILE),
     reveal=tiling.make_tiled_kernel,
+    k_tile=TILE,
 )
 
 
@@ -67,6 +68,7 @@ transposed_b = NumbaGemmPuzzle(
     trace_shape=(32, 32, 32),
     grid=(2, 2),
     block=(TILE, TILE),
+    k_tile=TILE,
 )
 
 

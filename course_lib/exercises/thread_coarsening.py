@@ -16,6 +16,7 @@ coarsened_kernel = NumbaGemmPuzzle(
     trace_shape=(32, 32, 32),
     grid=(1, 1),
     block=(coarsening.COARSE_THREADS, coarsening.COARSE_THREADS),
+    k_tile=coarsening.COARSE_TILE,
 )
 
 # Exercise 1: a register tile's threads and shared memory, by hand.

@@ -179,8 +179,8 @@ class UnwrittenShared:
         if self.cause == "returned":
             where = f" (line {self.return_line})" if self.return_line else ""
             barrier = f"the cuda.syncthreads() at line {self.barrier_line}" if self.barrier_line else "a barrier"
-            text += (f": {_threads_text(self.returned)} of block {self.block[:2]} returned{where} without "
-                     f"reaching {barrier}")
+            text += (f": {_threads_text(self.returned)} of block {self.block[:2]} never reached {barrier} "
+                     f"(they returned{where}, or an `if` kept them from it)")
         elif self.cause == "before barrier":
             text += ", and another thread wrote it later in the block"
         else:
@@ -190,9 +190,10 @@ class UnwrittenShared:
     def advice(self) -> str:
         """What to change, the same at every shape."""
         if self.cause == "returned":
-            return ("threads that return before a barrier leave the slots they fill unwritten (on a GPU a "
-                    "barrier that not every thread reaches is undefined): keep every thread running to the last "
-                    "barrier, and guard the loads and the store of C with `if`, not the kernel with `return`")
+            return ("threads that skip a barrier (a `return` before it, or the barrier inside an `if`) leave "
+                    "the slots they fill unwritten (on a GPU a barrier that not every thread reaches is "
+                    "undefined): keep every thread running through every barrier, and put the `if`s around "
+                    "the loads and the store of C only, never around a barrier or as a `return`")
         if self.cause == "before barrier":
             return ("the tile was read before it was filled: a cuda.syncthreads() is missing between the lines "
                     "that fill the tile and the loop that reads it")
