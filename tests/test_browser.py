@@ -601,7 +601,13 @@ def _check_solutions_hidden_then_press_one(page, notebook: str, solutions, shots
     page.evaluate(_SHOW_CELL, index)
     cell = page.locator(f"[data-solution-cell='{index}']")
     button = cell.locator(".course-solution button")
-    assert button.inner_text().strip() == SOLUTION_BUTTON, f"{notebook} cell {index}: the button says {button.inner_text()!r}"
+    try:  # the widget's view renders after the cell scrolls into view
+        page.wait_for_function("([el, text]) => el && el.innerText.trim() === text",
+                               arg=[cell.locator(".course-solution").element_handle(), SOLUTION_BUTTON],
+                               polling=200, timeout=30_000)
+    except Exception as e:
+        raise AssertionError(f"{notebook} cell {index}: the button says {button.inner_text()!r}, "
+                             f"not {SOLUTION_BUTTON!r}") from e
     button.click()
     try:
         page.wait_for_function("([el, lines]) => lines.every(l => el.innerText.includes(l))",
