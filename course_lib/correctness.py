@@ -237,7 +237,11 @@ def element_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, dtype: st
     u_out, u_mul = record.unit_roundoff, record.product_error
     if rounds_partial_sums and u_out > dtypes.FP32.unit_roundoff:  # partial sums rounded to a narrower output
         u_mul += u_out
-    return 2 * u_out * ref.abs() + 8 * (u_mul + ACCUMULATOR_ERROR * math.sqrt(K)) * s + 1e-300
+    # Below the output type's smallest normal number its spacing stops shrinking (subnormals): a
+    # result there is off by up to half that spacing whatever its size (fp16: 2^-25, at K = 1 too).
+    info = torch.finfo(record.torch_dtype)
+    subnormal_step = info.tiny * info.eps
+    return 2 * u_out * ref.abs() + 8 * (u_mul + ACCUMULATOR_ERROR * math.sqrt(K)) * s + subnormal_step + 1e-300
 
 
 # The guard regions around A and B hold a finite value (course_lib.guard.INPUT_GUARD), so a read

@@ -27,6 +27,18 @@ def test_right_kernel_passes_every_dtype():
         assert "check passed" in repr(report)
 
 
+def test_a_result_in_fp16_subnormals_is_not_called_wrong():
+    """C[1, 5] = -2.41399e-05 against -2.41641e-05 (fp16's subnormal spacing there is 2^-24): a right
+    kernel failed a fresh clone's CI once on such an element at K = 1."""
+    from course_lib.correctness import element_bound
+
+    a = torch.tensor([[-2.41641e-05 / 0.5]], dtype=torch.float16)
+    b = torch.tensor([[0.5]], dtype=torch.float16)
+    ref = a.double() @ b.double()
+    got = (ref + 2.43e-08).to(torch.float16).double()
+    assert float((got - ref).abs()) <= float(element_bound(a, b, ref, "fp16"))
+
+
 def test_off_by_one_at_the_edge_is_caught():
     def off_by_one(a, b):  # the last row is computed from the wrong row of a
         c = _right(a, b)

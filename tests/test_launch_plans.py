@@ -237,7 +237,7 @@ def test_the_runner_gets_every_parameter_in_signature_order(monkeypatch, cfg, sh
         assert _FakeCompiled.runs == runs + 1 and len(launches) == 1  # the runner, not the JIT
         torch.testing.assert_close(c.double(), a.double() @ b.double(), **tol)
     if cfg.split_k > 1:
-        assert int(fast.split_k_counters(1, a.device).abs().sum()) == 0
+        assert int(fast.common.zeroed_counters(1, a.device).abs().sum()) == 0
 
 
 # ---- cuBLAS --------------------------------------------------------------------------------------
