@@ -175,6 +175,11 @@ class Failure:
     wrong_elements: int = 0
 
     @property
+    def untouched(self) -> bool:
+        """C left exactly as it was filled (NaN everywhere) and nothing else happened: not begun."""
+        return bool(self.elements) and self.never_written == self.elements and not self.stray
+
+    @property
     def finding(self) -> str:
         """What was wrong at this shape, without the note that explains it."""
         if self.note and self.why.endswith(f"; {self.note}"):

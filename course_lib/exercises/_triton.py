@@ -362,7 +362,7 @@ class TritonGemmPuzzle(Puzzle):
                 return report.show()
         wrong = [case for case in cases if failures[case] is not None]
         precision = precision_notes(kernel, self.precision) if self.precision else []
-        if len(wrong) == len(cases) and all(_never_written(failures[case]) for case in cases):
+        if len(wrong) == len(cases) and all(failures[case].untouched for case in cases):
             report.add("Not solved yet: on every shape C was never written (every element still "
                        "holds the NaN it was filled with). Fill in the TODO lines.")
             return report.show()
@@ -432,11 +432,6 @@ class TritonGemmPuzzle(Puzzle):
     @property
     def solved_by(self):
         return self.reveal
-
-
-def _never_written(failure) -> bool:
-    """Whether a case's C was left exactly as it was filled (NaN everywhere) and nothing else happened."""
-    return bool(failure.elements) and failure.never_written == failure.elements and not failure.stray
 
 
 # Relative errors of an fp32 GEMM at the puzzles' sizes stay near 1e-7; rounding to a 16-bit type (or
