@@ -329,6 +329,26 @@ def test_the_fp8_questions_know_their_answers():
     assert not ex.weight_scale_bytes.check(3584).ok
 
 
+@pytest.mark.parametrize("name", ["qa", "qw"])
+def test_check_fp8_guards_each_operand_s_scales(name):
+    """A write one past an operand's scales is named too: the scales are guarded like A, W and C."""
+    def writes_past_scales(qa, qw):
+        scales = (qa if name == "qa" else qw).scales
+        c = _right(qa, qw)
+        torch.as_strided(scales, (scales.numel() + 1,), (1,))[-1] = 0.0  # one element past the scales
+        return c
+
+    with pytest.raises(AssertionError, match="outside (A|W)'s scales"):
+        correctness.check_fp8(writes_past_scales, "tensor")
+
+
+def test_fp8_tolerance_grows_with_the_square_root_of_k_beyond_4096():
+    """The tolerance at K = 16384 is twice the one at K <= 4096 (no CPU shape has K > 1024, so only
+    this holds the growth)."""
+    assert correctness.fp8_tolerance(1024) == correctness.fp8_tolerance(4096) == correctness.FP8_TOLERANCE
+    assert correctness.fp8_tolerance(16384) == pytest.approx(2 * correctness.FP8_TOLERANCE)
+
+
 def test_check_fp8_guards_the_operands_and_the_output():
     """check_fp8 places A, W, their scales and C in guard regions: a write past C is named."""
     def writes_past_c(qa, qw):

@@ -161,3 +161,25 @@ def test_triton_loads_without_other_are_undefined_and_caught():
     with pytest.raises(CheckFailure, match="masked loads without other= read elements that Triton leaves undefined"):
         check(_triton_gemm(_gemm_loads_without_other), shapes=[(5, 6, 20)])
     check(_triton_gemm(_gemm_loads_without_other), shapes=[(16, 16, 32)])  # no masked-off element: right
+
+
+@pytest.mark.parametrize("where", ["first before", "last before", "first after", "last after"])
+def test_a_changed_guard_element_is_found_at_either_end_of_either_region(where):
+    """Every element of both guard regions is compared with its fill: a write into the first or the
+    last element of the region before or after C is named (an off-by-one in the comparison is not)."""
+    n = 12
+    with guard.guarded() as g:
+        g.output((3, 4), torch.float32, "cpu", name="C")
+        storage = g.buffers[-1].storage
+        index = {"first before": 0, "last before": guard.GUARD_ELEMENTS - 1,
+                 "first after": guard.GUARD_ELEMENTS + n, "last after": storage.numel() - 1}[where]
+        storage[index] = 1.0
+        found = g.violations()
+    assert found == ["wrote 1 element outside C (into the memory around it)"], (where, found)
+
+
+def test_an_untouched_guard_reports_nothing():
+    with guard.guarded() as g:
+        g.output((3, 4), torch.float32, "cpu", name="C")
+        g.place(torch.ones(2, 2), "A")
+        assert g.violations() == []
