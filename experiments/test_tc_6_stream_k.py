@@ -47,12 +47,13 @@ def test_variant_compiles_both_tile_widths_and_clusters_without_warnings(compile
 
 def test_variant_stores_only_stream_k_partials_and_stamps(compiled):
     """C leaves through stmatrix + TMA store; the ordinary global stores are stream-K's partial
-    sums (BLOCK_N / 8 float4 per thread) and its flag, in each kernel (two of each tile width), plus
-    the timeline's stamps."""
+    sums (BLOCK_N / 8 float4 per thread), the contributor's flag and the owner's store that empties
+    it again (course_lib/csrc/tc_stream_k.cuh), in each kernel (two of each tile width), plus the
+    timeline's stamps."""
     plain, timed = compiled
     mix, timed_mix = compiler.sass_instruction_mix(plain.cubin), compiler.sass_instruction_mix(timed.cubin)
     assert mix["STSM"] > 0 and mix["UTMASTG"] > 0
-    assert mix["STG"] == 2 * (256 // 8 + 1) + 2 * (128 // 8 + 1)
+    assert mix["STG"] == 2 * (256 // 8 + 2) + 2 * (128 // 8 + 2)
     assert timed_mix["STG"] > mix["STG"] and timed_mix["HGMMA"] == mix["HGMMA"]
     assert "SR_GLOBALTIMER" in compiler.sass(timed.cubin) and "SR_GLOBALTIMER" not in compiler.sass(plain.cubin)
 
