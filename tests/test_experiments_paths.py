@@ -6,7 +6,7 @@ runs/ - .json, .log, .txt, .csv - record the paths of their day and are never ed
 
 * a path that starts at a folder of the repository (``course_lib/``, ``notebooks/``,
   ``experiments/``, ``tools/``, ``tests/``) or at one the journal and the scripts use as a short
-  form (``runs/`` and ``kernels/`` for experiments/..., ``csrc/`` and ``results/`` for
+  form (``runs/``, ``archive/`` and ``kernels/`` for experiments/..., ``csrc/`` and ``results/`` for
   course_lib/...). ``*`` and ``...`` (or ``…``) in it are wildcards, ``{a,b}`` names both; a path
   with ``{name}`` in it is a template a script fills in and is not checked;
 * outside runs/, a file name without a folder that ends in .cu, .cuh, .h, .sh, .md or .ipynb names
@@ -14,6 +14,11 @@ runs/ - .json, .log, .txt, .csv - record the paths of their day and are never ed
 
 A path that no longer exists on purpose says so right after it: ``old/path.json`` (removed in
 33cbf14), with the commit that removed it.
+
+The raw logs and reports of runs/ and the scripts of archive/ are kept as they ran and never
+edited: in them a script named where it lived that day, ``experiments/<name>``, is found where it
+lives now, ``experiments/archive/<name>``. Everywhere else (the journal, the live scripts) the path
+must be the current one.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ EXPERIMENTS = ROOT / "experiments"
 TEXT = {".md", ".py", ".sh", ".cu", ".cuh", ".h"}
 # Where a path's first folder is looked for: the repository root, then the short forms.
 BASES = {"course_lib": [""], "notebooks": [""], "experiments": [""], "tools": [""], "tests": [""],
-         "runs": ["experiments/"], "kernels": ["experiments/", "course_lib/"],
+         "runs": ["experiments/"], "archive": ["experiments/"], "kernels": ["experiments/", "course_lib/"],
          "csrc": ["course_lib/"], "results": ["course_lib/"]}
 PATH = re.compile(r"(?<![\w./$-])((?:" + "|".join(BASES) + r")/(?:[\w.*{},…-]|/)*[\w*}/])")
 BARE = re.compile(r"(?<![\w./$-])([\w.-]+\.(?:cu|cuh|h|sh|md|ipynb))\b(?![\w/-])")
@@ -46,9 +51,13 @@ def found(pattern: str) -> bool:
     return any(ROOT.glob(pattern)) if "*" in pattern else (ROOT / pattern).exists()
 
 
-def exists(path: str) -> bool:
+def exists(path: str, as_of_their_day: bool = False) -> bool:
     """Whether ``path`` exists from one of the folders its first folder may stand for; with
-    {a,b}, every choice from the same one."""
+    {a,b}, every choice from the same one. ``as_of_their_day``: the path is named in a file kept
+    as it ran, where an archived script may still go by the path it had then."""
+    archived = path.replace("experiments/", "experiments/archive/", 1)
+    if as_of_their_day and path.startswith("experiments/") and exists(archived):
+        return True
     path = path.rstrip("/").replace("...", "**").replace("…", "**")
     choices = [path]
     while any("{" in c for c in choices):
@@ -73,12 +82,13 @@ def missing_paths(path: Path, text: str) -> list[str]:
     """'file:line: path' for every path in ``text`` (the content of ``path``) that does not exist."""
     out = []
     in_runs = "runs" in path.relative_to(EXPERIMENTS).parts
+    as_they_ran = in_runs or (path.parent.name == "archive" and path.name != "README.md")
     for number, line in enumerate(text.splitlines(), 1):
         for m in PATH.finditer(line):
             p = m.group(1)
             if re.search(r"\{[^{},]*(\}|$)", p) or REMOVED.match(line[m.end():]):  # template, or removed
                 continue
-            if not exists(p):
+            if not exists(p, as_they_ran):
                 out.append(f"{path.relative_to(ROOT)}:{number}: {p}")
         if in_runs:
             continue
@@ -114,6 +124,15 @@ def test_runs_hold_logs_not_scripts():
     scripts = sorted(str(p.relative_to(ROOT)) for p in (EXPERIMENTS / "runs").rglob("*")
                      if p.suffix in {".py", ".sh", ".cu", ".cuh", ".h"})
     assert not scripts, f"scripts inside experiments/runs/ (move them to experiments/): {scripts}"
+
+
+def test_only_a_file_kept_as_it_ran_names_an_archived_script_by_its_old_path():
+    old = "experiments/gpu_restructure_cuda_ab.py"  # in experiments/archive/ since its run
+    assert missing_paths(EXPERIMENTS / "archive" / "gpu_restructure_cuda_check.sh", old) == []
+    assert missing_paths(EXPERIMENTS / "runs" / "2026-12-01_sass_restructure_cuda" / "comparison.md", old) == []
+    assert missing_paths(EXPERIMENTS / "JOURNAL.md", old) == [f"experiments/JOURNAL.md:1: {old}"]
+    assert missing_paths(EXPERIMENTS / "archive" / "gpu_shape_limits.sh", "experiments/gpu_nothing.py") \
+        == ["experiments/archive/gpu_shape_limits.sh:1: experiments/gpu_nothing.py"]
 
 
 @pytest.mark.parametrize("name", ["tc_6_tma_store.cu", "tc_stream_k.cuh", "JOURNAL.md"])
