@@ -3,12 +3,15 @@ encodings and symbol names (and, as a stricter second check, the 128-bit encodin
 which include the scheduling control bits).
 
     python experiments/sass_compare.py BEFORE.sass AFTER.sass [--map OLD=NEW ...]
+    python experiments/sass_compare.py BEFORE_DIR AFTER_DIR [--map OLD=NEW ...]
 
-Each argument is a ``cuobjdump --dump-sass`` listing. A kernel is named by its demangled name
-(``tc::stage5::kernel<2>``); ``--map`` pairs kernels whose name changed. Prints one line per kernel:
-identical or not, the instruction count on each side, and the first differing instruction.
-Written for (and used by experiments/sass_restructure_cuda_report.py in) the comparison in
-experiments/runs/2026-12-01_sass_restructure_cuda/comparison.md.
+Each file is a ``cuobjdump --dump-sass`` listing; each folder one that experiments/sass_snapshot.py
+wrote, whose listings (``<set>.sass``) are paired by name. A kernel is named by its demangled name
+(``tc::stage5::kernel<2>``); ``--map`` pairs kernels whose name changed. Prints one line per kernel
+(for folders, a markdown table: set, kernel, result, instruction counts, first differing
+instruction) and exits 1 unless every kernel is identical. Written for the comparison in
+experiments/runs/2026-12-01_sass_restructure_cuda/comparison.md; folders since
+experiments/runs/2026-12-04_sass_renovation/comparison.md.
 """
 
 from __future__ import annotations
@@ -25,6 +28,18 @@ from course_lib.compiler import demangle  # noqa: E402
 FUNCTION = re.compile(r"^\s*Function : (\S+)")
 INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 ENCODING = re.compile(r"/\* (0x[0-9a-f]{16}) \*/")
+TEMPLATE_ARGS = re.compile(r"I((?:L[ib]\d+E)+)E")  # integer and bool template arguments: ILi128ELb1EE
+
+
+def name_of(symbol: str) -> str:
+    """The demangled name, with bool template arguments too (``tc::stage7::kernel<128,true,false>``):
+    ``compiler.demangle`` renders integer ones only, and stage 7's instances differ by bools."""
+    name = demangle(symbol)
+    args = TEMPLATE_ARGS.search(symbol)
+    if "<" not in name and name != symbol and args:
+        values = re.findall(r"L([ib])(\d+)E", args.group(1))
+        name += "<" + ",".join(v if t == "i" else ("true" if v == "1" else "false") for t, v in values) + ">"
+    return name
 
 
 def kernels(text: str, encodings: bool = False) -> dict[str, list[str]]:
@@ -36,7 +51,7 @@ def kernels(text: str, encodings: bool = False) -> dict[str, list[str]]:
     for line in text.splitlines():
         m = FUNCTION.match(line)
         if m:
-            current = demangle(m.group(1))
+            current = name_of(m.group(1))
             out[current] = []
             continue
         if current is None:
@@ -79,6 +94,50 @@ def compare(before: dict[str, list[str]], after: dict[str, list[str]], pairs: di
     return rows
 
 
+def compare_listings(before: str, after: str, pairs: dict[str, str]) -> list[dict]:
+    """:func:`compare` of two listings, each identical row marked with whether the encodings are too."""
+    rows = compare(kernels(before), kernels(after), pairs)
+    words = {r["before"]: r["result"] for r in compare(kernels(before, True), kernels(after, True), pairs)}
+    for r in rows:
+        if r["result"] == "identical":
+            r["encodings"] = words.get(r["before"])
+    return rows
+
+
+def compare_folders(before: Path, after: Path, pairs: dict[str, str]) -> list[dict]:
+    """Every set of two snapshots, kernel by kernel; a set on one side only is one row."""
+    old = {p.stem: p for p in before.glob("*.sass")}
+    new = {p.stem: p for p in after.glob("*.sass")}
+    rows = []
+    for name in sorted(old.keys() | new.keys()):
+        if name not in new or name not in old:
+            rows.append({"set": name, "before": None, "after": None,
+                         "result": "absent after" if name not in new else "new"})
+            continue
+        rows += [{"set": name} | r for r in compare_listings(old[name].read_text(), new[name].read_text(), pairs)]
+    return rows
+
+
+def line(r: dict) -> str:
+    text = (f"{r['result']:<13} {r['before']!s:<28} -> {r['after']!s:<28} "
+            f"{r.get('n_before', '-')!s:>6} / {r.get('n_after', '-')!s:>6} instructions")
+    if r["result"] == "differs":
+        text += f"; first at #{r['first_difference']}: {r['was']!r} -> {r['now']!r}"
+    elif r["result"] == "identical":
+        text += f"; encodings {r['encodings']}"
+    return text
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| set | kernel | result | instructions before / after | first difference |", "|---|---|---|---|---|"]
+    for r in rows:
+        kernel = r["before"] if r["before"] == r["after"] else f"{r['before']} -> {r['after']}"
+        result = r["result"] + (f" (encodings {r['encodings']})" if r["result"] == "identical" else "")
+        first = (f"#{r['first_difference']}: `{r['was']}` -> `{r['now']}`" if r["result"] == "differs" else "")
+        out.append(f"| {r['set']} | `{kernel}` | {result} | {r.get('n_before', '-')} / {r.get('n_after', '-')} | {first} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("before", type=Path)
@@ -86,16 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--map", nargs="*", default=[], help="OLD=NEW kernel names")
     args = p.parse_args(argv)
     pairs = dict(m.split("=", 1) for m in args.map)
-    before, after = args.before.read_text(), args.after.read_text()
-    rows = compare(kernels(before), kernels(after), pairs)
-    words = {r["before"]: r["result"] for r in compare(kernels(before, True), kernels(after, True), pairs)}
-    for r in rows:
-        line = f"{r['result']:<13} {r['before']!s:<28} -> {r['after']!s:<28} {r.get('n_before', '-')!s:>6} / {r.get('n_after', '-')!s:>6} instructions"
-        if r["result"] == "differs":
-            line += f"; first at #{r['first_difference']}: {r['was']!r} -> {r['now']!r}"
-        elif r["result"] == "identical":
-            line += f"; encodings {words.get(r['before'])}"
-        print(line)
+    if args.before.is_dir() and args.after.is_dir():
+        rows = compare_folders(args.before, args.after, pairs)
+        print(table(rows))
+    else:
+        rows = compare_listings(args.before.read_text(), args.after.read_text(), pairs)
+        print("\n".join(line(r) for r in rows))
     return 0 if all(r["result"] == "identical" for r in rows) else 1
 
 
