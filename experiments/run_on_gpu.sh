@@ -130,7 +130,7 @@ for section in "$@"; do
         head -n 2 "$OUT/power_sampling.log"
         ;;
     *)
-        echo "unknown section $section (triton, stages_ncu, test, tc, timeline, ncu, sanitize, fp8, fp8_variants, power)"
+        echo "unknown section $section (triton, stages_ncu, test, shapes_test, shapes, tc, timeline, ncu, sanitize, fp8, fp8_variants, power)"
         exit 2
         ;;
     esac

@@ -10,6 +10,7 @@ again on a GPU must not wait for the GPU to find that a name it uses has moved.
 * Each shell script: every Python or shell file it names exists (a bare name in experiments/,
   where ``(cd experiments && python3 x.py)`` finds it), every ``python3 -m module`` is found, and
   the Python of its ``python3 -c "..."`` lines passes the same name check.
+* The stage-6 variant's own tests (experiments/test_tc_6_stream_k.py) pass on this machine.
 
 The scripts of experiments/archive/ ran against the library of their date and are not imported
 (experiments/JOURNAL.md, "Archive"). ``python tests/test_experiments_import.py PATH`` is the check
@@ -138,6 +139,18 @@ def test_shell_script_names_files_and_modules_that_exist(script):
                if not (ROOT / name).is_file() and not (EXPERIMENTS / name).is_file()]
     missing += [f"-m {m}" for m in PYTHON_MODULE.findall(text) if importlib.util.find_spec(m) is None]
     assert not missing, f"{script.relative_to(ROOT)} names what does not exist: {missing}"
+
+
+@pytest.mark.slow
+def test_the_stage6_variants_own_tests_pass():
+    """experiments/test_tc_6_stream_k.py: the stream-K schedule on any machine; where nvcc and
+    cuobjdump are found, the compiled variant, which shares course_lib/csrc's headers (a change
+    there reaches it); on a GPU, its correctness."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXPERIMENTS)])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                           "experiments/test_tc_6_stream_k.py"], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=1200)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
 def test_the_check_finds_a_moved_name(tmp_path):
