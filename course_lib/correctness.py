@@ -6,7 +6,7 @@ for a list of shapes and compares the output with a float64 reference computed f
 (already rounded) inputs: by relative error ||C - R|| / ||R|| (Frobenius norms), and element by
 element against what rounding can explain (:func:`element_bound`). Before every run the outputs the
 course's GEMMs allocate are poisoned with NaN, so an element the kernel never writes cannot pass,
-and the inputs and outputs lie inside guard regions (:mod:`course_lib.guard`), so a read or write
+and the inputs and outputs lie inside guard regions (:mod:`course_lib.instruments.guard`), so a read or write
 outside them is found and named. It runs every shape, then raises ``AssertionError`` listing each
 wrong one: the shape, the seed that reproduces it, and what was wrong (the worst element, its value
 and the reference value; the accesses outside the arrays).
@@ -25,16 +25,20 @@ from typing import Callable, Sequence
 
 import torch
 
-from course_lib import backend, dtypes, fp8, guard, layout
-from course_lib.gemm import random_inputs, relative_error
+from course_lib import backend, dtypes, layout
+from course_lib.dtypes import CourseDtype
+from course_lib.instruments import guard
+from course_lib.gemm import relative_error
 from course_lib.layout import Shape
-from course_lib.registry import Stage, get_stage, stage_or_callable
+from course_lib.registry import Stage
+from course_lib.target import Target, resolve
 
 
-# Relative-error tolerances (course_lib.dtypes: CourseDtype.tolerance) hold for K <= 1024; they grow
-# with sqrt(K / 1024) beyond, because rounding errors of a length-K sum of random-signed terms grow
-# like sqrt(K) (Higham, "Accuracy and Stability of Numerical Algorithms", ch. 3, probabilistic bound).
-# A missing term or a wrong element is far larger than these at the sizes check uses.
+# Relative-error tolerances (course_lib.dtypes: CourseDtype.tolerance) hold for K <= tolerance_k
+# (1024; FP8's 4096); they grow with sqrt(K / tolerance_k) beyond, because rounding errors of a
+# length-K sum of random-signed terms grow like sqrt(K) (Higham, "Accuracy and Stability of Numerical
+# Algorithms", ch. 3, probabilistic bound). A missing term or a wrong element is far larger than these
+# at the sizes check uses.
 
 # Shapes for the CPU backend are tiny: numba's simulator runs every GPU thread as a Python thread.
 # None is a multiple of 8, 16, 32, 64 or 128 except where a dimension is 1 (and 1x1x1 itself).
@@ -58,16 +62,27 @@ GPU_SHAPES: tuple[Shape, ...] = CPU_SHAPES + (
 )
 
 
-def default_shapes(multiple: int | tuple[int, int, int] = 1) -> list[Shape]:
-    """The shapes ``check`` uses on this backend; each dimension rounded up to its multiple in the
-    shape rule ``multiple`` (course_lib.layout)."""
-    shapes = GPU_SHAPES if backend.get().is_gpu else CPU_SHAPES
+# FP8 GEMMs (dtype "e4m3"): shapes whose K crosses a 128-wide block of scales and ends mid-slice.
+FP8_CPU_SHAPES: tuple[Shape, ...] = ((1, 8, 16), (37, 72, 200), (130, 136, 256), (16, 264, 1024))
+FP8_GPU_SHAPES: tuple[Shape, ...] = FP8_CPU_SHAPES + ((1, 4096, 4096), (300, 1000, 520), (1000, 1032, 4096),
+                                                      (2048, 2048, 2048))
+
+
+def default_shapes(multiple: int | tuple[int, int, int] = 1, dtype: str | CourseDtype = "fp32") -> list[Shape]:
+    """The shapes ``check`` uses on this backend for ``dtype``; each dimension rounded up to its
+    multiple in the shape rule ``multiple`` (course_lib.layout)."""
+    gpu = backend.get().is_gpu
+    if dtypes.get(dtype).operands == "fp8":
+        shapes = FP8_GPU_SHAPES if gpu else FP8_CPU_SHAPES
+    else:
+        shapes = GPU_SHAPES if gpu else CPU_SHAPES
     return list(dict.fromkeys(layout.round_up(s, multiple) for s in shapes))
 
 
-def tolerance(dtype: str, K: int) -> float:
+def tolerance(dtype: str | CourseDtype, K: int) -> float:
     """Largest relative error ``check`` accepts for ``dtype`` and inner dimension ``K``."""
-    return dtypes.get(dtype).tolerance * max(1.0, math.sqrt(K / 1024))
+    record = dtypes.get(dtype)
+    return record.tolerance * max(1.0, math.sqrt(K / record.tolerance_k))
 
 
 @dataclass(frozen=True)
@@ -134,8 +149,9 @@ class Failure:
     - ``finding``: what was wrong at this shape (``why`` without ``note``);
     - ``note``: the explanation that comes with the finding and reads the same at every shape (what a
       GPU would have done with a read outside an array, what NaN in C means, ...), "" if none;
-    - ``stray``: the guard's sentences (:mod:`course_lib.guard`), one per kind of access outside the
-      arrays: reads or writes past A, B or C, an operand changed;
+    - ``stray``: what the guard found (:class:`course_lib.instruments.guard.Violation`, each of which
+      renders its own sentence), one per array and kind of access outside it: reads or writes past
+      A, B or C, an operand changed;
     - ``out_of_bounds``: True when a numba thread indexed outside an array on the simulator, which
       stopped the run (``finding`` names the thread, the element and the source line);
     - ``elements``: M x N, the elements of C (0 where the GEMM returned no M x N matrix of its type);
@@ -146,9 +162,9 @@ class Failure:
       sum accumulated into C without setting it first starts from the NaN C was filled with);
     - ``from_unwritten_shared``: of the non-finite ones, elements computed from shared memory that no
       thread of their block had written (numba's simulator fills a block's shared arrays with marked
-      NaN before it runs: :mod:`course_lib.kernels._numba_support`);
+      NaN before it runs: :mod:`course_lib.instruments.shared_memory`);
     - ``unwritten_shared``: the reads of such shared memory, named, one per shared array:
-      :class:`course_lib.kernels._numba_support.UnwrittenShared` (the array, the element, its row and
+      :class:`course_lib.instruments.shared_memory.UnwrittenShared` (the array, the element, its row and
       column, which threads read it and at which line, and the likely cause: an unfilled tile slot,
       a read before a barrier, threads that returned before a barrier);
     - ``undefined_loads``: masked-off elements that Triton's interpreter loaded without ``other=``
@@ -163,7 +179,7 @@ class Failure:
     why: str
     reproduce: str = ""  # the call that makes these inputs again (default: course_lib.random_inputs)
     note: str = ""
-    stray: tuple[str, ...] = ()
+    stray: tuple[guard.Violation, ...] = ()
     out_of_bounds: bool = False
     elements: int = 0
     non_finite: int = 0
@@ -249,7 +265,7 @@ def element_bound(a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, dtype: st
     return 2 * u_out * ref.abs() + 8 * (u_mul + ACCUMULATOR_ERROR * math.sqrt(K)) * s + subnormal_step + 1e-300
 
 
-# The guard regions around A and B hold a finite value (course_lib.guard.INPUT_GUARD), so a read
+# The guard regions around A and B hold a finite value (course_lib.instruments.guard.INPUT_GUARD), so a read
 # past them shows as a wrong value, not as NaN.
 NAN_NOTE = "C is filled with NaN before the run, so NaN means the kernel never wrote that element"
 
@@ -268,9 +284,13 @@ class _Values:
 
 
 def _values(c: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit: float,
-            rounds_partial_sums: bool = False, written: torch.Tensor | None = None) -> _Values:
+            rounds_partial_sums: bool = False, written: torch.Tensor | None = None,
+            element_wise: bool = True) -> _Values:
     """Compare C (any floating type) with the float64 reference. ``written``: where the kernel stored
-    (numba's simulator knows); without it, an element still holding the poison NaN was not."""
+    (numba's simulator knows); without it, an element still holding the poison NaN was not.
+    ``element_wise``: hold every element to :func:`element_bound` too (not for FP8, whose tensor core
+    may add with a narrow adder that bound does not model: there an element counts as wrong where it
+    is off by more than the tolerance times the reference's root mean square)."""
     M, N = ref.shape
     c64 = c.to(device=ref.device, dtype=torch.float64)
     finite = torch.isfinite(c64)
@@ -287,10 +307,14 @@ def _values(c: torch.Tensor, ref: torch.Tensor, a, b, dtype: str, limit: float,
     rel = relative_error(c64, ref)
     if not rel <= limit:
         i, j = divmod(int(torch.argmax(diff)), N)
-        n_wrong = int((diff > element_bound(a, b, ref, dtype, rounds_partial_sums)).sum())
+        bound = (element_bound(a, b, ref, dtype, rounds_partial_sums) if element_wise
+                 else limit * float(ref.square().mean().sqrt()))
+        n_wrong = int((diff > bound).sum())
         return _Values(rel, (
             f"relative error {rel:.3e} > tolerance {limit:.1e}; worst element C[{i}, {j}] = "
             f"{c64[i, j].item():.6g}, reference {ref[i, j].item():.6g}"), wrong_elements=max(n_wrong, 1))
+    if not element_wise:
+        return _Values(rel)
     excess = diff / element_bound(a, b, ref, dtype, rounds_partial_sums)
     if bool((excess > 1).any()):
         n_bad = int((excess > 1).sum())
@@ -315,24 +339,29 @@ def _join(parts: Sequence[str], note: str) -> str:
 
 
 def check_one(
-    fn: Callable, shape: Shape, dtype: str, *, seed: int, label: str = "gemm", tol: float | None = None,
-    rounds_partial_sums: bool = False,
+    gemm: Target | Callable, shape: Shape, dtype: str | CourseDtype = "fp32", *, seed: int, label: str | None = None,
+    tol: float | None = None,
 ) -> ShapeResult:
-    """Run ``fn`` once on fresh inputs of ``shape`` and compare with the float64 reference.
+    """Run ``gemm`` (a :class:`~course_lib.target.Target`, or a callable taken as one in ``dtype``)
+    once on fresh inputs of ``shape`` and compare with the float64 reference.
 
-    The inputs and the output lie inside guard regions (:mod:`course_lib.guard`): what the kernel
+    The inputs and the output lie inside guard regions (:mod:`course_lib.instruments.guard`): what the kernel
     read or wrote outside them is reported with the values' errors. Raises :class:`CheckFailure`,
     whose :class:`Failure` carries what was found as fields as well as in words."""
+    t = gemm if isinstance(gemm, Target) else resolve(gemm, dtype)
+    label = t.label if label is None else label
     M, N, K = shape
+    what = t.arithmetic
 
     def fail(finding: str, note: str = "", **found) -> CheckFailure:
-        why = _join(list(found.get("stray", ())) + [finding], note)
-        return CheckFailure(label, dtype, [Failure(shape, seed, dtype, why, note=note, **found)], 1)
+        why = _join([s.describe() for s in found.get("stray", ())] + [finding], note)
+        return CheckFailure(label, what, [Failure(shape, seed, what, why, t.reproduce(M, N, K, seed), note=note,
+                                                  **found)], 1)
 
-    a, b = random_inputs(M, N, K, dtype, seed=seed)
+    operands = t.inputs(M, N, K, seed=seed)
     with guard.guarded() as g:
         try:
-            c = fn(g.place(a, "A"), g.place(b, "B"))
+            c = t.fn(*t.placed(g, operands))
         except IndexError as e:  # numba's simulator: a thread indexed outside an array
             finding, note = guard.index_error_parts(e)
             raise fail(finding, note, out_of_bounds=True) from None
@@ -348,12 +377,12 @@ def check_one(
             raise fail(f"returned {type(c).__name__}, not a matrix ({e})", stray=stray) from None
     if tuple(c.shape) != (M, N):
         raise fail(f"returned shape {tuple(c.shape)}, expected ({M}, {N})", stray=stray)
-    want = dtypes.get(dtype).torch_dtype
-    if c.dtype != want:
-        raise fail(f"returned {c.dtype}, expected {want}", stray=stray)
-    ref = a.double() @ b.double()
-    limit = tolerance(dtype, K) if tol is None else tol
-    v = _values(c, ref, a, b, dtype, limit, rounds_partial_sums=rounds_partial_sums, written=written)
+    if c.dtype != t.output_dtype:
+        raise fail(f"returned {c.dtype}, expected {t.output_dtype}", stray=stray)
+    a, b = t.exact_operands(operands)
+    ref = a @ b
+    limit = tolerance(t.dtype, K) if tol is None else tol
+    v = _values(c, ref, a, b, t.dtype.name, limit, t.rounds_partial_sums, written, element_wise=not t.fp8)
     found = dict(stray=stray, elements=M * N, non_finite=v.non_finite, never_written=v.never_written,
                  read_unwritten_c=read_unwritten_c, undefined_loads=undefined_loads, wrong_elements=v.wrong_elements)
     if v.non_finite and ledger is not None:
@@ -370,7 +399,7 @@ def _why_not_finite(v: _Values, undefined: str, read_unwritten_c: int, found: di
     if undefined:  # Triton: masked loads without other= (NaN during the check)
         return v.finding, undefined
     if found.get("unwritten_shared"):
-        from course_lib.kernels._numba_support import SHARED_NOTE  # noqa: PLC0415 - numba's simulator only
+        from course_lib.instruments.shared_memory import SHARED_NOTE  # noqa: PLC0415 - numba's simulator only
 
         reads = found["unwritten_shared"]
         advice = list(dict.fromkeys(u.advice() for u in reads))
@@ -389,30 +418,32 @@ def _why_not_finite(v: _Values, undefined: str, read_unwritten_c: int, found: di
 
 def check(
     gemm: str | Stage | Callable,
-    dtype: str = "fp32",
+    dtype: str | CourseDtype = "fp32",
     shapes: Sequence[Shape] | None = None,
     *,
+    scaling: str | None = None,
     seed: int | None = None,
     tol: float | None = None,
+    label: str | None = None,
 ) -> CheckReport | NotChecked:
     """Check a GEMM against a float64 reference on fresh random inputs.
 
-    ``gemm`` is a stage name, a :class:`Stage` or any callable ``fn(a, b) -> c``. ``seed`` fixes the
-    inputs (shape i uses ``seed + i``); without it every call draws new ones. Runs every shape, then
-    raises :class:`CheckFailure` (an ``AssertionError``) listing each wrong one; returns a
-    :class:`CheckReport` otherwise, or a :class:`NotChecked` for a stage that cannot run here.
+    ``gemm`` is a stage name, a :class:`Stage` or any callable: ``fn(a, b) -> c``, or for ``dtype``
+    "e4m3" ``fn(qa, qw) -> C = A W^T`` in bf16 on :class:`course_lib.fp8.Quantized` operands scaled
+    per ``scaling`` ("tensor" unless told; the reference is then the float64 product of the
+    dequantized operands). ``seed`` fixes the inputs (shape i uses ``seed + i``); without it every
+    call draws new ones. Runs every shape, then raises :class:`CheckFailure` (an ``AssertionError``)
+    listing each wrong one; returns a :class:`CheckReport` otherwise, or a :class:`NotChecked` for a
+    stage that cannot run here. ``label`` names the GEMM in the report (default: the stage's or the
+    function's name).
     """
-    dtype = dtypes.get(dtype).name
-    if isinstance(gemm, (str, Stage)):
-        stage = get_stage(gemm) if isinstance(gemm, str) else gemm
-        why = stage.why_not_here(dtype) if dtype in stage.gemms else None
-        if why is not None:
-            return NotChecked(stage.name, dtype, why)
-    label, fn = stage_or_callable(gemm, dtype)
-    stage = get_stage(label) if isinstance(gemm, (str, Stage)) else None
+    t = resolve(gemm, dtype, scaling)
+    if label is not None:
+        t = dataclasses.replace(t, label=label)
+    if t.why_not_here is not None:
+        return NotChecked(t.label, t.arithmetic, t.why_not_here)
     if shapes is None:
-        shapes = default_shapes(stage.shape_multiple if stage else 1)
-    rounds = bool(stage and stage.rounds_partial_sums)
+        shapes = default_shapes(t.shape_rule, t.dtype)
     if not shapes:
         raise ValueError("check needs at least one shape (M, N, K)")
     for shape in shapes:
@@ -422,79 +453,9 @@ def check(
     results, failures = [], []
     for i, shape in enumerate(shapes):
         try:
-            results.append(check_one(fn, tuple(int(v) for v in shape), dtype, seed=base + i, label=label, tol=tol,
-                                     rounds_partial_sums=rounds))
+            results.append(check_one(t, tuple(int(v) for v in shape), seed=base + i, tol=tol))
         except CheckFailure as f:
             failures.extend(f.failures)
     if failures:
-        raise CheckFailure(label, dtype, failures, len(shapes))
-    return CheckReport(label, dtype, tuple(results))
-
-
-# ---- FP8 GEMMs (course_lib.fp8): fn(qa, qw) -> C = A W^T in bf16 ------------------------------------
-# The check's tolerance, relative Frobenius error. C is bf16: rounding it costs each element up to
-# 2^-9 of itself (about 1.7e-3 measured on normal data: experiments/JOURNAL.md, "cuBLAS in FP8"). The sums
-# of e4m3 products: with partial sums promoted every 128 of K, cuBLAS erred by 1.3e-4 on normal data
-# at every K up to 16,384 on the H200; a kernel that keeps the tensor core's 14-bit accumulator over
-# the whole of K erred by 1.3e-3 at K = 4,096 (cuBLAS's fast accumulation; the model
-# limited_sum_matmul agrees), growing like sqrt(K) on normal data. 4e-3 holds both up to K = 4,096,
-# growing with sqrt(K / 4096) beyond. Forgetting a scale, a transposed operand or a missing K-slice
-# err by far more (tests/test_fp8.py).
-FP8_TOLERANCE = 4e-3
-
-
-def fp8_tolerance(K: int) -> float:
-    return FP8_TOLERANCE * max(1.0, math.sqrt(K / 4096))
-
-
-FP8_CPU_SHAPES = ((1, 8, 16), (37, 72, 200), (130, 136, 256), (16, 264, 1024))
-FP8_GPU_SHAPES = FP8_CPU_SHAPES + ((1, 4096, 4096), (300, 1000, 520), (1000, 1032, 4096), (2048, 2048, 2048))
-
-
-def check_fp8(fn: Callable[[fp8.Quantized, fp8.Quantized], torch.Tensor], scaling: str = "tensor",
-              shapes: Sequence[tuple[int, int, int]] | None = None, *, seed: int | None = None, label: str = "fp8 gemm"):
-    """Check an FP8 GEMM ``fn(qa, qw) -> C`` (C = A W^T, M x N, bf16) against the float64 product of
-    its dequantized operands, on fresh inputs (shape i: seed + i), with A, W, their scales and C inside
-    guard regions (:mod:`course_lib.guard`) and C poisoned with NaN first. Raises
-    :class:`CheckFailure` listing every wrong shape; returns a ``CheckReport``."""
-    if shapes is None:
-        shapes = FP8_GPU_SHAPES if backend.get().is_gpu else FP8_CPU_SHAPES
-    base = int(torch.randint(0, 2**31, (1,)).item()) if seed is None else int(seed)
-    what = f"e4m3, scaled per {scaling}"
-    results, failures = [], []
-    for i, (M, N, K) in enumerate(shapes):
-        qa, qw = fp8.fp8_inputs(M, N, K, scaling, seed=base + i)
-        how = f"course_lib.fp8.fp8_inputs({M}, {N}, {K}, {scaling!r}, seed={base + i})"
-        with guard.guarded() as g:  # operands, scales and C inside guard regions; C poisoned (NaN)
-            c = fn(*(dataclasses.replace(q, values=g.place(q.values, name), scales=g.place(q.scales, f"{name}'s scales"))
-                     for q, name in ((qa, "A"), (qw, "W"))))
-            stray = g.violations()
-        why, rel = "; ".join(stray), None
-        if not why:
-            why, rel = _fp8_problem(c, qa, qw, K)
-        if why:
-            failures.append(Failure((M, N, K), base + i, what, why, how))
-        else:
-            results.append(ShapeResult((M, N, K), base + i, rel, fp8_tolerance(K)))
-    if failures:
-        raise CheckFailure(label, what, failures, len(shapes))
-    return CheckReport(label, what, tuple(results))
-
-
-def _fp8_problem(c: object, qa: fp8.Quantized, qw: fp8.Quantized, K: int) -> tuple[str, float | None]:
-    """What is wrong with an FP8 GEMM's output C (empty if nothing), and its relative error."""
-    M, N = qa.values.shape[0], qw.values.shape[0]
-    if not isinstance(c, torch.Tensor) or tuple(c.shape) != (M, N) or c.dtype != torch.bfloat16:
-        got = f"{tuple(c.shape)} {c.dtype}" if isinstance(c, torch.Tensor) else type(c).__name__
-        return f"returned {got}, expected ({M}, {N}) torch.bfloat16", None
-    ref = qa.dequantize() @ qw.dequantize().t()
-    c64 = c.double().to(ref.device)
-    bad = int((~torch.isfinite(c64)).sum())
-    rel = relative_error(c64, ref)
-    if bad:
-        return f"{bad} elements not finite (C is NaN before the run: never written?)", rel
-    if rel > fp8_tolerance(K):
-        m, n = divmod(int((c64 - ref).abs().argmax()), N)
-        return (f"relative error {rel:.2e} > {fp8_tolerance(K):.1e}; worst C[{m}, {n}] = {float(c64[m, n]):.4g}, "
-                f"reference {float(ref[m, n]):.4g}"), rel
-    return "", rel
+        raise CheckFailure(t.label, t.arithmetic, failures, len(shapes))
+    return CheckReport(t.label, t.arithmetic, tuple(results))

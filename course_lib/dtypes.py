@@ -3,7 +3,9 @@
 A course dtype names the arithmetic a GEMM does, not only what its tensors hold: "fp32" means exact
 IEEE fp32 multiply-adds; "tf32" means fp32 inputs rounded to TensorFloat-32 (10-bit mantissa) inside
 the tensor cores, accumulated in fp32. Both take and return torch.float32 tensors, so the record, not
-the tensor, tells them apart. Adding a dtype is one record here plus the kernels that compute it.
+the tensor, tells them apart. "e4m3" is the FP8 GEMM of notebook 09: its operands are quantized
+(``course_lib.fp8.Quantized``, each with its scales), so its GEMMs have their own signature
+(``operands``). Adding a dtype is one record here plus the kernels that compute it.
 """
 
 from __future__ import annotations
@@ -12,15 +14,18 @@ from dataclasses import dataclass
 
 import torch
 
-from course_lib.features import BF16_TENSOR_CORES, TF32_TENSOR_CORES, Feature
+from course_lib.features import BF16_TENSOR_CORES, FP8_TENSOR_CORES, TF32_TENSOR_CORES, Feature
+
+
+OPERANDS = ("matrix", "fp8")
 
 
 @dataclass(frozen=True)
 class CourseDtype:
     """Everything the library knows about one course dtype."""
 
-    name: str  # the course's name: "fp32", "tf32", "fp16", "bf16"
-    torch_dtype: torch.dtype  # what the inputs and the output hold
+    name: str  # the course's name: "fp32", "tf32", "fp16", "bf16", "e4m3"
+    torch_dtype: torch.dtype  # what the inputs hold (and the output, for "matrix" operands)
     arithmetic: str  # in words, for tables and errors
     # What a GPU needs to compute it (course_lib.features), beyond what every stage needs.
     needs: tuple[Feature, ...]
@@ -41,6 +46,16 @@ class CourseDtype:
     # so on the CPU "tf32" results are as exact as "fp32" ones.
     triton_precision: str
     triton_type: str  # the element type of Triton's pointers to it ("fp32" for tf32 too)
+    # What its GEMMs take and give (OPERANDS): "matrix", the course's one signature fn(a, b) -> c on
+    # tensors of torch_dtype (course_lib.gemm); "fp8", fn(qa, qw) -> C = A W^T in bf16 on
+    # course_lib.fp8.Quantized operands scaled one of the ways of course_lib.fp8.OPERAND_SCALING.
+    operands: str = "matrix"
+    # check's tolerance holds for K <= tolerance_k and grows with sqrt(K / tolerance_k) beyond.
+    tolerance_k: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.operands not in OPERANDS:
+            raise ValueError(f"CourseDtype {self.name}: operands must be one of {OPERANDS}, not {self.operands!r}")
 
     def __str__(self) -> str:
         return self.name
@@ -67,14 +82,30 @@ BF16 = CourseDtype(
     needs=(BF16_TENSOR_CORES,), unit_roundoff=2.0**-8, product_error=0.0, tolerance=1e-2, sanity=5e-2,
     triton_precision="ieee", triton_type="bf16")
 
+# FP8 (notebook 09): e4m3 operands with fp32 scales, products exact in fp32, sums promoted into fp32
+# every 128 of K (or kept in the tensor core's narrow adder: fast accumulation), C in bf16. The
+# tolerance, a relative Frobenius error: rounding C to bf16 costs about 1.7e-3 on normal data; the
+# sums of e4m3 products erred by 1.3e-4 with promotion (cuBLAS, every K up to 16,384 on the H200) and
+# by 1.3e-3 at K = 4,096 without (cuBLAS's fast accumulation; course_lib.model.fp8_accumulator
+# agrees), growing like sqrt(K) on normal data: 4e-3 holds both up to K = 4,096, growing beyond
+# (experiments/JOURNAL.md, "cuBLAS in FP8"). Forgetting a scale, a transposed operand or a missing
+# K-slice err by far more (tests/test_fp8.py). unit_roundoff is e4m3's (3 mantissa bits);
+# product_error 0: a product of two e4m3 values is exact in fp32.
+E4M3 = CourseDtype(
+    name="e4m3", torch_dtype=torch.float8_e4m3fn,
+    arithmetic="e4m3 inputs with fp32 scales, fp32 sums, bf16 output", needs=(FP8_TENSOR_CORES,),
+    unit_roundoff=2.0**-4, product_error=0.0, tolerance=4e-3, sanity=2e-2,
+    triton_precision="ieee", triton_type="fp8e4nv", operands="fp8", tolerance_k=4096)
+
 # Every course dtype, in the order tables show them: a new record is added here too.
-RECORDS: dict[str, CourseDtype] = {d.name: d for d in (FP32, TF32, FP16, BF16)}
+RECORDS: dict[str, CourseDtype] = {d.name: d for d in (FP32, TF32, FP16, BF16, E4M3)}
 NAMES: tuple[str, ...] = tuple(RECORDS)
-# The course dtype a tensor's element type means when no name is given: the first record that holds
-# it (float32 means exact fp32; tf32 must be asked for by name).
+# The course dtype a tensor's element type means when no name is given: the first record of the
+# course's one signature that holds it (float32 means exact fp32; tf32 must be asked for by name).
 _BY_TORCH_DTYPE: dict[torch.dtype, CourseDtype] = {}
 for _d in RECORDS.values():
-    _BY_TORCH_DTYPE.setdefault(_d.torch_dtype, _d)
+    if _d.operands == "matrix":
+        _BY_TORCH_DTYPE.setdefault(_d.torch_dtype, _d)
 
 
 def torch_dtype_names() -> str:

@@ -17,12 +17,12 @@ from typing import Callable, Iterator
 
 import torch
 
-from course_lib import backend, dtypes
+from course_lib import backend, dtypes, fp8
 from course_lib.features import Feature, NotOnThisGPU, missing, why_not_here
-from course_lib.gemm import GemmFn, LaunchPlans, dtype_of, plan_key, prepare
+from course_lib.gemm import GemmFn, dtype_of, planned, prepare
 
 BACKENDS = ("cublas", "numba", "triton", "cuda-extension")
-__all__ = ["BACKENDS", "NotOnThisGPU", "Stage", "course", "get_stage", "stage_or_callable", "stages"]
+__all__ = ["BACKENDS", "NotOnThisGPU", "Stage", "course", "get_stage", "stages"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class Stage:
     # For a stage that picks its configuration per shape at run time: what it picked so far in this
     # process, one dict per shape with "chosen" and "candidates_ms" (recordings keep it).
     tuning_log: Callable[[], list[dict]] | None = field(default=None, repr=False)
+    # An FP8 stage (dtype "e4m3"): the operand scalings it takes (keys of course_lib.fp8.OPERAND_SCALING).
+    scalings: tuple[str, ...] = ()
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -95,27 +97,25 @@ def _tf32(enabled: bool) -> Iterator[None]:
 
 
 def _cublas(dtype: str) -> GemmFn:
-    # The plan of operands seen before is that they passed prepare: cuBLAS makes every other choice.
-    plans = LaunchPlans()
     # allow_tf32 governs products of float32 tensors only (PyTorch's notes, "TensorFloat-32 (TF32) on
     # Ampere (and later) devices"), so a call with planned operands of another type skips the switch
     # (three property calls: microseconds on the host).
     switch = dtypes.get(dtype).torch_dtype == torch.float32
 
-    def gemm(a: object, b: object) -> object:
-        key = plan_key(a, b)
-        if plans.get(key) is not None:  # operands like these passed prepare before
-            if not switch:
-                return torch.matmul(a, b)
-            with _tf32(dtype == "tf32"):
-                return torch.matmul(a, b)
+    def checked(a: object, b: object) -> tuple[object, str]:
         ops = prepare(a, b, stage="cublas", dtypes=(dtype,))
         with _tf32(dtype == "tf32"):
             c = torch.matmul(ops.a, ops.b)
-        plans.keep(key, "checked")
-        return ops.give_back(c)
+        return ops.give_back(c), "checked"  # the plan: cuBLAS makes every other choice
 
-    gemm.__name__ = f"cublas_{dtype}"
+    def again(plan: str, a: object, b: object) -> object:
+        if not switch:
+            return torch.matmul(a, b)
+        with _tf32(dtype == "tf32"):
+            return torch.matmul(a, b)
+
+    gemm = planned(checked, again)
+    gemm.__name__ = gemm.__qualname__ = f"cublas_{dtype}"
     gemm.__doc__ = f"cuBLAS via torch.matmul ({dtype}); on the CPU backend, PyTorch's CPU matmul."
     return gemm
 
@@ -137,6 +137,19 @@ def _per_dtype(fn: Callable, name: str, names: tuple[str, ...]) -> dict[str, Gem
     return {d: _with(fn, f"{name}_{d}", dtype=d) for d in names}
 
 
+def _cuda(name: str, notebook: str, title: str, shape_multiple: int | tuple[int, int, int], *,
+          sweep: bool = False, **knobs) -> Stage:
+    """The row of a stage of the tensor-core extension: its kernel is ``csrc/<name>.cu`` with its line
+    in the binding (``csrc/tc_binding.cu``), a bf16 GEMM ``c = a @ b``; what it needs of a GPU is
+    what its build targets (sm_90a where the binding lists it under ``#ifdef TC_WITH_SM90A``).
+    ``knobs``: the extension entry's other arguments (a callable is called for its value at launch)."""
+    from course_lib.kernels import tensor_cores
+
+    return Stage(name=name, notebook=notebook, backend="cuda-extension", title=title,
+                 gemms={"bf16": tensor_cores.make_gemm(name, shape_multiple=shape_multiple, **knobs)},
+                 gpu_only=True, needs=tensor_cores.design(name).needs, shape_multiple=shape_multiple, sweep=sweep)
+
+
 def _manifest() -> list[Stage]:
     """The course, in order (imports the kernel modules: numba, Triton, the extension's wrappers)."""
     from course_lib.kernels import coalescing_and_triton as c04
@@ -146,10 +159,12 @@ def _manifest() -> list[Stage]:
     # Which dtypes each stage computes is said here, row by row: a new dtype record joins no stage
     # until its row lists it (with a wrapper that computes it).
     four = ("fp32", "tf32", "fp16", "bf16")
+    rows16 = 8  # bf16 elements in 16 bytes
     t02 = "02 shared-memory tiling (T={})"
     rows = [
-        Stage(name="cublas", notebook="", backend="cublas", title="cuBLAS (torch.matmul)",
-              gemms={d: _cublas(d) for d in four}, rounds_partial_sums=True),
+        Stage(name="cublas", notebook="", backend="cublas", title="cuBLAS (torch.matmul; FP8: torch._scaled_mm)",
+              gemms={**{d: _cublas(d) for d in four}, "e4m3": fp8.cublas_fp8}, rounds_partial_sums=True,
+              scalings=tuple(fp8.OPERAND_SCALING)),
         # 01: one thread per element of C
         Stage(name="naive", notebook="01_naive", backend="numba", title="01 naive (x along columns)",
               gemms={"fp32": naive.naive}),
@@ -187,11 +202,26 @@ def _manifest() -> list[Stage]:
         Stage(name="triton_fast", notebook=c04.FAST_NOTEBOOK, backend="triton", sweep=True,
               title="Triton fast (grouped, descriptors, tuned)",
               gemms=_per_dtype(c04.fast_matmul_autotuned, "triton_fast", four), tuning_log=c04.tuning_log),
-        # 06 and 07: tensor cores from CUDA C++ (stage 0, then the staircase whose last step is swept)
-        *(Stage(name=d.stage, notebook=d.notebook, backend="cuda-extension", title=d.title,
-                gemms={"bf16": tensor_cores.GEMMS[d.stage]}, gpu_only=True, needs=d.needs,
-                shape_multiple=d.shape_multiple, sweep=d is tensor_cores.DESIGNS[-1])
-          for d in tensor_cores.ALL_DESIGNS),
+        # 06 and 07: tensor cores from CUDA C++ (stage 0, then the staircase whose last step is swept).
+        # TMA, and stage 1's 16-byte loads, need every row of A, B and C to start on a 16-byte boundary.
+        _cuda("tc_0_mma_sync_minimal", "06_tensor_cores", "mma.sync, fragments from global memory", 1),
+        _cuda("tc_1_mma_sync", "06_tensor_cores", "mma.sync + ldmatrix (warp-level)", rows16),
+        _cuda("tc_2_wgmma_tma", "07_hopper_tensor_cores", "wgmma + TMA, 128B swizzle", rows16),
+        _cuda("tc_3_pipeline", "07_hopper_tensor_cores", "5-slot mbarrier pipeline", rows16),
+        _cuda("tc_4_warp_specialized", "07_hopper_tensor_cores", "warp specialisation, setmaxnreg, 128x256", rows16),
+        _cuda("tc_5_persistent", "07_hopper_tensor_cores", "persistent + clusters, TMA multicast", rows16),
+        # Stage 6 takes any M (TMA fills a partial box of A's rows, clips C's), and runs at most one CTA
+        # per SM (the textbook persistent grid): on the H200 that measured better than the grid derived
+        # from occupancy (stage 5's), at 4096^3 and at 8192^3.
+        _cuda("tc_6_tma_store", "07_hopper_tensor_cores", "wgmma in flight + TMA-store epilogue", (1, rows16, rows16),
+              sweep=True, group_m=8, max_ctas=backend.sm_count),
+        # 09: FP8 - e4m3 operands with their scales (course_lib.fp8), C = A W^T in bf16
+        Stage(name="triton_fp8", notebook="09_fp8", backend="triton", title="Triton FP8 (e4m3)",
+              gemms={"e4m3": c04.triton_fp8}, scalings=tuple(fp8.OPERAND_SCALING)),
+        Stage(name=tensor_cores.FP8_STAGE.stage, notebook="09_fp8", backend="cuda-extension",
+              title="FP8 (e4m3) wgmma, scaled in the epilogue or per K slice", gemms={"e4m3": tensor_cores.tc_7_fp8},
+              gpu_only=True, needs=tensor_cores.FP8_STAGE.needs, shape_multiple=tensor_cores.FP8_SHAPE_MULTIPLE,
+              scalings=tuple(fp8.OPERAND_SCALING)),
     ]
     return [dataclasses.replace(s, order=i) for i, s in enumerate(rows)]
 
@@ -205,7 +235,8 @@ def _validated(rows: list[Stage]) -> dict[str, Stage]:
         if s.backend not in BACKENDS:
             raise ValueError(f"stage {s.name!r}: unknown backend {s.backend!r}; one of {BACKENDS}")
         for d in s.gemms:
-            dtypes.get(d)
+            if dtypes.get(d).operands == "fp8" and not s.scalings:
+                raise ValueError(f"stage {s.name!r} computes {d}: its row must list the scalings it takes")
         if s.name in out:
             raise ValueError(f"the course manifest lists a stage named {s.name!r} twice")
         if s.variant_of is not None and s.variant_of not in out:
@@ -231,14 +262,3 @@ def get_stage(name: str) -> Stage:
         return _COURSE[name]
     except KeyError:
         raise KeyError(f"no stage named {name!r}; the course has: {', '.join(_COURSE)}") from None
-
-
-def stage_or_callable(gemm: str | Stage | Callable, dtype: str) -> tuple[str, GemmFn]:
-    """Resolve what check/bench were given to a label and a callable for ``dtype``."""
-    if isinstance(gemm, str):
-        gemm = get_stage(gemm)
-    if isinstance(gemm, Stage):
-        return gemm.name, gemm.gemm(dtype)
-    if callable(gemm):
-        return getattr(gemm, "__name__", repr(gemm)), gemm
-    raise TypeError(f"expected a stage name, a Stage or a callable fn(a, b) -> c, not {gemm!r}")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from course_lib import dtypes
 from course_lib.dtypes import NAMES as DTYPES
 
 RESULTS_DIR = Path(__file__).parent / "results"
@@ -95,13 +96,17 @@ class Results:
         stage: str | None = None,
         dtype: str | None = None,
         shapes: Iterable[tuple[int, int, int]] | None = None,
+        scaling: str | None = None,
     ) -> list[dict[str, Any]]:
+        """The records of ``stage``, ``dtype``, ``shapes`` and (FP8 records) ``scaling``; None: any."""
         wanted = None if shapes is None else {tuple(s) for s in shapes}
         out = []
         for r in self.records:
             if stage is not None and r["stage"] != stage:
                 continue
             if dtype is not None and r["dtype"] != dtype:
+                continue
+            if scaling is not None and r.get("scaling") != scaling:
                 continue
             if wanted is not None and (r["M"], r["N"], r["K"]) not in wanted:
                 continue
@@ -122,11 +127,12 @@ class Results:
 
 def format_table(rows: Iterable[dict[str, Any]]) -> str:
     """Records as a fixed-width text table (time, TFLOP/s, cuBLAS in the same call, ratio); a row
-    recorded on another GPU than the rest is marked * and says where."""
+    recorded on another GPU than the rest is marked * and says where; an FP8 row names its scaling."""
     lines = [f"{'stage':<30}{'dtype':<6}{'M':>6}{'N':>6}{'K':>6}{'ms':>10}{'TFLOP/s':>9}{'cuBLAS':>9}{'ratio':>8}"]
     for r in rows:
+        stage = f"{r['stage']} (per {r['scaling']})" if "scaling" in r else r["stage"]
         lines.append(
-            f"{r['stage']:<30}{r['dtype']:<6}{r['M']:>6}{r['N']:>6}{r['K']:>6}{r['ms']:>10.3f}"
+            f"{stage:<30}{r['dtype']:<6}{r['M']:>6}{r['N']:>6}{r['K']:>6}{r['ms']:>10.3f}"
             f"{r['tflops']:>9.1f}{r['cublas_tflops']:>9.1f}{100 * r['ratio_to_cublas']:>7.1f}%"
             + (f" *  recorded on {r['recorded_on']}" if r.get("recorded_on") else "")
         )
@@ -134,12 +140,16 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
 
 
 def ratio_table(runs: Sequence["Results"], stages: Sequence[str], size: int = 4096,
-                dtypes: Sequence[str] = DTYPES) -> str:
-    """Each stage as % of cuBLAS (and TFLOP/s) at ``size``³, one column per dtype, as text.
+                dtypes: Sequence[str] | None = None) -> str:
+    """Each stage as % of cuBLAS (and TFLOP/s) at ``size``³, one column per dtype (default: each
+    dtype the runs hold for these stages, in the course's order), as text.
 
     ``runs``: results objects (``.select(stage, dtype, shapes)`` and ``.provenance``), e.g. one
     ``bench.compare`` per dtype, or the recording; the first says where the numbers come from."""
     shape = (size, size, size)
+    if dtypes is None:
+        held = {r["dtype"] for run in runs for stage in stages for r in run.select(stage, shapes=[shape])}
+        dtypes = [d for d in DTYPES if d in held]
     rows: dict[tuple[str, str], dict] = {}
     for run in runs:
         for stage in stages:
@@ -209,6 +219,9 @@ def validate(data: Any, path: Path | None = None) -> Results:
                 raise _bad(path, f"record {i}: {key} = {value!r} must be positive and finite")
         if r["dtype"] not in DTYPES:
             raise _bad(path, f"record {i}: dtype {r['dtype']!r} is not one of {DTYPES}")
+        if (dtypes.get(r["dtype"]).operands == "fp8") != ("scaling" in r):
+            raise _bad(path, f"record {i}: an FP8 record (dtype e4m3), and only one, says how its operands "
+                             f"were scaled ('scaling')")
         expect = r["tflops"] / r["cublas_tflops"]
         if abs(r["ratio_to_cublas"] - expect) > 1e-3 * max(1.0, expect):
             raise _bad(path, f"record {i}: ratio_to_cublas {r['ratio_to_cublas']} != tflops / cublas_tflops")

@@ -50,8 +50,8 @@ def main() -> int:
     for name, (scaling, fast) in VARIANTS.items():
         row = {"variant": name}
         try:
-            report = correctness.check_fp8(lambda qa, qw: tc.tc_7_fp8(qa, qw, fast_accumulation=fast), scaling,
-                                           CHECK_SHAPES, seed=7, label=f"tc_7_fp8 {name}")
+            report = correctness.check(lambda qa, qw: tc.tc_7_fp8(qa, qw, fast_accumulation=fast), "e4m3",
+                                       CHECK_SHAPES, scaling=scaling, seed=7, label=f"tc_7_fp8 {name}")
             row["shapes"] = [{"shape": list(r.shape), "rel_error": r.rel_error, "tolerance": r.tolerance}
                              for r in report.results]
             print(f"check {name:<12} passed on {len(report.results)} shapes, worst rel. error "

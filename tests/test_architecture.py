@@ -7,9 +7,9 @@ LIB = Path(__file__).resolve().parent.parent / "course_lib"
 
 LAYERS = [
     {"backend", "features", "dtypes"},
-    {"gemm", "layout", "guard", "timing", "compiler", "model_shapes", "fp8"},
+    {"gemm", "layout", "instruments", "timing", "compiler", "model_shapes", "fp8"},
     {"registry", "kernels"},
-    {"correctness", "results", "bench", "profiles", "plots", "report", "notebooks", "viz", "learn", "jupyter", "exercises"},
+    {"target", "correctness", "results", "bench", "profiles", "plots", "report", "notebooks", "viz", "learn", "jupyter", "exercises"},
 ]
 
 

@@ -28,8 +28,10 @@ def test_each_generation_runs_what_it_has(capability):
     expected = set(everything())
     if capability < (8, 0):  # Turing: no bf16 or TF32 tensor cores, so no tensor-core stage at all
         expected -= {(n, d) for n, d in everything() if d in TENSOR_CORE_DTYPES}
+    if capability < (8, 9):  # FP8 tensor cores: Ada (8.9) and newer
+        expected -= {(n, d) for n, d in everything() if d == "e4m3"}
     if capability[0] != 9:  # wgmma/TMA/setmaxnreg code is for sm_90a: Hopper only
-        expected -= {(n, "bf16") for n in HOPPER_ONLY}
+        expected -= {(n, "bf16") for n in HOPPER_ONLY} | {("tc_7_fp8", "e4m3")}
     assert got == expected
     # the numba stages (fp32 on CUDA cores) run on every GPU the course supports
     assert {("naive", "fp32"), ("register_tiling", "fp32"), ("triton_fast", "fp16")} <= got
@@ -85,13 +87,14 @@ def fake_gpu(monkeypatch):
         monkeypatch.setattr(backend, "_BACKEND", fake)
         h200 = results.load(results.DEFAULT_GPU_FILE)
 
-        def fake_measure(gemm, dtype, shape, **kw):
-            calls.append((gemm, dtype))
-            row = dict(h200.select(gemm, dtype, [shape])[0])
+        def fake_measure(gemm, dtype, shape, **kw):  # gemm: a stage's name, or what bench resolved
+            name, dtype = getattr(gemm, "label", gemm), dtypes.get(dtype).name
+            calls.append((name, dtype))
+            row = dict(h200.select(name, dtype, [shape])[0])
             return {k: v for k, v in row.items() if k != "recorded_on"}
 
-        def fake_check_one(fn, shape, dtype, *, seed, label="gemm", tol=None, rounds_partial_sums=False):
-            calls.append((label, dtype))
+        def fake_check_one(t, shape, *, seed, tol=None):
+            calls.append((t.label, t.dtype.name))
             return correctness.ShapeResult(shape, seed, 0.0, 1.0)
 
         monkeypatch.setattr(bench, "measure", fake_measure)
@@ -127,7 +130,7 @@ def test_the_tensor_core_wrapper_refuses_before_building_the_extension(fake_gpu,
     monkeypatch.setattr(tc.stages, "prepare", lambda *a, **k: None)
     monkeypatch.setattr(tc.stages, "extension", lambda: pytest.fail("the extension must not be built for a stage this GPU lacks"))
     with pytest.raises(registry.NotOnThisGPU, match="Hopper"):
-        tc.tc_4_warp_specialized(None, None)
+        registry.get_stage("tc_4_warp_specialized").gemms["bf16"](None, None)
 
 
 def test_turing_checks_fp16_but_not_bf16(fake_gpu):
@@ -165,7 +168,7 @@ def test_bench_of_a_stage_this_gpu_lacks_is_the_recording(fake_gpu, capsys):
 def test_a_recording_plans_only_what_the_gpu_runs():
     for capability in [(7, 5), (8, 0), (9, 0)]:
         plan = recording.record_plan(capability=capability)
-        assert {(n, d) for n, d, _ in plan} <= runnable(capability)
+        assert {(p.stage, p.dtype) for p in plan} <= runnable(capability)
         skipped = recording.not_recordable(capability)
         assert len(skipped) == len(everything() - runnable(capability))
     assert recording.not_recordable((9, 0)) == []

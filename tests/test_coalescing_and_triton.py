@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import course_lib
-from course_lib import backend, check, get_stage
+from course_lib import backend, check, dtypes, get_stage
 from course_lib.gemm import prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.kernels.coalescing_and_triton import article, autotune, common, evidence, fast
@@ -69,16 +69,18 @@ def test_vector_add_refuses_bad_input():
 
 # ---- every stage, every dtype, through course_lib.check ----------------------------------------
 def test_the_triton_stages_are_the_course_ones():
-    triton = [s for s in course_lib.stages() if s.backend == "triton"]
+    triton = [s for s in course_lib.stages() if s.backend == "triton" and not s.scalings]  # FP8: test_fast_fp8
     assert [s.name for s in triton] == STAGES
     assert all(s.notebook == NOTEBOOKS[s.name] and s.dtypes == tuple(DTYPES) for s in triton)
 
 
-# every Triton stage of the manifest, each dtype it lists (a new one is checked here without being named)
-@pytest.mark.parametrize("name, dtype", [(s.name, d) for s in course_lib.stages() if s.backend == "triton"
-                                         for d in s.dtypes])
-def test_stage_passes_check(name, dtype):
-    report = check(name, dtype, seed=4)
+# every Triton stage of the manifest, each dtype it lists, an FP8 stage in each scaling it takes (a new
+# one is checked here without being named)
+@pytest.mark.parametrize("name, dtype, scaling", [
+    (s.name, d, scaling) for s in course_lib.stages() if s.backend == "triton" for d in s.dtypes
+    for scaling in (s.scalings if dtypes.get(d).operands == "fp8" else (None,))])
+def test_stage_passes_check(name, dtype, scaling):
+    report = check(name, dtype, scaling=scaling, seed=4)
     assert all(r.rel_error <= r.tolerance for r in report.results)
 
 

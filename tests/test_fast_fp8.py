@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 import torch
 
-from course_lib import backend, correctness, fp8, guard
+from course_lib import backend, correctness, fp8
+from course_lib.instruments import guard
 from course_lib.gemm import new_output, poisoned_outputs, relative_error
 from course_lib.kernels.coalescing_and_triton.fast_fp8 import Fp8Config, fp8_config, fp8_matmul
 
@@ -59,7 +60,7 @@ def test_matches_the_float64_product_of_the_dequantized_operands(shape, scalings
 
 @pytest.mark.parametrize("scaling", ["tensor", "row"])
 def test_passes_the_course_check_fp8(scaling):
-    report = correctness.check_fp8(fp8_matmul, scaling, seed=0)
+    report = correctness.check(fp8_matmul, "e4m3", scaling=scaling, seed=0)
     assert len(report.results) == len(correctness.FP8_CPU_SHAPES if not backend.get().is_gpu
                                       else correctness.FP8_GPU_SHAPES)
 
@@ -83,7 +84,8 @@ def test_the_descriptor_kernel_passes_check_fp8_and_falls_back_where_tma_cannot_
     from course_lib.kernels.coalescing_and_triton import fast_fp8
 
     config = Fp8Config(32, 64, 64, descriptors=True)
-    correctness.check_fp8(lambda qa, qw: fp8_matmul(qa, qw, config), scaling, [(1, 16, 16), (37, 80, 208), (130, 144, 256)])
+    correctness.check(lambda qa, qw: fp8_matmul(qa, qw, config), "e4m3",
+                      [(1, 16, 16), (37, 80, 208), (130, 144, 256)], scaling=scaling)
     launched = []
     for name in ("fp8_matmul_tma_kernel", "fp8_matmul_kernel"):
         kernel = getattr(fast_fp8, name)
@@ -258,8 +260,8 @@ def test_the_block_scaled_kernel_passes_check_fp8(config):
     that cut the blocks (K = 257, N = 129) and the tiles."""
     from course_lib.kernels.coalescing_and_triton.fast_fp8 import fp8_matmul_blockscaled
 
-    correctness.check_fp8(lambda qa, qw: fp8_matmul_blockscaled(qa, qw, config), "block",
-                          [(1, 8, 16), (37, 129, 257), (130, 300, 520)])
+    correctness.check(lambda qa, qw: fp8_matmul_blockscaled(qa, qw, config), "e4m3",
+                      [(1, 8, 16), (37, 129, 257), (130, 300, 520)], scaling="block")
 
 
 def test_the_block_scaled_kernel_applies_every_blocks_scale():

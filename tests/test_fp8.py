@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_lib import backend, correctness, fp8
+from course_lib import backend, correctness, dtypes, fp8
+from course_lib.model import fp8_accumulator
 from course_lib.gemm import relative_error
 
 
@@ -74,15 +75,15 @@ def test_quantize_refuses_what_it_cannot_represent():
 
 def test_aligned_sum_cuts_every_addend_below_the_largest_exponent():
     # 4 + 0.75 with 3 bits: 4 < 2^3, so the last bit kept is worth 2^0 and 0.75 is dropped
-    got = fp8.aligned_sum(torch.zeros(1, 1, dtype=torch.float64), torch.tensor([[[4.0], [0.75]]], dtype=torch.float64), 3)
+    got = fp8_accumulator.aligned_sum(torch.zeros(1, 1, dtype=torch.float64), torch.tensor([[[4.0], [0.75]]], dtype=torch.float64), 3)
     assert got.item() == 4.0
     # the accumulator counts: 0.75 + 0.75 beside an accumulator of 8 (last bit 2^1) adds nothing
-    got = fp8.aligned_sum(torch.full((1, 1), 8.0, dtype=torch.float64),
+    got = fp8_accumulator.aligned_sum(torch.full((1, 1), 8.0, dtype=torch.float64),
                           torch.tensor([[[0.75], [0.75]]], dtype=torch.float64), 3)
     assert got.item() == 8.0
     # with enough bits, exact
     p = torch.tensor([[[4.0], [0.75], [-0.125]]], dtype=torch.float64)
-    assert fp8.aligned_sum(torch.zeros(1, 1, dtype=torch.float64), p, 20).item() == 4.625
+    assert fp8_accumulator.aligned_sum(torch.zeros(1, 1, dtype=torch.float64), p, 20).item() == 4.625
 
 
 def _fp8_operands(K: int, make=torch.rand):
@@ -96,22 +97,22 @@ def test_the_sum_model_loses_more_with_k_and_promotion_stops_it():
     errors = {}
     for K in (512, 4096):
         a, b, exact = _fp8_operands(K)
-        errors[K] = relative_error(fp8.limited_sum_matmul(a, b), exact)
-        promoted = relative_error(fp8.limited_sum_matmul(a, b, promote_every=4), exact)
+        errors[K] = relative_error(fp8_accumulator.limited_sum_matmul(a, b), exact)
+        promoted = relative_error(fp8_accumulator.limited_sum_matmul(a, b, promote_every=4), exact)
         assert promoted < errors[K] / 10, (K, promoted, errors[K])
     assert errors[4096] > 3 * errors[512]
     a, b, exact = _fp8_operands(1024, torch.randn)
-    assert relative_error(fp8.limited_sum_matmul(a, b, accumulator_bits=40), exact) < 1e-9
+    assert relative_error(fp8_accumulator.limited_sum_matmul(a, b, accumulator_bits=40), exact) < 1e-9
 
 
 def test_the_sum_model_refuses_bad_arguments():
     with pytest.raises(ValueError, match="M x K and K x N"):
-        fp8.limited_sum_matmul(torch.ones(2, 3), torch.ones(4, 2))
+        fp8_accumulator.limited_sum_matmul(torch.ones(2, 3), torch.ones(4, 2))
     with pytest.raises(ValueError, match="promote_every"):
-        fp8.limited_sum_matmul(torch.ones(2, 3), torch.ones(3, 2), promote_every=0)
+        fp8_accumulator.limited_sum_matmul(torch.ones(2, 3), torch.ones(3, 2), promote_every=0)
 
 
-# ---- check_fp8: a right FP8 GEMM passes, wrong ones fail ---------------------------------------------
+# ---- check in e4m3: a right FP8 GEMM passes, wrong ones fail ---------------------------------------------
 
 def _right(qa, qw):
     from course_lib.gemm import new_output
@@ -123,9 +124,9 @@ def _right(qa, qw):
 
 @pytest.mark.parametrize("scaling", sorted(fp8.OPERAND_SCALING))
 def test_check_fp8_passes_a_right_gemm_and_fails_wrong_ones(scaling):
-    report = correctness.check_fp8(_right, scaling)
+    report = correctness.check(_right, "e4m3", scaling=scaling)
     shapes = correctness.FP8_GPU_SHAPES if backend.get().is_gpu else correctness.FP8_CPU_SHAPES
-    assert len(report.results) == len(shapes) and report.max_rel_error < correctness.FP8_TOLERANCE
+    assert len(report.results) == len(shapes) and report.max_rel_error < dtypes.E4M3.tolerance
 
     def no_scales(qa, qw):  # the products of the stored values, scales forgotten
         return (qa.values.double() @ qw.values.double().t()).bfloat16()
@@ -141,12 +142,12 @@ def test_check_fp8_passes_a_right_gemm_and_fails_wrong_ones(scaling):
     for wrong, why in ((no_scales, "relative error"), (last_column_unwritten, "not finite"),
                        (w_not_transposed_in_k, "relative error")):
         with pytest.raises(AssertionError, match=why):
-            correctness.check_fp8(wrong, scaling)
+            correctness.check(wrong, "e4m3", scaling=scaling)
 
 
 def test_check_fp8_names_a_wrong_output_type_and_cublas_refuses_mixed_scalings():
-    with pytest.raises(AssertionError, match="expected .* torch.bfloat16"):
-        correctness.check_fp8(lambda qa, qw: _right(qa, qw).float(), "tensor")
+    with pytest.raises(AssertionError, match="returned torch.float32, expected torch.bfloat16"):
+        correctness.check(lambda qa, qw: _right(qa, qw).float(), "e4m3", scaling="tensor")
     qa, _ = fp8.fp8_inputs(4, 8, 16, "tensor", seed=0)
     _, qw = fp8.fp8_inputs(4, 8, 16, "row", seed=0)
     with pytest.raises(ValueError, match="scaled by blocks"):
@@ -339,22 +340,22 @@ def test_check_fp8_guards_each_operand_s_scales(name):
         return c
 
     with pytest.raises(AssertionError, match="outside (A|W)'s scales"):
-        correctness.check_fp8(writes_past_scales, "tensor")
+        correctness.check(writes_past_scales, "e4m3", scaling="tensor")
 
 
 def test_fp8_tolerance_grows_with_the_square_root_of_k_beyond_4096():
     """The tolerance at K = 16384 is twice the one at K <= 4096 (no CPU shape has K > 1024, so only
     this holds the growth)."""
-    assert correctness.fp8_tolerance(1024) == correctness.fp8_tolerance(4096) == correctness.FP8_TOLERANCE
-    assert correctness.fp8_tolerance(16384) == pytest.approx(2 * correctness.FP8_TOLERANCE)
+    assert correctness.tolerance("e4m3", 1024) == correctness.tolerance("e4m3", 4096) == dtypes.E4M3.tolerance
+    assert correctness.tolerance("e4m3", 16384) == pytest.approx(2 * dtypes.E4M3.tolerance)
 
 
 def test_check_fp8_guards_the_operands_and_the_output():
-    """check_fp8 places A, W, their scales and C in guard regions: a write past C is named."""
+    """check places A, W, their scales and C in guard regions: a write past C is named."""
     def writes_past_c(qa, qw):
         c = _right(qa, qw)
         torch.as_strided(c, (c.numel() + 1,), (1,))[-1] = 0.0  # one element past the end of C
         return c
 
     with pytest.raises(AssertionError, match="outside C"):
-        correctness.check_fp8(writes_past_c, "tensor")
+        correctness.check(writes_past_c, "e4m3", scaling="tensor")

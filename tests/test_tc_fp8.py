@@ -82,7 +82,7 @@ def _hopper():
 @pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
 def test_is_correct_on_the_gpu(scaling):
     _hopper()
-    report = correctness.check_fp8(tc.tc_7_fp8, scaling, SHAPES, label="tc_7_fp8")
+    report = correctness.check(tc.tc_7_fp8, "e4m3", SHAPES, scaling=scaling, label="tc_7_fp8")
     assert len(report.results) == len(SHAPES)
 
 
@@ -91,8 +91,8 @@ def test_is_correct_on_the_gpu(scaling):
 def test_fast_accumulation_is_correct_on_the_gpu(scaling):
     """Normal data: sums that cancel, within the tolerance even in the tensor core's accumulator."""
     _hopper()
-    correctness.check_fp8(lambda qa, qw: tc.tc_7_fp8(qa, qw, fast_accumulation=True), scaling, SHAPES,
-                          label="tc_7_fp8 fast")
+    correctness.check(lambda qa, qw: tc.tc_7_fp8(qa, qw, fast_accumulation=True), "e4m3",
+                      SHAPES, scaling=scaling, label="tc_7_fp8 fast")
 
 
 @pytest.mark.gpu
@@ -107,7 +107,7 @@ def test_promotion_keeps_long_positive_sums_accurate_on_hopper():
     ref = qa.dequantize() @ qw.dequantize().t()
     promoted = correctness.relative_error(tc.tc_7_fp8(qa, qw).double(), ref)
     fast = correctness.relative_error(tc.tc_7_fp8(qa, qw, fast_accumulation=True).double(), ref)
-    assert promoted < correctness.fp8_tolerance(4096) < 1e-2 < fast, (promoted, fast)
+    assert promoted < correctness.tolerance("e4m3", 4096) < 1e-2 < fast, (promoted, fast)
 
 
 @pytest.mark.gpu
@@ -120,7 +120,7 @@ def test_one_operand_per_tensor_and_the_other_per_row_on_the_gpu():
             qa, qw = fp8.quantize(a, "e4m3", sa), fp8.quantize(w, "e4m3", sw)
             ref = qa.dequantize() @ qw.dequantize().t()
             c = tc.tc_7_fp8(qa, qw)
-            assert correctness.relative_error(c.double(), ref) < correctness.fp8_tolerance(K), (M, N, K, sa, sw)
+            assert correctness.relative_error(c.double(), ref) < correctness.tolerance("e4m3", K), (M, N, K, sa, sw)
 
 
 @pytest.mark.gpu
@@ -129,5 +129,5 @@ def test_a_small_grid_walks_every_tile_on_the_gpu(max_ctas):
     """One or three clusters walk all the tiles, each stored during the next tile's first slices."""
     _hopper()
     for scaling in ("tensor", "block"):
-        correctness.check_fp8(lambda qa, qw: tc.tc_7_fp8(qa, qw, max_ctas=max_ctas), scaling,
-                              [(300, 1000, 528), (1000, 1032, 1024)], label="tc_7_fp8")
+        correctness.check(lambda qa, qw: tc.tc_7_fp8(qa, qw, max_ctas=max_ctas), "e4m3",
+                          [(300, 1000, 528), (1000, 1032, 1024)], scaling=scaling, label="tc_7_fp8")

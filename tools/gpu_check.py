@@ -1,4 +1,5 @@
-"""Run course_lib.check for stages on this backend's default shapes (large ones on a GPU).
+"""Run course_lib.check for stages on this backend's default shapes (large ones on a GPU), every
+dtype of each stage, an FP8 stage in every scaling it takes.
 
     COURSE_BACKEND=gpu python tools/gpu_check.py naive shared_memory_tiling ...   (no names: all)
 """
@@ -8,6 +9,7 @@ import time
 import traceback
 
 import course_lib
+import course_lib.dtypes
 
 
 def main(names: list[str]) -> int:
@@ -16,13 +18,15 @@ def main(names: list[str]) -> int:
     failed = 0
     for stage in chosen:
         for dtype in stage.dtypes:
-            t0 = time.time()
-            try:
-                report = course_lib.check(stage, dtype)
-                print(f"{report!r} [{time.time() - t0:.1f} s]", flush=True)
-            except Exception:  # noqa: BLE001 - report every stage, then fail
-                failed += 1
-                print(f"FAILED {stage.name} {dtype}:\n{traceback.format_exc()}", flush=True)
+            fp8 = course_lib.dtypes.get(dtype).operands == "fp8"
+            for scaling in stage.scalings if fp8 else (None,):
+                t0 = time.time()
+                try:
+                    report = course_lib.check(stage, dtype, scaling=scaling)
+                    print(f"{report!r} [{time.time() - t0:.1f} s]", flush=True)
+                except Exception:  # noqa: BLE001 - report every stage, then fail
+                    failed += 1
+                    print(f"FAILED {stage.name} {dtype} {scaling or ''}:\n{traceback.format_exc()}", flush=True)
     print(f"{len(chosen)} stages, {failed} failures")
     return 1 if failed else 0
 

@@ -27,12 +27,14 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
-from course_lib import backend, dtypes
+from course_lib import backend
 from course_lib.backend import NoGPUError
-from course_lib.gemm import flops, random_inputs, relative_error
+from course_lib.dtypes import CourseDtype
+from course_lib.gemm import flops, relative_error
 from course_lib.layout import Shape
-from course_lib.registry import Stage, get_stage, stage_or_callable
+from course_lib.registry import Stage
 from course_lib.results import Results, course_recording, validate
+from course_lib.target import Target, resolve
 from course_lib.timing import Timing, time_fn
 
 __all__ = ["SQUARE_SIZES", "SWEEP_SHAPES", "Progress", "bench", "compare", "copy_bandwidth_gbs", "measure", "provenance"]
@@ -62,25 +64,26 @@ def _require_gpu(what: str) -> None:
 AS_CALLED_ROUNDS, AS_CALLED_BUDGET_MS = 2, 40.0
 
 
-def measure(gemm: str | Stage | Callable, dtype: str, shape: Shape, *, rounds: int = 3, budget_ms: float = 100.0,
+def measure(gemm: str | Stage | Callable | Target, dtype: str | CourseDtype, shape: Shape, *, scaling: str | None = None, rounds: int = 3, budget_ms: float = 100.0,
             as_called: bool = False) -> dict[str, Any]:
     """Time one stage and cuBLAS on the same inputs in alternating rounds; return one record.
 
-    The record's ``ms`` is GPU time (the host's time to call kept out). With ``as_called``, both are
-    also timed as a caller gets them - one call on an idle GPU, host time included
-    (``time_fn(host=True)``) - in AS_CALLED_ROUNDS more alternating rounds: ``ms_as_called``,
-    ``cublas_ms_as_called`` and ``ratio_to_cublas_as_called``."""
+    ``gemm`` in ``dtype`` (and, for FP8, ``scaling``: cuBLAS then scales its operands the same way)
+    as :func:`course_lib.target.resolve` takes them. The record's ``ms`` is GPU time (the host's time
+    to call kept out). With ``as_called``, both are also timed as a caller gets them - one call on an
+    idle GPU, host time included (``time_fn(host=True)``) - in AS_CALLED_ROUNDS more alternating
+    rounds: ``ms_as_called``, ``cublas_ms_as_called`` and ``ratio_to_cublas_as_called``."""
     _require_gpu("measure")
-    label, fn = stage_or_callable(gemm, dtype)
-    cublas = get_stage("cublas").gemm(dtype)
+    t = gemm if isinstance(gemm, Target) else resolve(gemm, dtype, scaling)
+    label, fn, cublas = t.label, t.fn, t.reference()
     M, N, K = shape
-    a, b = random_inputs(M, N, K, dtype)
+    a, b = t.inputs(M, N, K)
     c, ref = fn(a, b), cublas(a, b)
     err = relative_error(c, ref)
     # Loose on purpose (check() is the strict test): a fast wrong kernel is not a result.
-    if not err <= dtypes.get(dtype).sanity:
+    if not err <= t.dtype.sanity:
         raise AssertionError(
-            f"{label} ({dtype}) at {M}x{N}x{K} differs from cuBLAS by {err:.2e}; not timing a wrong kernel"
+            f"{label} ({t.arithmetic}) at {M}x{N}x{K} differs from cuBLAS by {err:.2e}; not timing a wrong kernel"
         )
     del c, ref
     mine: list[Timing] = []
@@ -109,7 +112,8 @@ def measure(gemm: str | Stage | Callable, dtype: str, shape: Shape, *, rounds: i
     ctf = flops(M, N, K) / (cms * 1e-3) / 1e12
     return {
         "stage": label,
-        "dtype": dtype,
+        "dtype": t.dtype.name,
+        **({"scaling": t.scaling} if t.fp8 else {}),
         "M": M,
         "N": N,
         "K": K,
@@ -195,31 +199,33 @@ class Progress:
 
 def bench(
     gemm: str | Stage | Callable,
-    dtype: str = "fp32",
+    dtype: str | CourseDtype = "fp32",
     shapes: Iterable[Shape] | None = None,
     *,
+    scaling: str | None = None,
     rounds: int = 3,
     progress: bool = True,
     ceilings: dict[str, Any] | None = None,
 ) -> Results:
     """Time a stage against cuBLAS on this GPU, or, without one, return what was recorded.
 
+    ``gemm``, ``dtype`` and ``scaling`` (FP8 only) as :func:`course_lib.target.resolve` takes them.
     ``ceilings`` (the machine's measured limits) are measured here unless the caller already has them.
 
     The returned :class:`~course_lib.results.Results` says which it is in ``.label``.
     """
+    t = resolve(gemm, dtype, scaling)
     shapes = [tuple(s) for s in (shapes if shapes is not None else [(n, n, n) for n in SQUARE_SIZES])]
-    why = _not_timed_here(gemm, dtype)
+    why = _not_timed_here(t)
     if why is not None:
-        name = gemm if isinstance(gemm, str) else gemm.name
         rec = course_recording()
-        rows = _recorded_rows(rec, name, dtype, shapes)
+        rows = _recorded_rows(rec, t, shapes)
         _say_recorded(why, rec)
         return Results(rec.path, rec.provenance, rec.ceilings, tuple(rows))
     bar = Progress(len(shapes), "bench") if progress else None
     records = []
     for shape in shapes:
-        records.append(measure(gemm, dtype, shape, rounds=rounds))
+        records.append(measure(t, t.dtype, shape, rounds=rounds))
         if bar:
             r = records[-1]
             bar.step(f"{shape}: {r['tflops']:.1f} TF, {100 * r['ratio_to_cublas']:.0f}% of cuBLAS")
@@ -230,41 +236,39 @@ def bench(
     return validate({"provenance": prov, "ceilings": ceilings, "records": records})
 
 
-def compare(stage_names: Sequence[str], dtype: str = "fp32", shape: Shape = (4096, 4096, 4096), *, progress: bool = True) -> Results:
+def compare(stage_names: Sequence[str], dtype: str | CourseDtype = "fp32", shape: Shape = (4096, 4096, 4096), *,
+            scaling: str | None = None, progress: bool = True) -> Results:
     """Several stages at one shape, each side by side with cuBLAS: measured live on a GPU, the
     recorded results without one; on a GPU, a stage this GPU cannot run shows its recorded row,
     marked as recorded, and one line says what the GPU lacks. ``.label`` says which is which. Feed it
     to course_lib.plots."""
+    targets = [resolve(name, dtype, scaling) for name in stage_names]
     rec = course_recording()
     on_gpu = backend.get().is_gpu
-    lacking = {name: why for name in stage_names if (why := get_stage(name).why_not_here(dtype)) is not None}
+    lacking = {t.label: t.why_not_here for t in targets if t.why_not_here is not None}
     for why in lacking.values() if on_gpu else ():
         print(f"not run here: {why}")
-    if not on_gpu or len(lacking) == len(stage_names):  # nothing runs here: the recording, as it is
-        rows = [r for name in stage_names for r in _recorded_rows(rec, name, dtype, [shape])]
+    if not on_gpu or len(lacking) == len(targets):  # nothing runs here: the recording, as it is
+        rows = [r for t in targets for r in _recorded_rows(rec, t, [shape])]
         _say_recorded("No GPU here" if not on_gpu else "", rec)
         return Results(rec.path, rec.provenance, rec.ceilings, tuple(rows))
     ceilings = {"copy_bandwidth_gbs": copy_bandwidth_gbs()}  # once, not once per stage
     records: list[dict[str, Any]] = []
-    for name in stage_names:
-        if name in lacking:
-            records += [dict(r, recorded_on=r.get("recorded_on") or rec.source)
-                        for r in _recorded_rows(rec, name, dtype, [shape])]
+    for t in targets:
+        if t.label in lacking:
+            records += [dict(r, recorded_on=r.get("recorded_on") or rec.source) for r in _recorded_rows(rec, t, [shape])]
         else:
-            live = bench(name, dtype, [shape], progress=progress, ceilings=ceilings)
+            live = bench(t.stage, t.dtype, [shape], scaling=t.scaling, progress=progress, ceilings=ceilings)
             records += live.records
     return Results(None, live.provenance, live.ceilings, tuple(records))
 
 
-def _not_timed_here(gemm: str | Stage | Callable, dtype: str) -> str | None:
-    """Why :func:`bench` cannot time ``gemm`` in ``dtype`` here (None: it can)."""
-    if isinstance(gemm, (str, Stage)):
-        stage = get_stage(gemm) if isinstance(gemm, str) else gemm
-        if dtype in stage.gemms and (why := stage.why_not_here(dtype)) is not None:
-            return why
-        if not backend.get().is_gpu:
-            return "No GPU here"
-        return None
+def _not_timed_here(t: Target) -> str | None:
+    """Why :func:`bench` cannot time ``t`` here (None: it can)."""
+    if t.why_not_here is not None:
+        return t.why_not_here
+    if t.stage is not None:
+        return None if backend.get().is_gpu else "No GPU here"
     if not backend.get().is_gpu:
         raise NoGPUError(
             "without a GPU there is nothing recorded for your own function, and the CPU "
@@ -273,13 +277,14 @@ def _not_timed_here(gemm: str | Stage | Callable, dtype: str) -> str | None:
     return None
 
 
-def _recorded_rows(rec: Results, name: str, dtype: str, shapes: Sequence[Shape]) -> list[dict[str, Any]]:
-    rows = rec.select(name, dtype, shapes)
+def _recorded_rows(rec: Results, t: Target, shapes: Sequence[Shape]) -> list[dict[str, Any]]:
+    rows = rec.select(t.label, t.dtype.name, shapes, scaling=t.scaling)
     if not rows:
+        recorded = sorted({(r["M"], r["N"], r["K"]) for r in rec.select(t.label, t.dtype.name, scaling=t.scaling)})
         raise LookupError(
-            f"nothing recorded for {name} ({dtype}) at {list(shapes)} in {rec.path.name if rec.path else 'the recording'}; "
-            f"recorded shapes: {sorted({(r['M'], r['N'], r['K']) for r in rec.select(name, dtype)})} "
-            f"(a new stage is recorded on a GPU: STAGES={name} bash tools/gpu_run_all.sh record)"
+            f"nothing recorded for {t.label} ({t.arithmetic}) at {list(shapes)} in "
+            f"{rec.path.name if rec.path else 'the recording'}; recorded shapes: {recorded} "
+            f"(a new stage is recorded on a GPU: STAGES={t.label} bash tools/gpu_run_all.sh record)"
         )
     return rows
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
-from course_lib import backend, bench, layout
+from course_lib import backend, bench, dtypes, layout
 from course_lib.bench import SQUARE_SIZES, SWEEP_SHAPES
 from course_lib.layout import Shape
 from course_lib.model_shapes import MODEL_SHAPES
@@ -26,19 +26,28 @@ from course_lib.results import RESULTS_DIR, Results, load, save, slug
 
 # The GEMMs of real models (course_lib.model_shapes): recorded for the course's final kernels.
 MODEL_TABLE: tuple[Shape, ...] = tuple(s.shape for s in MODEL_SHAPES)
-FINAL_STAGES = ("triton_fast", "tc_6_tma_store")
+FINAL_STAGES = ("triton_fast", "tc_6_tma_store", "triton_fp8", "tc_7_fp8")  # FP8 (e4m3): notebook 09's
 
 VARIANT_SIZE = 4096  # parameter variants of a stage are recorded at this size only
 
 
+class Planned(NamedTuple):
+    """One measurement of a recording: a stage in a dtype at a shape (FP8: with its operands' scaling)."""
+
+    stage: str
+    dtype: str
+    shape: Shape
+    scaling: str | None = None
+
+
 def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
                 capability: backend.Capability | None = None, device: backend.Capability | None = None,
-                ) -> list[tuple[str, str, Shape]]:
-    """(stage, dtype, shape) triples a recording run measures: every GPU stage and dtype at the
-    square sizes, the size sweep for the fastest stage of each backend, and the model shape table
-    for the final kernels (minus the shapes a stage refuses: :func:`refused_shapes`). With ``capability``
-    (and the GPU's real ``device`` capability, if it is treated as an older one), only what such a
-    GPU can run: :func:`not_recordable` lists the rest."""
+                ) -> list[Planned]:
+    """What a recording run measures: every GPU stage and dtype (an FP8 stage in each scaling it
+    takes) at the square sizes, the size sweep for the fastest stage of each backend, and the model
+    shape table for the final kernels (minus the shapes a stage refuses: :func:`refused_shapes`). With
+    ``capability`` (and the GPU's real ``device`` capability, if it is treated as an older one), only
+    what such a GPU can run: :func:`not_recordable` lists the rest."""
     plan = []
     for st in stages():
         if st.name == "cublas" or (selected and st.name not in selected):
@@ -51,11 +60,11 @@ def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
                 shapes = [(VARIANT_SIZE,) * 3]
             elif sweep and st.sweep:
                 shapes += list(SWEEP_SHAPES)
-                if st.name in FINAL_STAGES:
-                    shapes += [s for s in MODEL_TABLE if s not in shapes]
+            if sweep and st.name in FINAL_STAGES:
+                shapes += [s for s in MODEL_TABLE if s not in shapes]
             for shape in shapes:
                 if layout.fits(shape, st.shape_multiple):
-                    plan.append((st.name, dtype, shape))
+                    plan += [Planned(st.name, dtype, shape, scaling) for scaling in st.scalings or (None,)]
     return plan
 
 
@@ -63,8 +72,8 @@ def refused_shapes(selected: Sequence[str] | None = None) -> list[str]:
     """One line per sweep or table shape a sweep stage refuses (its shape rule, shape_multiple)."""
     out = []
     for st in stages():
-        if st.sweep and (not selected or st.name in selected):
-            for shape in list(SWEEP_SHAPES) + list(MODEL_TABLE if st.name in FINAL_STAGES else ()):
+        if (st.sweep or st.name in FINAL_STAGES) and (not selected or st.name in selected):
+            for shape in list(SWEEP_SHAPES if st.sweep else ()) + list(MODEL_TABLE if st.name in FINAL_STAGES else ()):
                 if not layout.fits(shape, st.shape_multiple):
                     out.append(f"{st.name} at {shape[0]}x{shape[1]}x{shape[2]}: {layout.rule_text(st.shape_multiple)}")
     return out
@@ -98,24 +107,28 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
     # cuBLAS against itself at every size of the plan: the reference rows of every chart.
     plan = record_plan(selected, sweep, b.capability, b.device_capability)
     cublas = get_stage("cublas")
-    cublas_shapes = sorted({(d, s) for _, d, s in plan} | {
-        (d, (n, n, n)) for d in cublas.dtypes for n in SQUARE_SIZES
-        if cublas.missing_feature(d, b.capability, b.device_capability) is None})
+    squares = {Planned("cublas", d, (n, n, n), s) for d in cublas.dtypes for n in SQUARE_SIZES
+               if cublas.missing_feature(d, b.capability, b.device_capability) is None
+               for s in (cublas.scalings if dtypes.get(d).operands == "fp8" else (None,))}
+    # cuBLAS against itself at the square sizes and wherever a stage is measured (FP8: in the
+    # scalings the stages are measured in, or in all of them at the square sizes).
+    cublas_rows = squares | {Planned("cublas", p.dtype, p.shape, p.scaling) for p in plan}
     prov["not_recorded"] = not_recordable(b.capability, b.device_capability, selected) + refused_shapes(selected)
-    full = [("cublas", d, s) for d, s in cublas_shapes] + plan
+    full = sorted(cublas_rows, key=lambda p: (p.dtype, p.shape, p.scaling or "")) + plan
     bar = bench.Progress(len(full), "record")
     failures = []
-    for name, dtype, shape in full:
+    for name, dtype, shape, scaling in full:
+        what = f"{name} {dtype}{f' per {scaling}' if scaling else ''} {shape}"
         try:
-            records.append(bench.measure(name, dtype, shape, as_called=name in FINAL_STAGES))
+            records.append(bench.measure(name, dtype, shape, scaling=scaling, as_called=name in FINAL_STAGES))
             r = records[-1]
-            bar.step(f"{name} {dtype} {shape}: {r['tflops']:.1f} TF")
+            bar.step(f"{what}: {r['tflops']:.1f} TF")
             # Written after every measurement, so a run cut short keeps what it measured.
             partial = dict(prov, partial=True)
             save(Results(out, partial, ceilings, tuple(records)), out.with_suffix(".partial.json"))
         except Exception as e:  # noqa: BLE001 - one failing stage must not lose the others; listed below
-            failures.append(f"{name} {dtype} {shape}: {type(e).__name__}: {e}")
-            bar.step(f"{name} {dtype} {shape}: FAILED")
+            failures.append(f"{what}: {type(e).__name__}: {e}")
+            bar.step(f"{what}: FAILED")
     peaks: dict[str, float] = {}
     for r in records:
         if r["stage"] == "cublas":
@@ -150,9 +163,12 @@ def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas
         raise ValueError(f"{update.name} was recorded on {new.provenance['gpu']}, {recording.name} on "
                          f"{old.provenance['gpu']}: only recordings of the same GPU are merged")
     stages_new = sorted({r["stage"] for r in new.records} - {"cublas"})
-    replaced = {(r["dtype"], r["M"], r["N"], r["K"]) for r in new.records if r["stage"] == "cublas"}
+    def key(r: dict) -> tuple:
+        return r["dtype"], r.get("scaling"), r["M"], r["N"], r["K"]
+
+    replaced = {key(r) for r in new.records if r["stage"] == "cublas"}
     keep = [r for r in old.records if r["stage"] not in stages_new
-            and not (r["stage"] == "cublas" and (r["dtype"], r["M"], r["N"], r["K"]) in replaced)]
+            and not (r["stage"] == "cublas" and key(r) in replaced)]
     prov = dict(old.provenance)
     tuning = {f"{st}_tuning" for st in stages_new}
     for key in tuning:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from course_lib import fp8, learn
+from course_lib.model import fp8_accumulator
 from course_lib.exercises import Puzzle, Question, nothing_yet
 from course_lib.learn import Verdict, say
 
@@ -236,11 +237,11 @@ block_quantize = BlockQuantizePuzzle()
 
 vanishing_ratio = Question(
     what="How many times larger than a product the accumulator is when the product is dropped whole",
-    expected=lambda: 2 ** fp8.ACCUMULATOR_BITS,
+    expected=lambda: 2 ** fp8_accumulator.ACCUMULATOR_BITS,
     # between 2^13 and 2^14, by where in its power of two the accumulator lies: both accepted
-    accepts=lambda v: 2 ** (fp8.ACCUMULATOR_BITS - 1) <= float(v) <= 2 ** fp8.ACCUMULATOR_BITS,
+    accepts=lambda v: 2 ** (fp8_accumulator.ACCUMULATOR_BITS - 1) <= float(v) <= 2 ** fp8_accumulator.ACCUMULATOR_BITS,
     hint="the adder keeps 14 bits below the largest exponent; a product smaller than the last bit kept adds 0",
-    wrong=((fp8.ACCUMULATOR_BITS, "that is the number of bits kept: how many times larger is the sum than its last bit?"),
+    wrong=((fp8_accumulator.ACCUMULATOR_BITS, "that is the number of bits kept: how many times larger is the sum than its last bit?"),
            (2 ** E4M3.mantissa_bits, "that is e4m3's mantissa: the products are exact, the adder is what drops bits"),
            (2 ** 23, "that is fp32's mantissa: the promoted sum in registers, not the tensor core's adder")),
 )

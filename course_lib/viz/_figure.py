@@ -23,7 +23,6 @@ MAX_WIDTH_PX = 960  # the output area (968 px) less a margin: never shrunk by th
 # The notebook panel is 779 px tall; the tallest block of controls and summary above a picture
 # (the waves widget: three rows of controls, two lines of summary) takes about 170 px.
 MAX_HEIGHT_PX = 600
-MIN_FONT_PT = 7  # 9.7 px at 100 dpi: the smallest text a figure uses
 MIN_FONT_PX = 9  # what the tests hold every text of every figure to
 
 LABEL_WIDTH = "120px"  # one width for every control's description, so the controls line up

@@ -68,6 +68,15 @@ from course_lib.kernels.coalescing_and_triton.fast import (
     transpose,
     transpose_kernel,
 )
+from course_lib.kernels.coalescing_and_triton.fast_fp8 import (
+    Fp8Config,
+    fp8_blockscaled_kernel,
+    fp8_config,
+    fp8_matmul,
+    fp8_matmul_blockscaled,
+    fp8_matmul_kernel,
+    triton_fp8,
+)
 from course_lib.kernels.coalescing_and_triton.launch_order import (
     blocks_loaded,
     grouped_order,
@@ -98,6 +107,9 @@ __all__ = [
     "tuning_log",
     # notebooks 06 and 08
     "TILED_CONFIG", "split_k_matmul_kernel",
+    # notebook 09: FP8
+    "Fp8Config", "fp8_config", "fp8_matmul", "fp8_matmul_blockscaled", "fp8_matmul_kernel", "fp8_blockscaled_kernel",
+    "triton_fp8",
     # the course manifest
     "NOTEBOOK", "FAST_NOTEBOOK",
 ]

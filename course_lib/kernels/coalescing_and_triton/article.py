@@ -82,7 +82,6 @@ def tiled_matmul_transposed_b(a: object, b: object, dtype: str = "fp32", config:
 # three sides, Triton's default num_warps / num_stages, a 2-D grid over the tiles of Z.
 ARTICLE_SHAPE = (8192, 4096, 6144)  # (M, N, K) in the course's naming: a is M x K, b is K x N
 ARTICLE_BLOCK_SIZES = (32, 64)
-ARTICLE_T4_TFLOPS = (3.15, 1.57)  # plain, transposed: fp32 on a T4, as the article reports them
 
 
 def article_experiment_gemm(

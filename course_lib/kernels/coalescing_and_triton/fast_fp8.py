@@ -11,7 +11,7 @@ needs no copy of the weight.
   to the fp32 sums. Block scales (1 x 128 of A, 128 x 128 of W) change along K and are applied to
   each K-slice's partial sum inside the loop: :func:`fp8_matmul_blockscaled` (``fp8_blockscaled_kernel``).
 * The accumulator: fp32 in registers. On Hopper the tensor core adds FP8 products with a narrow adder
-  (about 14 bits; :func:`course_lib.fp8.limited_sum_matmul` models it); by default the kernel adds its
+  (about 14 bits; :func:`course_lib.model.fp8_accumulator.limited_sum_matmul` models it); by default the kernel adds its
   partial sum into the fp32 accumulator once per BLOCK_K slice (Triton's ``max_num_imprecise_acc``),
   as cuBLAS does without fast accumulation. ``Fp8Config.fast_accumulation`` leaves Triton's default
   for FP8 on Hopper instead: the tensor core's accumulator runs over the whole of K.
@@ -320,3 +320,12 @@ def fp8_matmul_blockscaled(qa: Quantized, qw: Quantized, config: Fp8Config | Non
         ROUND_BF16_BY_HAND=not backend.get().is_gpu, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return c
+
+
+def triton_fp8(qa: Quantized, qw: Quantized) -> torch.Tensor:
+    """The course's Triton FP8 GEMM as the manifest lists it: :func:`fp8_matmul_blockscaled` for
+    DeepSeek-V3's block scales (A per 1 x 128, W per 128 x 128), :func:`fp8_matmul` for one scale per
+    tensor or per row; each with its default configuration."""
+    if isinstance(qa, Quantized) and isinstance(qw, Quantized) and (tuple(qa.block), tuple(qw.block)) == BLOCK_SCALES:
+        return fp8_matmul_blockscaled(qa, qw)
+    return fp8_matmul(qa, qw)

@@ -1,0 +1,32 @@
+"""cuBLAS's FP8 GEMM, the yardstick of the course's FP8 kernels (``torch._scaled_mm``)."""
+
+from __future__ import annotations
+
+import torch
+
+from course_lib.fp8.formats import Quantized
+from course_lib.fp8.operands import scaling_of
+
+
+def scaled_mm_scales(qa: Quantized, qw: Quantized) -> tuple[torch.Tensor, torch.Tensor]:
+    """``qa``'s and ``qw``'s scales laid out as ``torch._scaled_mm(A, W^T, scale_a, scale_b)`` takes
+    them (PyTorch's ``_scaled_mm`` checks, aten/src/ATen/native/cuda/Blas.cpp): per tensor, two 0-d
+    tensors; per row, A's M x 1 and W's rows as C's columns, 1 x N; in blocks, A's M x K/128 with M
+    contiguous ("outer-dim-major") and W's 128 x 128 blocks as blocks of W^T, K/128 x N/128."""
+    scaling = scaling_of(qa, qw)
+    sa, sw = qa.scales, qw.scales
+    if scaling == "tensor":
+        return sa.reshape(()), sw.reshape(())
+    if scaling == "row":
+        return sa, sw.reshape(1, -1)
+    return sa.t().contiguous().t(), sw.t()
+
+
+def cublas_fp8(qa: Quantized, qw: Quantized, *, fast_accumulation: bool = False,
+               out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """cuBLAS's FP8 GEMM (``torch._scaled_mm``): C = A W^T in ``out_dtype``, each operand's scales
+    passed as cuBLAS wants them (:func:`scaled_mm_scales`); partial sums promoted into fp32 unless
+    ``fast_accumulation``. Needs FP8 tensor cores (compute capability 8.9 or newer)."""
+    sa, sw = scaled_mm_scales(qa, qw)
+    return torch._scaled_mm(qa.values, qw.values.t(), scale_a=sa, scale_b=sw, out_dtype=out_dtype,
+                            use_fast_accum=fast_accumulation)
