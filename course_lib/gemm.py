@@ -15,7 +15,8 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from course_lib import backend, guard, layout
+from course_lib import backend, layout
+from course_lib.instruments import guard
 from course_lib import dtypes as course_dtypes
 
 GemmFn = Callable[[object, object], object]
@@ -129,7 +130,7 @@ def prepare(
 # ---- output allocation -----------------------------------------------------------------------
 # course_lib.check poisons every output with NaN before a GEMM runs, so an element the kernel never
 # writes cannot pass by holding an old (perhaps correct) value left in recycled memory; it also
-# places the output inside guard regions (course_lib.guard), so a write outside it is seen.
+# places the output inside guard regions (course_lib.instruments.guard), so a write outside it is seen.
 _poison_depth = 0
 
 

@@ -84,9 +84,10 @@ _WIDGET_CELLS = [
     "fragments.fragments_widget()",
     "import numpy as np\n"
     "from course_lib.kernels import naive\n"
-    "from course_lib.viz import trace\n"
+    "from course_lib.instruments import trace_kernel\n"
+    "from course_lib.viz.trace import trace_widget\n"
     "a, b, c = np.ones((16, 8), np.float32), np.ones((8, 16), np.float32), np.zeros((16, 16), np.float32)\n"
-    "trace.trace_widget(trace.trace_kernel(naive.naive_kernel, (1, 1), (16, 16), a, b, c))",
+    "trace_widget(trace_kernel(naive.naive_kernel, (1, 1), (16, 16), a, b, c))",
 ]
 
 

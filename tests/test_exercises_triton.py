@@ -122,6 +122,36 @@ def test_vector_add_off_by_one_mask_is_named(capsys):
     assert "n = 128:" not in out  # a whole number of blocks: offset n is never reached
 
 
+def test_the_vector_add_diagnoses_read_what_was_found_not_its_words():
+    """The diagnoses read the guard's findings: on a GPU only the write one element past the end
+    shows (a changed guard region, side unknown), and it gets the same note as the interpreter's read."""
+    from course_lib.exercises._triton import CaseResult
+    from course_lib.instruments.guard import Violation
+
+    off_by_one = ex04.vector_add.diagnoses[0]
+    gpu = {100: CaseResult("wrote 1 element outside out (into the memory around it)",
+                           (Violation("out", "write", "", 1, 0, (100,)),), 100), 128: CaseResult()}
+    cpu = {100: CaseResult("read 1 element past the end of x and of y",
+                           (Violation("x", "read", "after", 1, 1, (100,)),), 100), 128: CaseResult()}
+    two = {100: CaseResult("read 2 elements past the end of x", (Violation("x", "read", "after", 2, 2, (100,)),), 100)}
+    assert off_by_one(gpu) == off_by_one(cpu) and off_by_one(cpu).startswith("Off by one:")
+    assert off_by_one(two) is None
+
+
+def test_stray_sentences_merge_arrays_and_keep_a_slice_s_wider_matrix_whole():
+    from course_lib.exercises._triton import _strays, stored_name
+    from course_lib.instruments.guard import Violation
+
+    wide = stored_name("x", COLUMN_SLICE)
+    found = [Violation("x", "read", "after", 3, 3, (5,)), Violation("y", "read", "after", 3, 9, (5,)),
+             Violation(wide, "read", "after", 1, 1, (3, 39)), Violation("out", "write", "", 2, 0, (5,))]
+    assert _strays(found, {wide}) == [
+        "read 3 elements past the end of x and of y (up to 9 beyond its last element)",
+        f"read 1 element past the end of {wide}, which is 3 x 39",
+        "wrote 2 elements outside out (into the memory around it)",
+    ]
+
+
 @triton.jit
 def _add_mask_one_short(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

@@ -9,9 +9,10 @@ import triton
 import triton.language as tl
 from numba import cuda, float32
 
-from course_lib import check, guard
+from course_lib import check
 from course_lib.correctness import CheckFailure
 from course_lib.gemm import new_output, prepare
+from course_lib.instruments import guard
 from course_lib.kernels import naive
 
 REPEATS = 5  # "every time": the same planted bug is reported on every run
@@ -175,7 +176,8 @@ def test_a_changed_guard_element_is_found_at_either_end_of_either_region(where):
                  "first after": guard.GUARD_ELEMENTS + n, "last after": storage.numel() - 1}[where]
         storage[index] = 1.0
         found = g.violations()
-    assert found == ["wrote 1 element outside C (into the memory around it)"], (where, found)
+    assert [v.describe() for v in found] == ["wrote 1 element outside C (into the memory around it)"], (where, found)
+    assert found == [guard.Violation("C", "write", "", 1, 0, (3, 4))]
 
 
 def test_an_untouched_guard_reports_nothing():

@@ -15,7 +15,7 @@ import torch
 import course_lib
 from course_lib import backend, check, features, registry
 from course_lib.gemm import LaunchPlans, new_output, plan_key, poisoned_outputs, prepare, random_inputs
-from course_lib.guard import guarded
+from course_lib.instruments.guard import guarded
 from course_lib.kernels import tensor_cores as tc
 from course_lib.kernels.coalescing_and_triton import autotune, fast
 from course_lib.kernels.coalescing_and_triton.autotune import fast_matmul_autotuned

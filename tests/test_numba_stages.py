@@ -128,11 +128,12 @@ def _rotate_through_shared(out):
 def test_simulator_shares_one_shared_array_per_block():
     """numba-cuda 0.30.4's simulator creates a block's shared array without a lock, so two of its
     Python threads can each create one and read each other's never-written memory (a rare wrong
-    result of register_tiling in CI). _numba_support puts a lock around the creation. With a tiny
-    thread switch interval the unpatched simulator got about 1 launch in 20 wrong here."""
-    from numba.cuda.simulator import kernelapi
+    result of register_tiling in CI). The patch SIMULATOR_SHARED_ARRAYS (course_lib.instruments.patches)
+    puts a lock around the creation. With a tiny thread switch interval the unpatched simulator got
+    about 1 launch in 20 wrong here."""
+    from course_lib.instruments import patches
 
-    assert getattr(kernelapi.FakeCUDAShared.array, "course_lib_locked", False)
+    assert patches.SIMULATOR_SHARED_ARRAYS.applied
     want = (np.arange(256) + 1) % 256
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)

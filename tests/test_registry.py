@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import course_lib
-from course_lib import dtypes, features, guard, registry
+from course_lib import dtypes, features, registry
+from course_lib.instruments import guard
 from course_lib.registry import Stage
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -80,7 +81,7 @@ def test_every_dtype_record_is_complete_and_consistent():
 
 
 def test_the_operands_guard_value_is_exact_in_every_dtype():
-    """check surrounds A and B with INPUT_GUARD (course_lib.guard): a new dtype that cannot hold it
+    """check surrounds A and B with INPUT_GUARD (course_lib.instruments.guard): a new dtype that cannot hold it
     exactly would read as a wrong value; pick another guard value then."""
     for d in dtypes.RECORDS.values():
         assert torch.tensor(guard.INPUT_GUARD).to(d.torch_dtype).double().item() == guard.INPUT_GUARD, d.name

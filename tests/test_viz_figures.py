@@ -68,11 +68,12 @@ def _sweep(box, spy) -> None:
 
 
 def _trace_widget():
+    from course_lib.instruments import trace_kernel
     from course_lib.kernels import naive
-    from course_lib.viz import trace
+    from course_lib.viz.trace import trace_widget
 
     a, b, c = np.ones((16, 8), np.float32), np.ones((8, 16), np.float32), np.zeros((16, 16), np.float32)
-    return trace.trace_widget(trace.trace_kernel(naive.naive_kernel, (1, 1), (16, 16), a, b, c))
+    return trace_widget(trace_kernel(naive.naive_kernel, (1, 1), (16, 16), a, b, c))
 
 
 # The widgets as the notebooks make them (the notebooks' arguments) and the browser test's trace.

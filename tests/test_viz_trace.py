@@ -5,7 +5,8 @@ import pytest
 from numba import cuda, float32
 
 from course_lib import backend
-from course_lib.viz.trace import trace_kernel, trace_widget
+from course_lib.instruments import trace_kernel
+from course_lib.viz.trace import trace_widget
 
 pytestmark = pytest.mark.skipif(backend.get().is_gpu, reason="traces run on the CUDA simulator (CPU backend)")
 

@@ -289,7 +289,7 @@ def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape],
             report.add(short, 4)
         return False, list(f.failures)
     except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
-        from course_lib.guard import simulator_message  # noqa: PLC0415
+        from course_lib.instruments import simulator_message  # noqa: PLC0415
 
         who, text = simulator_message(str(e))
         report.add(f"Not solved yet: your kernel did not run: {who}raised {type(e).__name__}: {_first_line(text)}")
@@ -331,7 +331,7 @@ def trace_gemm(kernel, shape: Shape, grid, block):
     import torch  # noqa: PLC0415
 
     from course_lib.gemm import random_inputs  # noqa: PLC0415
-    from course_lib.viz.trace import trace_kernel  # noqa: PLC0415
+    from course_lib.instruments import trace_kernel  # noqa: PLC0415
 
     M, N, K = shape
     a, b = random_inputs(M, N, K, seed=0)
@@ -392,7 +392,7 @@ def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block
     except Exception as e:  # noqa: BLE001 - reported, the check goes on
         if not right:  # the shapes above already say what went wrong
             return False
-        from course_lib.guard import simulator_message  # noqa: PLC0415
+        from course_lib.instruments import simulator_message  # noqa: PLC0415
 
         who, text = simulator_message(str(e))
         report.add(f"The trace stopped: {who}raised {type(e).__name__}: {_first_line(text)}")

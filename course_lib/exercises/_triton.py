@@ -2,9 +2,9 @@
 
 :class:`TritonPuzzle` checks a kernel that is not a GEMM (a vector add, the sums of a matrix's rows):
 it runs the kernel through the course's wrapper on inputs of sizes you have not seen, each inside
-guard regions (:mod:`course_lib.guard`: on the CPU backend Triton's interpreter names every load or
-store outside the arrays), its output poisoned with NaN, and compares with a float64 reference within
-what rounding explains. :class:`TritonGemmPuzzle` checks a GEMM kernel with ``course_lib.check``'s
+guard regions (:mod:`course_lib.instruments.guard`: on the CPU backend Triton's interpreter names
+every load or store outside the arrays), its output poisoned with NaN, and compares with a float64
+reference within what rounding explains. :class:`TritonGemmPuzzle` checks a GEMM kernel with ``course_lib.check``'s
 :func:`~course_lib.correctness.check_one`, case by case, and reads from the kernel's source which
 precision its ``tl.dot`` asks for (Triton's interpreter multiplies in fp32 whatever it is told; a
 GPU does not).
@@ -15,7 +15,9 @@ view that is not row-major (:func:`place`): stored transposed, or a column slice
 Both report every case that went wrong and why, then a *diagnosis*: a note that names the likely
 mistake from which cases failed (only sizes that are not a multiple of the block: the tail; only the
 operands that are not row-major: the strides) or how (one element past the end every time: off by
-one). The inputs come from fixed seeds, so a check says the same thing on every run.
+one). A diagnosis reads what each case found as data (:class:`CaseResult`, or for a GEMM the
+:class:`~course_lib.correctness.Failure` of ``check_one``), never the sentences printed for it. The
+inputs come from fixed seeds, so a check says the same thing on every run.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import re
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
@@ -31,11 +32,13 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from course_lib import backend, dtypes, guard, learn
+from course_lib import backend, dtypes, learn
 from course_lib.exercises import Puzzle, Report, _first_line, nothing_yet
+from course_lib.instruments import guard
 from course_lib.learn import Verdict
 
-# {case: what was wrong with it, or "" where it was right} -> a note naming the likely mistake, or None
+# {case: what was found wrong with it (a CaseResult, or a GEMM's Failure), false where it was right}
+# -> a note naming the likely mistake, or None
 Diagnosis = Callable[[dict], "str | None"]
 
 SEED = 2024  # case i draws its inputs from SEED + i: the same hidden inputs on every run
@@ -51,14 +54,12 @@ def fails_exactly_where(applies: Callable[[Any], bool], note: str) -> Diagnosis:
     return diagnose
 
 
-def fails_every_time_with(texts: str | Sequence[str], note: str) -> Diagnosis:
-    """A diagnosis: ``note`` when what every failing case says holds one of ``texts`` (e.g. "read 1
-    element past the end": on the CPU backend the interpreter names reads, on a GPU only writes show)."""
-    texts = (texts,) if isinstance(texts, str) else tuple(texts)
-
+def fails_every_time(found: Callable[[Any], bool], note: str) -> Diagnosis:
+    """A diagnosis: ``note`` when what every failing case found satisfies ``found`` (say, one element
+    read past the end of an array: :meth:`CaseResult.one_past_the_end`)."""
     def diagnose(results: dict) -> str | None:
-        whys = [why for why in results.values() if why]
-        return note if whys and all(any(t in why for t in texts) for why in whys) else None
+        failing = [result for result in results.values() if result]
+        return note if failing and all(found(result) for result in failing) else None
 
     return diagnose
 
@@ -110,26 +111,45 @@ def _diagnose(diagnoses: Sequence[Diagnosis], results: dict) -> str | None:
     return None
 
 
-_STRAY = re.compile(r"^(read|wrote) (.+?) (past the end of|before the start of) (\w+)"
-                    r"( \(up to \d+ (?:beyond its last|before its first) element\))?, which is [\d x]+$")
+def _strays(violations: Sequence[guard.Violation], whole: set[str]) -> list[str]:
+    """The guard's findings in words without the arrays' sizes (each case's line shows them), and the
+    same stray access to several arrays in one sentence: "read 3 elements past the end of x and of y".
+    The arrays of ``whole`` keep their own sentence, size included (the wider matrix a slice is cut
+    from: no case's line shows its size), as do a changed guard region and a changed operand."""
+    merged: dict[tuple[str, ...], list[str]] = {}
+    for v in violations:
+        if v.array in whole or not v.side:
+            merged.setdefault((v.describe(),), [])
+        else:
+            merged.setdefault((v.verb, v.count_text, v.side_text), []).append(v.array + v.reach_text)
+    return [key[0] if len(key) == 1 else f"{' '.join(key)} {' and of '.join(arrays)}" for key, arrays in merged.items()]
 
 
-def _strays(violations: Sequence[str]) -> list[str]:
-    """The guard's sentences without the arrays' sizes (each case's line shows them), and the same
-    stray access to several arrays in one sentence: "read 3 elements past the end of x and of y"."""
-    merged: dict[tuple[str, str, str], list[str]] = {}
-    out: list[str | tuple] = []
-    for text in violations:
-        m = _STRAY.match(text)
-        if not m:
-            out.append(text)
-            continue
-        key = m.groups()[:3]
-        if key not in merged:
-            merged[key] = []
-            out.append(key)
-        merged[key].append(m.group(4) + (m.group(5) or ""))
-    return [x if isinstance(x, str) else f"{x[0]} {x[1]} {x[2]} {' and of '.join(merged[x])}" for x in out]
+@dataclass(frozen=True)
+class CaseResult:
+    """What one case of a :class:`TritonPuzzle` found: ``text``, the sentence the report prints (""
+    where the case was right: the result is then false), and what it rests on, for the diagnoses."""
+
+    text: str = ""
+    violations: tuple[guard.Violation, ...] = ()
+    elements: int = 0  # elements of the output
+    non_finite: int = 0  # of them, NaN or infinite after the run
+    never_written: int = 0  # of those, the ones the report says were never written (0 if it does not)
+
+    def __bool__(self) -> bool:
+        return bool(self.text)
+
+    @property
+    def untouched(self) -> bool:
+        """The output left as it was filled (NaN everywhere) and nothing else happened: not begun."""
+        return bool(self.elements) and self.non_finite == self.elements and not self.violations
+
+    @property
+    def one_past_the_end(self) -> bool:
+        """One element past the end of an array: read (Triton's interpreter names reads), or written
+        into the memory around it (on a GPU only a write shows)."""
+        return any(v.elements == 1 and (v.kind, v.side) in (("read", "after"), ("write", ""))
+                   for v in self.violations)
 
 
 # ---- how a case lays an operand out in memory ---------------------------------------------------
@@ -143,11 +163,11 @@ SLICE_MARGINS = (3, 5)  # the wider matrix's columns before and after the slice
 
 
 def place(g: guard.Guard, t: torch.Tensor, name: str, layout: str = ROW_MAJOR) -> torch.Tensor:
-    """Matrix ``t`` inside ``g``'s guarded buffers (:meth:`course_lib.guard.Guard.place`), laid out as
-    ``layout``: the same values with other strides. The guard names the array that holds them
-    (:func:`stored_name`: "Aᵀ", stored row-major, for A stored transposed). The columns beside a
-    slice hold :data:`course_lib.guard.INPUT_GUARD`, so a kernel that reads them computes from a
-    value that shows."""
+    """Matrix ``t`` inside ``g``'s guarded buffers (:meth:`course_lib.instruments.guard.Guard.place`),
+    laid out as ``layout``: the same values with other strides. The guard names the array that holds
+    them (:func:`stored_name`: "Aᵀ", stored row-major, for A stored transposed). The columns beside a
+    slice hold :data:`course_lib.instruments.guard.INPUT_GUARD`, so a kernel that reads them computes
+    from a value that shows."""
     if layout == ROW_MAJOR:
         return g.place(t, name)
     if layout == TRANSPOSED:
@@ -220,7 +240,7 @@ class TritonPuzzle(Puzzle):
     named inputs ``inputs(case, generator)`` (CPU tensors, moved to the backend's device), and
     compares the output with ``reference(*inputs)`` (float64) element by element within
     ``bound(reference, *inputs)``, the error rounding can explain. The inputs' guard regions hold
-    :data:`course_lib.guard.INPUT_GUARD`, so on a GPU what a kernel computes from them shows.
+    :data:`course_lib.instruments.guard.INPUT_GUARD`, so on a GPU what a kernel computes from them shows.
     ``layouts(case)`` names the inputs that the case hands over in another layout than row-major
     (:func:`place`): ``{"x": TRANSPOSED}``."""
 
@@ -242,15 +262,14 @@ class TritonPuzzle(Puzzle):
             return Verdict(False)
         cases = list(self.cases)
         report = Report(f"{self.title}, checked on {len(cases)} {self.unit} you have not seen:")
-        results, untouched = {}, 0
+        results = {}
         for i, case in enumerate(cases):
             try:
-                results[case], never_written = self._run(kernel, case, SEED + i)
+                results[case] = self._run(kernel, case, SEED + i)
             except _DidNotRun as e:
                 report.add(f"Not solved yet: on {self.show(case)} your kernel did not run: {e}")
                 return report.show()
-            untouched += never_written
-        if untouched == len(cases):
+        if all(results[case].untouched for case in cases):
             report.add(f"Not solved yet: on every {self.unit.removesuffix('s')} {self.output} was never "
                        "written (every element still holds the NaN it was filled with). Fill in the TODO "
                        "lines.")
@@ -264,14 +283,14 @@ class TritonPuzzle(Puzzle):
             return report.show()
         report.add(f"right on {len(cases) - len(wrong)} of {len(cases)} {self.unit}; wrong on these:")
         for case in wrong:
-            report.add(f"{self.show(case)}: {results[case]}", 4)
+            report.add(f"{self.show(case)}: {results[case].text}", 4)
         note = _diagnose(self.diagnoses, results)
         if note:
             report.add(note)
         return report.show()
 
-    def _run(self, kernel, case, seed: int) -> tuple[str, bool]:
-        """(what was wrong, "" if nothing; whether not one element of the output was written)."""
+    def _run(self, kernel, case, seed: int) -> CaseResult:
+        """What was wrong with the output of one case (a false result if nothing)."""
         gen = torch.Generator().manual_seed(seed)
         device = backend.get().torch_device
         inputs = {name: t.to(device) for name, t in self.inputs(case, gen).items()}
@@ -283,14 +302,16 @@ class TritonPuzzle(Puzzle):
                 out = self.launch(kernel, *placed)
             except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
                 raise _DidNotRun(f"it raised {type(e).__name__}: {_first_line(str(e))}") from None
-            stray = _strays(g.violations())
+            violations = tuple(g.violations())
             undefined = g.undefined_note()
+        stray = _strays(violations, {stored_name(name, COLUMN_SLICE) for name in inputs})
         ref = self.reference(*(t.double().cpu() for t in inputs.values()))
         unwritten = guard.never_written(out.detach().cpu())
         got = out.detach().double().cpu()
         problems = list(stray)
         bad = ~torch.isfinite(got)
         n_bad, n = int(bad.sum()), got.numel()
+        never = 0
         outside = (got.abs() >= guard.INPUT_GUARD / 2) & ~bad if gpu else torch.zeros_like(bad)
         if bool(outside.any()):
             names = " and ".join(inputs)
@@ -300,10 +321,12 @@ class TritonPuzzle(Puzzle):
         elif n_bad:
             first = self._at(int(torch.nonzero(bad.reshape(-1))[0]), got.shape)
             computed = bad & ~unwritten  # NaN the kernel wrote, not the poison left in place
-            problems.append(f"{n_bad} of {n} elements of {self.output} are NaN (first {first}): {undefined}"
-                            if undefined and bool(computed.any()) else
-                            f"never wrote {n_bad} of {n} elements of {self.output} (first {first}: still "
-                            "the NaN it was filled with)")
+            if undefined and bool(computed.any()):
+                problems.append(f"{n_bad} of {n} elements of {self.output} are NaN (first {first}): {undefined}")
+            else:
+                never = n_bad
+                problems.append(f"never wrote {n_bad} of {n} elements of {self.output} (first {first}: still "
+                                "the NaN it was filled with)")
         else:
             bound = self.bound(ref, *(t.double().cpu() for t in inputs.values()))
             excess = (got - ref).abs() / (bound + 1e-300)
@@ -313,7 +336,7 @@ class TritonPuzzle(Puzzle):
                 worst = self._at(flat, got.shape)
                 problems.append(f"{k} of {n} elements wrong, worst {worst} = "
                                 f"{got.reshape(-1)[flat].item():.6g}, expected {ref.reshape(-1)[flat].item():.6g}")
-        return "; ".join(problems), (n_bad == n and not stray)
+        return CaseResult("; ".join(problems), violations, n, n_bad, never)
 
     def _at(self, flat: int, shape) -> str:
         index = np.unravel_index(flat, tuple(shape))
@@ -377,8 +400,7 @@ class TritonGemmPuzzle(Puzzle):
             for note in notes:
                 report.add(note[0].upper() + note[1:] + ".", 4)
             if not any(failures[case].undefined_loads for case in wrong):  # that note says it all
-                results = {case: failures[case].finding if failures[case] else "" for case in cases}
-                note = _diagnose(self.diagnoses, results)
+                note = _diagnose(self.diagnoses, failures)
                 if not note and not precision:  # a tl.dot in TF32 errs like this on a GPU: said below
                     note = _rounding_note(kernel, failures, errors)
                 if note:

@@ -25,7 +25,7 @@ from course_lib.exercises._triton import (
     GemmCase,
     TritonGemmPuzzle,
     TritonPuzzle,
-    fails_every_time_with,
+    fails_every_time,
     fails_exactly_above,
     fails_exactly_where,
     fails_only_strided,
@@ -53,12 +53,12 @@ vector_add = TritonPuzzle(
     cases=VECTOR_SIZES,
     show=lambda n: f"n = {n}",
     diagnoses=[
-        fails_every_time_with(
-            ("read 1 element past the end", "wrote 1 element outside"),  # the interpreter; a GPU
+        fails_every_time(
+            lambda found: found.one_past_the_end,
             "Off by one: every time one element past the end. The last valid offset is n - 1, so the "
             "mask must be false from offset n on."),
-        fails_every_time_with(
-            "never wrote 1 of",
+        fails_every_time(
+            lambda found: found.never_written == 1,
             "Off by one the other way: on every size the last element, offset n - 1, is never written. "
             "The mask must be true for every offset below n: offsets < n."),
         fails_exactly_where(

@@ -3,13 +3,15 @@
 While :func:`guarded` is active (``course_lib.check`` and the exercises turn it on), each operand a
 check hands to a GEMM (:meth:`Guard.place`) and each output the GEMM allocates
 (:func:`course_lib.gemm.new_output`) lies inside a larger buffer whose margins, the *guard regions*,
-hold a known value (NaN around outputs, :data:`INPUT_GUARD` around operands). What a kernel does outside its arrays then becomes visible on every backend:
+hold a known value (NaN around outputs, :data:`INPUT_GUARD` around operands). What a kernel does
+outside its arrays then becomes visible on every backend:
 
 * **Triton's interpreter** (the CPU backend): every load and store passes through the interpreter's
-  builder; while a guard is active the addresses of its active lanes are compared with the buffers,
-  so "read 3 elements past the end of A" is found even when the value read is never used. A masked
-  load without ``other=`` gets NaN in its masked-off elements (Triton leaves them undefined), so a
-  result that depends on them shows.
+  builder (patched: :data:`course_lib.instruments.patches.TRITON_INTERPRETER`); while a guard is
+  active the addresses of its active lanes are compared with the buffers, so "read 3 elements past
+  the end of A" is found even when the value read is never used. A masked load without ``other=``
+  gets NaN in its masked-off elements (Triton leaves them undefined), so a result that depends on
+  them shows.
 * **numba's CUDA simulator** (the CPU backend): numba kernels are handed, instead of bare NumPy
   arrays, views that know their name (:class:`NamedArray`); an index outside the array raises
   :class:`OutOfBounds` naming the array, the index, the thread and the source line, where the
@@ -20,11 +22,16 @@ hold a known value (NaN around outputs, :data:`INPUT_GUARD` around operands). Wh
 
 After the run, :meth:`Guard.violations` also reports an operand the kernel changed (a kernel writes C,
 never A or B).
+
+What the guard finds is data - a :class:`Violation` per kind of access outside an array, an
+:class:`OutOfBoundsAccess` per numba thread that indexed outside one - and each renders its own
+sentence (``describe``); the exercises' feedback reads the fields, never the sentences.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import linecache
 import math
 import os
@@ -112,8 +119,10 @@ class Guard:
         self._stray: dict[tuple[str, str, str], _Stray] = {}  # (array, 'read'/'write', side)
         self._lock = threading.Lock()
         self.undefined_loads = 0  # masked-off elements Triton loaded with no other= (made NaN)
-        # numba's simulator: what blocks did with shared memory (course_lib.kernels._numba_support)
+        # numba's simulator: what blocks did with shared memory (course_lib.instruments.shared_memory)
         self.shared_ledger = None
+        # numba's simulator: the threads that indexed outside an array (NamedArray)
+        self.out_of_bounds: list[OutOfBoundsAccess] = []
         # numba's simulator: per output, where the kernel stored and where it read before storing
         self._written: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -199,23 +208,26 @@ class Guard:
         return ("masked loads without other= read elements that Triton leaves undefined (the check makes "
                 "them NaN): give tl.load an other= value wherever the masked-off elements are used")
 
-    def violations(self) -> list[str]:
-        """What the kernel did outside its arrays (and to its operands), one sentence each."""
+    def violations(self) -> list[Violation]:
+        """What the kernel did outside its arrays (and to its operands), one :class:`Violation` per
+        array, kind of access and side."""
         out = []
         for buf in self.buffers:
             guard = torch.cat([buf.storage[:GUARD_ELEMENTS], buf.storage[GUARD_ELEMENTS + buf.numel:]]).float()
             kept = torch.isnan(guard) if math.isnan(buf.guard_fill) else guard == buf.guard_fill
             changed = int((~kept).sum())
+            shape = tuple(buf.view.shape)
             for kind in ("read", "write"):
                 for side in ("before", "after"):
                     stray = self._stray.get((buf.name, kind, side))
                     if stray is not None:
-                        out.append(_describe(buf, kind, side, stray.elements))
+                        elements = stray.elements
+                        reach = max(elements) - buf.numel + 1 if side == "after" else -min(elements)
+                        out.append(Violation(buf.name, kind, side, len(elements), reach, shape))
             if changed and not any(k == (buf.name, "write", s) for k in self._stray for s in ("before", "after")):
-                out.append(f"wrote {changed} element{'s' if changed != 1 else ''} outside {buf.name} "
-                           f"(into the memory around it)")
+                out.append(Violation(buf.name, "write", "", changed, 0, shape))
             if buf.original is not None and not _same(buf.view, buf.original):
-                out.append(f"changed the operand {buf.name} (a GEMM reads A and B and writes only C)")
+                out.append(Violation(buf.name, "changed", "", 0, 0, shape))
         return out
 
 
@@ -227,17 +239,60 @@ def _same(x: torch.Tensor, y: torch.Tensor) -> bool:
     return bool(torch.equal(x, y))
 
 
-def _describe(buf: _Buffer, kind: str, side: str, elements: set) -> str:
-    n = len(elements)
-    verb = "read" if kind == "read" else "wrote"
-    what = f"{n} element{'s' if n != 1 else ''}"
-    if side == "after":
-        far = max(elements) - buf.numel + 1
-        where = f"past the end of {buf.name}" + (f" (up to {far} beyond its last element)" if far > n else "")
-    else:
-        far = -min(elements)
-        where = f"before the start of {buf.name}" + (f" (up to {far} before its first element)" if far > n else "")
-    return f"{verb} {what} {where}, which is {buf.shape_text}"
+def _elements(n: int) -> str:
+    return f"{n} element{'s' if n != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One kind of thing a kernel did outside an array, or to an operand, as the guard found it.
+
+    ``kind`` "read" or "write" with ``side`` "before" (its first element) or "after" (its last): Triton's
+    interpreter saw the accesses, so ``elements`` counts the distinct elements touched and ``reach``
+    says how far out the farthest lay. ``kind`` "write" with ``side`` "": a guard region changed after
+    the run (any backend; where and how far are not known): ``elements`` counts the changed ones.
+    ``kind`` "changed": the operand ``array`` itself was changed."""
+
+    array: str
+    kind: str
+    side: str
+    elements: int
+    reach: int
+    shape: tuple[int, ...]
+
+    @property
+    def verb(self) -> str:
+        return {"read": "read", "write": "wrote", "changed": "changed"}[self.kind]
+
+    @property
+    def count_text(self) -> str:
+        """``"3 elements"``."""
+        return _elements(self.elements)
+
+    @property
+    def side_text(self) -> str:
+        """``"past the end of"`` or ``"before the start of"`` ("" where the side is not known)."""
+        return {"after": "past the end of", "before": "before the start of"}.get(self.side, "")
+
+    @property
+    def reach_text(self) -> str:
+        """`` (up to 7 beyond its last element)`` where the farthest lay further out than the count
+        says, else ""."""
+        if self.reach <= self.elements or not self.side:
+            return ""
+        return f" (up to {self.reach} {'beyond its last' if self.side == 'after' else 'before its first'} element)"
+
+    @property
+    def shape_text(self) -> str:
+        return " x ".join(str(v) for v in self.shape)
+
+    def describe(self) -> str:
+        if self.kind == "changed":
+            return f"changed the operand {self.array} (a GEMM reads A and B and writes only C)"
+        if not self.side:
+            return f"wrote {self.count_text} outside {self.array} (into the memory around it)"
+        return (f"{self.verb} {self.count_text} {self.side_text} {self.array}{self.reach_text}, "
+                f"which is {self.shape_text}")
 
 
 _ACTIVE: Guard | None = None
@@ -252,66 +307,24 @@ def active() -> Guard | None:
 def guarded() -> Iterator[Guard]:
     """Within this block, operands placed with :meth:`Guard.place` and outputs made by
     ``new_output`` lie in guarded buffers, and Triton's interpreter reports stray accesses."""
+    from course_lib.instruments import patches  # noqa: PLC0415 - patches imports this module
+
     global _ACTIVE
     if _ACTIVE is not None:
         raise RuntimeError("guarded() does not nest: one GEMM call is checked at a time")
+    if not backend.get().is_gpu:  # on a GPU the interpreter is not used
+        patches.TRITON_INTERPRETER.apply()
     _ACTIVE = Guard()
-    _hook_triton_interpreter()
     try:
         yield _ACTIVE
     finally:
         _ACTIVE = None
 
 
-# ---- Triton's interpreter -------------------------------------------------------------------
-_HOOKED = False
-
-
-def _hook_triton_interpreter() -> None:
-    """Have the interpreter's loads and stores tell the active guard where they went (once; a no-op
-    while no guard is active). On a GPU the interpreter is not used and nothing is hooked."""
-    global _HOOKED
-    if _HOOKED or backend.get().is_gpu:
-        return
-    try:
-        from triton.runtime import interpreter
-    except ImportError:  # pragma: no cover - Triton is a dependency of the course
-        return
-    builder = interpreter.InterpreterBuilder
-    load, store = builder.create_masked_load, builder.create_masked_store
-
-    def _addresses(ptrs, mask) -> np.ndarray:
-        data = np.asarray(ptrs.data)
-        m = np.broadcast_to(np.asarray(mask.data, dtype=bool), data.shape)
-        return data[m]
-
-    def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
-        if _ACTIVE is not None:
-            _ACTIVE.note(_addresses(ptrs, mask), "read")
-            dtype = interpreter._get_np_dtype(ptrs.get_element_ty())
-            if other is None and np.issubdtype(dtype, np.floating):
-                # Without other=, Triton leaves the masked-off elements undefined (the interpreter
-                # gives zeros, a GPU whatever it likes): during a check they are NaN, so a result
-                # that depends on them shows.
-                off = ~np.broadcast_to(np.asarray(mask.data, dtype=bool), np.shape(ptrs.data))
-                if off.any():
-                    _ACTIVE.undefined_loads += int(off.sum())
-                    other = interpreter.TensorHandle(np.full(np.shape(ptrs.data), np.nan, dtype=dtype),
-                                                     ptrs.get_element_ty())
-        return load(self, ptrs, mask, other, *args, **kwargs)
-
-    def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
-        if _ACTIVE is not None:
-            _ACTIVE.note(_addresses(ptrs, mask), "write")
-        return store(self, ptrs, value, mask, *args, **kwargs)
-
-    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
-    _HOOKED = True
-
-
 # ---- numba's simulator ----------------------------------------------------------------------
 class OutOfBounds(IndexError):
-    """A numba kernel indexed outside an array on the simulator (raised by :class:`NamedArray`)."""
+    """A numba kernel indexed outside an array on the simulator (raised by :class:`NamedArray`; its
+    message is an :class:`OutOfBoundsAccess`'s, which the active guard keeps as data)."""
 
 
 _GPU_WOULD = {
@@ -322,12 +335,43 @@ _GPU_WOULD = {
 }
 
 
+@dataclass(frozen=True)
+class OutOfBoundsAccess:
+    """A numba thread's read or write outside an array on the simulator, as :class:`NamedArray` found
+    it: ``finding`` says what the thread did, ``note`` what a GPU would have done instead."""
+
+    array: str
+    kind: str  # "read" or "write"
+    index: tuple[str, ...]  # the index as written: numbers, or a slice's repr
+    shape: tuple[int, ...]
+    thread: tuple[int, ...] | None  # threadIdx and blockIdx (None outside a simulated thread)
+    block: tuple[int, ...] | None
+    line: int = 0  # the kernel's line that made the access (0: not known) and its code
+    code: str = ""
+
+    @property
+    def finding(self) -> str:
+        shape = " x ".join(str(v) for v in self.shape)
+        shape = f"{shape} elements long" if len(self.shape) == 1 else shape
+        who = _who(self.thread, self.block) if self.thread is not None else ""
+        where = f" (line {self.line}: {self.code})" if self.code else ""
+        verb = "read" if self.kind == "read" else "wrote"
+        return f"{who}{verb} {self.array}[{', '.join(self.index)}], but {self.array} is {shape}{where}"
+
+    @property
+    def note(self) -> str:
+        return _GPU_WOULD[self.kind]
+
+    def describe(self) -> str:
+        return f"{self.finding}; {self.note}"
+
+
 class NamedArray:
     """A NumPy array handed to a numba kernel on the simulator that names itself when indexed
     outside its bounds. Reads and writes inside the bounds go straight to the array. For an output,
     ``masks`` (:meth:`Guard.output_masks`) records where the kernel stored and where it read an
-    element before storing to it. (The trace's arrays, ``course_lib.viz.trace``, are NamedArrays
-    that also record every access.)"""
+    element before storing to it. (The trace's arrays, :mod:`course_lib.instruments.trace`, are
+    NamedArrays that also record every access.)"""
 
     __slots__ = ("_ary", "_name", "_written", "_read_first")
 
@@ -335,17 +379,22 @@ class NamedArray:
         self._ary, self._name = ary, name
         self._written, self._read_first = masks if masks is not None else (None, None)
 
-    def _fail(self, idx, kind: str):
+    def _fail(self, idx, kind: str) -> OutOfBounds:
+        """The exception for an access outside the array; the active guard keeps the access as data."""
         key = idx if isinstance(idx, tuple) else (idx,)
-        shown = ", ".join(str(int(k)) if isinstance(k, (int, np.integer)) else repr(k) for k in key)
-        shape = " x ".join(str(v) for v in self._ary.shape)
-        shape = f"{shape} elements long" if self._ary.ndim == 1 else shape
         t = threading.current_thread()
-        who = _who(tuple(t.threadIdx), tuple(t.blockIdx)) if hasattr(t, "threadIdx") else ""
-        return OutOfBounds(
-            f"{who}{'read' if kind == 'read' else 'wrote'} {self._name}[{shown}], but {self._name} is {shape}{_source_line()}; "
-            f"{_GPU_WOULD[kind]}"
-        )
+        inside = hasattr(t, "threadIdx")
+        f = kernel_frame(sys._getframe(1), __file__)
+        code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip() if f is not None else ""
+        access = OutOfBoundsAccess(
+            self._name, kind, tuple(str(int(k)) if isinstance(k, (int, np.integer)) else repr(k) for k in key),
+            tuple(self._ary.shape), tuple(t.threadIdx) if inside else None, tuple(t.blockIdx) if inside else None,
+            f.f_lineno if code else 0, code)
+        g = active()
+        if g is not None:
+            with g._lock:
+                g.out_of_bounds.append(access)
+        return OutOfBounds(access.describe())
 
     def __getitem__(self, idx):
         try:
@@ -383,19 +432,22 @@ def _who(thread: tuple[int, ...], block: tuple[int, ...]) -> str:
     return f"thread {tuple(int(v) for v in thread[:n])} of block {tuple(int(v) for v in block[:n])} "
 
 
-def _source_line() -> str:
-    """`` (line N: <code>)`` for the kernel line that made the access (the first frame outside this
-    module and numba's simulator); in a notebook, N counts from the top of the cell."""
-    from numba.cuda import simulator
+@functools.cache
+def _simulator_dir() -> str:
+    from numba.cuda import simulator  # noqa: PLC0415 - numba loads after the backend choice
 
-    sim_dir = os.path.dirname(simulator.__file__)
-    f = sys._getframe(2)
-    while f is not None and (f.f_code.co_filename == __file__ or f.f_code.co_filename.startswith(sim_dir)):
-        f = f.f_back
-    if f is None:
-        return ""
-    text = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
-    return f" (line {f.f_lineno}: {text})" if text else ""
+    return os.path.dirname(simulator.__file__)
+
+
+def kernel_frame(frame, *own_files: str):
+    """The first frame from ``frame`` outward that is neither in ``own_files`` (the instrument's
+    own modules) nor in numba's simulator: the kernel's (or device function's) line that made an
+    access or reached a barrier. None if there is none; in a notebook its line counts from the top
+    of the cell."""
+    sim_dir = _simulator_dir()
+    while frame is not None and (frame.f_code.co_filename in own_files or frame.f_code.co_filename.startswith(sim_dir)):
+        frame = frame.f_back
+    return frame
 
 
 _SIM_PREFIX = re.compile(r"^tid=\[(\d+), (\d+), (\d+)\] ctaid=\[(\d+), (\d+), (\d+)\]:?\s*")
@@ -420,11 +472,15 @@ def describe_index_error(e: IndexError) -> str:
 
 def index_error_parts(e: IndexError) -> tuple[str, str]:
     """(what the thread did, what a GPU would have done instead) for an ``IndexError`` a kernel
-    raised on numba's simulator."""
+    raised on numba's simulator: from the :class:`OutOfBoundsAccess` the active guard kept, where a
+    :class:`NamedArray` raised it."""
     who, rest = simulator_message(str(e))
-    if isinstance(e, OutOfBounds) or rest.startswith("thread "):
-        for note in _GPU_WOULD.values():
-            if rest.endswith(f"; {note}"):
-                return rest[: -len(note) - 2], note
+    g = active()
+    # The simulator raises, in the launching thread, a new exception of the same type made from the
+    # thread's message (numba-cuda's BlockThread.run): the message tells which access it was.
+    for access in (g.out_of_bounds if g is not None else ()):
+        if access.describe() == rest:
+            return access.finding, access.note
+    if isinstance(e, OutOfBounds):
         return rest, ""
     return f"{who}indexed outside an array ({rest})", _GPU_WOULD["read"].replace("this read", "such an access")
