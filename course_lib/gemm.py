@@ -230,6 +230,32 @@ class LaunchPlans:
         self._plans.clear()
 
 
+def planned(resolve: Callable[..., tuple[object, object]], launch: Callable[..., object],
+            limit: int = 128) -> Callable[..., object]:
+    """A final stage's GEMM ``gemm(a, b, *args)`` that checks and decides once per kind of operands.
+
+    ``resolve(a, b, *args)`` is the checked path: it checks the operands (:func:`prepare`), decides
+    what to launch, launches it into a new output and returns ``(c, plan)``. The plan is kept for the
+    operands' :func:`plan_key` (with ``args``, e.g. a dtype, appended), and a later call with that key
+    returns ``launch(plan, a, b, *args)``, which launches the plan into a new output (:func:`new_output`,
+    so ``check``'s poisoned outputs and guard regions still catch a kernel that skips an element).
+    A call that raises keeps no plan. The plans are ``gemm.plans`` (:class:`LaunchPlans`)."""
+    plans = LaunchPlans(limit)
+
+    def gemm(a: object, b: object, *args: object) -> object:
+        key = plan_key(a, b)
+        key = None if key is None else key + args
+        plan = plans.get(key)
+        if plan is not None:  # operands like these passed every check of resolve
+            return launch(plan, a, b, *args)
+        c, plan = resolve(a, b, *args)
+        plans.keep(key, plan)
+        return c
+
+    gemm.plans = plans
+    return gemm
+
+
 def random_inputs(
     M: int, N: int, K: int, dtype: str = "fp32", *, seed: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -42,7 +42,7 @@ def _first_fast(dtype: str):
 
 # <what>: (dtype, the GEMM). Built lazily: tc6 needs the CUDA extension.
 PROBES = {
-    "tc6": ("bf16", lambda: tc.tc_6_tma_store),
+    "tc6": ("bf16", lambda: course_lib.get_stage("tc_6_tma_store").gemm("bf16")),
     "tc6_sk": ("bf16", lambda: variant.persistent_variant(cluster=2, group_m=8, max_ctas=course_lib.backend.sm_count(),
                                                           stream_k=True)),
     "cublas16": ("bf16", lambda: torch.matmul),

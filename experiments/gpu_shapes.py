@@ -202,7 +202,8 @@ def main() -> int:
             c1 = time_fn(lambda: cublas(a, b), budget_ms=40).median_ms
             res = {}
             for sk in (-1, 0, 1):
-                fn = tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=sms, schedule=sk)
+                fn = tc.make_gemm("tc_6_tma_store", shape_multiple=get_stage("tc_6_tma_store").shape_multiple,
+                                  group_m=8, max_ctas=sms, schedule=sk)
                 try:
                     err = rel_err(fn(a, b), ref)
                     ms = time_fn(lambda: fn(a, b), budget_ms=40).median_ms

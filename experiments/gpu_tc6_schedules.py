@@ -43,7 +43,9 @@ def main() -> int:
     tc.extension()
     print(f"extension built/loaded in {time.time() - t0:.0f} s", flush=True)
     sms = course_lib.backend.sm_count()
-    fns = {name: tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=sms, schedule=s) for name, s in SCHEDULES.items()}
+    rule = course_lib.get_stage("tc_6_tma_store").shape_multiple
+    fns = {name: tc.make_gemm("tc_6_tma_store", shape_multiple=rule, group_m=8, max_ctas=sms, schedule=s)
+           for name, s in SCHEDULES.items()}
     shapes = [(f"{s[0]}^3", s, "square") for s in SQUARES] + [(m.label, m.shape, m.phase) for m in MODEL_SHAPES]
     for label, shape, phase in shapes:
         course_lib.check(fns["swapped"], "bf16", [shape])  # the forced swap is right before it is timed

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from course_lib import backend, compiler
+from course_lib import backend, compiler, registry
 from course_lib.features import HOPPER_SM90A
 from course_lib.kernels import tensor_cores as tc
 
@@ -55,8 +55,9 @@ def persistent_variant(*, cluster: int = 2, group_m: int = 8, max_ctas: int | Ca
     """A GEMM (bf16, as the course's stages) that runs the variant with these knobs; the name says
     which, e.g. ``tc_6_stream_k[cluster=2,group_m=8,max_ctas=132,stream_k]`` (``block_n`` 128 adds
     ``,n128``)."""
-    fn = tc.make_gemm("tc_6_tma_store", lambda: extension(timeline).tc_6_stream_k, cluster=cluster, group_m=group_m,
-                      max_ctas=max_ctas, stream_k=stream_k, block_n=block_n)
+    fn = tc.make_gemm("tc_6_tma_store", lambda: extension(timeline).tc_6_stream_k,
+                      shape_multiple=registry.get_stage("tc_6_tma_store").shape_multiple, cluster=cluster,
+                      group_m=group_m, max_ctas=max_ctas, stream_k=stream_k, block_n=block_n)
     ctas = max_ctas if isinstance(max_ctas, int) else "sm_count"
     fn.__name__ = fn.__qualname__ = (f"tc_6_stream_k[cluster={cluster},group_m={group_m},max_ctas={ctas}"
                                      f"{',stream_k' if stream_k else ''}{',n128' if block_n == 128 else ''}]")

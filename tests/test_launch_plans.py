@@ -1,4 +1,4 @@
-"""Launch plans (course_lib.gemm.plan_key, LaunchPlans): the final stages check and decide once per
+"""Launch plans (course_lib.gemm.plan_key, LaunchPlans, planned): the final stages check and decide once per
 kind of operands, and every later call with the same key only allocates C and launches - still
 through new_output, so check's poisoned outputs and guard regions catch a kernel through the plan."""
 
@@ -6,7 +6,6 @@ import math
 import os
 import subprocess
 import sys
-from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import torch
 
 import course_lib
 from course_lib import backend, check, features, registry
-from course_lib.gemm import LaunchPlans, new_output, plan_key, poisoned_outputs, prepare, random_inputs
+from course_lib.gemm import LaunchPlans, new_output, plan_key, planned, poisoned_outputs, prepare, random_inputs
 from course_lib.instruments.guard import guarded
 from course_lib.kernels import tensor_cores as tc
 from course_lib.kernels.coalescing_and_triton import autotune, fast
@@ -35,9 +34,8 @@ def _counting(monkeypatch, module, name: str) -> list:
 @pytest.fixture
 def fresh_triton_plans(monkeypatch):
     """triton_fast without the plans other tests made: what a fresh process has."""
-    plans = defaultdict(LaunchPlans)
-    monkeypatch.setattr(autotune, "_PLANS", plans)
-    return plans
+    monkeypatch.setattr(autotune, "_PLANNED", planned(autotune._checked, autotune._again))
+    return autotune._PLANNED.plans
 
 
 def _misaligned(M: int, N: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -76,6 +74,34 @@ def test_plans_are_kept_per_key_up_to_a_limit_and_dropped_with_the_backend(monke
     assert plans.get(("k3",)) is None and len(plans) == 0
 
 
+def test_planned_resolves_once_per_key_and_keeps_no_plan_for_a_failure():
+    calls = []
+
+    def resolve(a, b, tag):
+        calls.append(("resolve", tag))
+        if tag == "refused":
+            raise ValueError("refused by its checks")
+        return a @ b, ("plan", tag)
+
+    def launch(plan, a, b, tag):
+        calls.append(("launch", plan))
+        return a @ b
+
+    gemm = planned(resolve, launch)
+    a, b = random_inputs(4, 6, 8, "fp32", seed=0)
+    gemm(a, b, "x")
+    gemm(a.clone(), b.clone(), "x")  # same key, same extra argument: the plan
+    gemm(a, b, "y")  # the extra argument is part of the key
+    with pytest.raises(ValueError, match="refused"):
+        gemm(a, b, "refused")
+    with pytest.raises(ValueError, match="refused"):
+        gemm(a, b, "refused")  # no plan was kept: checked again
+    gemm(a.cpu().numpy(), b.cpu().numpy(), "x")  # no key: the checked path
+    assert calls == [("resolve", "x"), ("launch", ("plan", "x")), ("resolve", "y"), ("resolve", "refused"),
+                     ("resolve", "refused"), ("resolve", "x")]
+    assert len(gemm.plans) == 2
+
+
 @pytest.mark.parametrize("mode", ["plain", "poisoned", "guarded"])
 def test_new_output_starts_on_a_16_byte_boundary(mode):
     # FastPlan relies on it: its descriptor choice and Triton's specialisation read C's alignment.
@@ -103,7 +129,7 @@ def test_triton_fast_checks_and_decides_once_per_key(monkeypatch, fresh_triton_p
     a2, b2 = a.clone(), b.clone()  # other tensors of the same key
     second = fast_matmul_autotuned(a2, b2, dtype)
     assert len(prepares) == len(tunings) == len(offsets) == 1  # the second call took the plan
-    assert len(fresh_triton_plans[dtype]) == 1
+    assert len(fresh_triton_plans) == 1
     assert torch.equal(first, second)
     torch.testing.assert_close(second.double(), a.double() @ b.double(), rtol=2e-2, atol=2e-2)
 
@@ -120,7 +146,7 @@ def test_triton_fast_plan_gives_what_the_checked_path_gives(fresh_triton_plans):
 def test_another_key_makes_another_plan(monkeypatch, fresh_triton_plans):
     prepares = _counting(monkeypatch, autotune, "prepare")
     a, b = random_inputs(24, 32, 40, "fp32", seed=3)
-    plans = fresh_triton_plans["fp32"]
+    plans = fresh_triton_plans
     fast_matmul_autotuned(a, b, "fp32")
     variants = [(a[:20], b), (a.T.contiguous().T, b), (_misaligned(24, 40), b)]  # shape, strides, alignment
     for x, y in variants:
@@ -140,7 +166,7 @@ def test_numpy_operands_take_the_checked_path_every_time(monkeypatch, fresh_trit
     for _ in range(2):
         c = fast_matmul_autotuned(a, b, "fp32")
         assert isinstance(c, np.ndarray) and np.all(c == 5)
-    assert len(prepares) == 2 and len(fresh_triton_plans["fp32"]) == 0
+    assert len(prepares) == 2 and len(fresh_triton_plans) == 0
 
 
 def test_bad_input_after_a_plan_is_still_refused(fresh_triton_plans):
@@ -164,12 +190,12 @@ def test_a_plan_that_skips_tiles_is_caught_by_check(fresh_triton_plans):
     # with NaN inside guard regions, so the tiles never written are found.
     shape = (100, 130, 40)
     assert check("triton_fast", "fp32", shapes=[shape], seed=5)
-    (plan,) = fresh_triton_plans["fp32"]._plans.values()
+    (plan,) = fresh_triton_plans._plans.values()
     assert plan.grid[0] == 6 and plan.runner is None  # 2 x 3 tiles of 64 x 64; the interpreter
     plan.grid = (1,)
     with pytest.raises(AssertionError, match="never wrote"):
         check("triton_fast", "fp32", shapes=[shape], seed=6)
-    assert len(fresh_triton_plans["fp32"]) == 1  # it was the plan that ran
+    assert len(fresh_triton_plans) == 1  # it was the plan that ran
 
 
 # ---- the runner a GPU launches through, played by the interpreter -------------------------------
@@ -287,7 +313,7 @@ def tc_stage(monkeypatch):
         state["knob"] += 1
         return 132
 
-    return tc.make_gemm("tc_1_mma_sync", launcher, max_ctas=sm_count), state
+    return tc.make_gemm("tc_1_mma_sync", launcher, shape_multiple=8, max_ctas=sm_count), state
 
 
 def test_tensor_core_stage_checks_and_resolves_once_per_key(monkeypatch, tc_stage):

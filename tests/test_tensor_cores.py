@@ -22,17 +22,26 @@ STAGE_NAMES = [d.stage for d in tc.ALL_DESIGNS]
 STAIRCASE = [d.stage for d in tc.DESIGNS]
 
 
+def _wrapper(name: str):
+    """A stage's own wrapper, as the manifest made it (on the CPU it checks before it refuses)."""
+    return course_lib.get_stage(name).gemms["bf16"]
+
+
 # ---- registry and argument checks ------------------------------------------------------------
 def test_every_stage_is_registered_with_its_metadata():
-    names = [s.name for s in course_lib.stages() if s.backend == "cuda-extension"]
+    names = [s.name for s in course_lib.stages() if s.backend == "cuda-extension" and s.dtypes == ("bf16",)]
     assert names == STAGE_NAMES and STAGE_NAMES[0] == "tc_0_mma_sync_minimal" and STAIRCASE == STAGE_NAMES[1:]
+    # the binding lists every stage of the manifest (and nothing else): the two say the same stages
+    bound = [e.stage for e in tc.csrc.entries()]
+    assert bound == [s.name for s in course_lib.stages() if s.backend == "cuda-extension"]
+    rows16 = tc.ALIGNMENT_BYTES // torch.bfloat16.itemsize
     for i, name in enumerate(STAGE_NAMES):
         st = course_lib.get_stage(name)
         # mma.sync (stages 0-1) is taught in notebook 06, Hopper's wgmma path (stages 2-6) in 07
         assert st.notebook == ("06_tensor_cores" if i < 2 else "07_hopper_tensor_cores")
         assert st.dtypes == ("bf16",)
-        want = 1 if i == 0 else tc.ANY_M if st.name == "tc_6_tma_store" else tc.SHAPE_MULTIPLE
-        assert st.gpu_only and st.shape_multiple == want and tc.SHAPE_MULTIPLE == 8
+        want = 1 if i == 0 else (1, rows16, rows16) if st.name == "tc_6_tma_store" else rows16
+        assert st.gpu_only and st.shape_multiple == want and rows16 == 8
         assert st.order == course_lib.get_stage(STAGE_NAMES[0]).order + i  # consecutive, in the manifest
         assert st.sweep == (name == STAGE_NAMES[-1])
         assert (features.BF16_TENSOR_CORES in st.needs) == (i < 2) and (features.HOPPER_SM90A in st.needs) == (i >= 2)
@@ -45,7 +54,7 @@ def test_cpu_backend_refuses_with_a_clear_error(name):
     with pytest.raises(RuntimeError, match="runs only on an NVIDIA GPU"):
         course_lib.get_stage(name)(a, b)
     with pytest.raises(RuntimeError, match="runs only on an NVIDIA GPU"):
-        tc.GEMMS[name](a, b)
+        _wrapper(name)(a, b)
 
 
 @pytest.mark.parametrize("shape", [(12, 16, 16), (16, 20, 16), (16, 16, 36)])
@@ -53,13 +62,13 @@ def test_shapes_off_the_multiple_are_rejected_before_launch(shape):
     M, N, K = shape
     a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
     with pytest.raises(ValueError, match="M, N and K must be multiples of 8"):
-        tc.tc_1_mma_sync(a, b)
+        _wrapper("tc_1_mma_sync")(a, b)
     if M % 8 == 0:  # stage 6 takes any M (TMA fills a partial box of rows with zeros)
         with pytest.raises(ValueError, match="tc_6_tma_store: N and K must be multiples of 8, but [NK]="):
-            tc.tc_6_tma_store(a, b)
+            _wrapper("tc_6_tma_store")(a, b)
     elif not course_lib.backend.get().is_gpu:
         with pytest.raises(RuntimeError, match="runs only on an NVIDIA GPU"):  # every check passed
-            tc.tc_6_tma_store(a, b)
+            _wrapper("tc_6_tma_store")(a, b)
 
 
 @pytest.mark.skipif(course_lib.backend.get().is_gpu, reason="checks the CPU backend's refusal")
@@ -67,15 +76,15 @@ def test_stage0_takes_any_shape_and_refuses_only_for_want_of_a_gpu():
     """Stage 0 reads one element at a time: an odd shape passes every check but the GPU's."""
     a, b = course_lib.random_inputs(13, 7, 21, "bf16", seed=0)
     with pytest.raises(RuntimeError, match="runs only on an NVIDIA GPU"):
-        tc.tc_0_mma_sync_minimal(a, b)
-    assert tc.DESIGN["tc_0_mma_sync_minimal"].shape_multiple == 1
+        _wrapper("tc_0_mma_sync_minimal")(a, b)
+    assert course_lib.get_stage("tc_0_mma_sync_minimal").shape_multiple == 1
     assert "any_shape=*/true" in (tc.CSRC / tc.BINDING).read_text()  # the binding skips the %8 check for it
 
 
 def test_other_dtypes_are_rejected():
     a, b = course_lib.random_inputs(16, 16, 16, "fp32", seed=0)
     with pytest.raises(TypeError, match="bfloat16"):
-        tc.tc_2_wgmma_tma(a, b)
+        _wrapper("tc_2_wgmma_tma")(a, b)
 
 
 def test_build_plan_reads_the_architecture():
@@ -600,7 +609,8 @@ def test_persistent_grid_settings_are_correct_on_the_gpu(group_m, max_ctas):
     """The persistent stages' runtime settings: other tile orders, and a grid of one cluster that
     walks every tile (each stored during the next tile's first slices, through the same boxes)."""
     for stage in ("tc_5_persistent", "tc_6_tma_store"):
-        fn = tc.make_gemm(stage, group_m=group_m, max_ctas=max_ctas)
+        fn = tc.make_gemm(stage, shape_multiple=course_lib.get_stage(stage).shape_multiple, group_m=group_m,
+                          max_ctas=max_ctas)
         course_lib.check(fn, "bf16", [(264, 520, 200), (1000, 1008, 520)])
 
 
@@ -618,7 +628,8 @@ SWAPPED_SHAPES = [(1, 6144, 4096), (3, 8, 8), (9, 4608, 3584), (17, 200, 1032), 
 @pytest.mark.parametrize("schedule", [-1, 0, 1, 2])
 def test_stage6_schedules_are_correct_on_the_gpu(schedule):
     """-1 by the shape, 0 whole tiles, 1 stream-K, 2 operands swapped (tc_launch.h's SCHEDULE_*)."""
-    fn = tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=course_lib.backend.sm_count, schedule=schedule)
+    fn = tc.make_gemm("tc_6_tma_store", shape_multiple=course_lib.get_stage("tc_6_tma_store").shape_multiple,
+                      group_m=8, max_ctas=course_lib.backend.sm_count, schedule=schedule)
     shapes = SWAPPED_SHAPES if schedule == 2 else STREAM_K_SHAPES + (SWAPPED_SHAPES if schedule == -1 else [])
     course_lib.check(fn, "bf16", shapes)
     for _ in range(3):  # the fix-up flags and split-K counters carry over: back-to-back launches stay right
@@ -629,7 +640,8 @@ def test_stage6_schedules_are_correct_on_the_gpu(schedule):
 def test_stage6_swapped_forced_takes_more_than_128_rows_on_the_gpu():
     """Forced, the swapped schedule covers M > 128 with several token tiles of 128 (the experiments
     compare it with the other schedules at mid-size shapes)."""
-    fn = tc.make_gemm("tc_6_tma_store", group_m=8, max_ctas=0, schedule=2)
+    fn = tc.make_gemm("tc_6_tma_store", shape_multiple=course_lib.get_stage("tc_6_tma_store").shape_multiple,
+                      group_m=8, max_ctas=0, schedule=2)
     course_lib.check(fn, "bf16", [(136, 64, 64), (1000, 1008, 520), (1024, 1024, 1024)])
 
 
@@ -639,7 +651,7 @@ def test_misaligned_view_is_rejected_on_the_gpu():
     a = storage[4:].reshape(64, 64)  # contiguous, but 8 bytes past a 16-byte boundary
     b = torch.zeros(64, 64, dtype=torch.bfloat16, device="cuda")
     with pytest.raises(ValueError, match="16-byte boundary"):
-        tc.tc_2_wgmma_tma(a, b)
+        _wrapper("tc_2_wgmma_tma")(a, b)
 
 
 def test_recorded_timeline_is_consistent_and_plots():

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import triton
 
-from collections import defaultdict
 from dataclasses import replace
 
 from course_lib import backend
 from course_lib import dtypes
-from course_lib.gemm import LaunchPlans, Operands, new_output, plan_key, prepare
+from course_lib.gemm import Operands, new_output, planned, prepare
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, require_32bit_offsets
-from course_lib.kernels.coalescing_and_triton.fast import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, FastPlan, candidates, launch_fast
+from course_lib.kernels.coalescing_and_triton.fast_configs import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, candidates
+from course_lib.kernels.coalescing_and_triton.fast_launch import FastPlan, launch_fast
 from course_lib.layout import cdiv
 from course_lib.timing import time_fn
 
@@ -126,8 +126,27 @@ def tuning_log() -> list[dict]:
              "candidates_ms": dict(times)} for k, times in _TIMES.items()]
 
 
-# One set of launch plans per course dtype: fp32 and tf32 operands have the same key.
-_PLANS: defaultdict[str, LaunchPlans] = defaultdict(LaunchPlans)
+def _checked(a: object, b: object, dtype: str) -> tuple[object, FastPlan]:
+    """triton_fast's checked path: check the operands, pick the configuration, launch it as a plan."""
+    stage = "triton_fast"
+    ops = prepare(a, b, stage=stage, dtypes=(dtype,))
+    candidates(dtype)  # a dtype without candidates is refused here, with where they go
+    c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
+    require_32bit_offsets(stage, ops.a, ops.b, c)
+    plan = FastPlan(ops, dtype, autotuned_config(ops, dtype, c), c)  # launches it
+    return ops.give_back(c), plan
+
+
+def _again(plan: FastPlan, a: object, b: object, dtype: str) -> object:
+    """A later call with operands of a planned key: the plan launched into a new C."""
+    candidates(dtype)  # the one check made again: it reads FAST_CONFIGS, which no key holds
+    c = new_output(plan.M, plan.N, plan.c_dtype, a.device)
+    plan(a, b, c)
+    return c
+
+
+# The dtype is part of the key: fp32 and tf32 operands are alike.
+_PLANNED = planned(_checked, _again)
 
 
 def fast_matmul_autotuned(a: object, b: object, dtype: str = "fp32") -> object:
@@ -135,19 +154,6 @@ def fast_matmul_autotuned(a: object, b: object, dtype: str = "fp32") -> object:
     CPU the first candidate of :data:`FAST_CONFIGS`.
 
     The first call with operands of a key (:func:`course_lib.gemm.plan_key`) checks them, picks the
-    configuration and launches it as a :class:`.fast.FastPlan`; later calls with the key launch that
-    plan into a new C."""
-    stage = "triton_fast"
-    key = plan_key(a, b)
-    plan = _PLANS[dtype].get(key)
-    if plan is not None:  # operands like these passed every check below
-        candidates(dtype)  # the one check made again: it reads FAST_CONFIGS, which no key holds
-        c = new_output(plan.M, plan.N, plan.c_dtype, a.device)
-        plan(a, b, c)
-        return c
-    ops = prepare(a, b, stage=stage, dtypes=(dtype,))
-    candidates(dtype)  # a dtype without candidates is refused here, with where they go
-    c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
-    require_32bit_offsets(stage, ops.a, ops.b, c)
-    _PLANS[dtype].keep(key, FastPlan(ops, dtype, autotuned_config(ops, dtype, c), c))  # launches it
-    return ops.give_back(c)
+    configuration and launches it as a :class:`.fast_launch.FastPlan`; later calls with the key launch that
+    plan into a new C (:func:`course_lib.gemm.planned`)."""
+    return _PLANNED(a, b, dtype)

@@ -1,20 +1,14 @@
 """Tensor cores through a bundled CUDA C++ extension (notebooks 06_tensor_cores and
 07_hopper_tensor_cores).
 
-Seven stages, each a real ``.cu`` file in ``course_lib/csrc/`` (shared helpers in ``tc_*.cuh``):
-
-=========================  ================================================================
-``tc_0_mma_sync_minimal``  one ``mma.sync.m16n8k16`` per warp, fragments loaded from global memory
-``tc_1_mma_sync``          warp-level ``mma.sync.m16n8k16`` fed by ``ldmatrix`` (sm_80 and newer)
-``tc_2_wgmma_tma``         Hopper ``wgmma`` reading shared memory that TMA filled, 128-byte swizzle
-``tc_3_pipeline``          a ring of shared-memory slots on mbarriers (copies run ahead)
-``tc_4_warp_specialized``  producer warpgroup + 2 consumer warpgroups, ``setmaxnreg``, 128x256 tiles
-``tc_5_persistent``        persistent CTAs walking a grouped tile order; 2-CTA clusters, B multicast
-``tc_6_tma_store``         one wgmma batch kept in flight; epilogue via ``stmatrix`` + TMA store
-=========================  ================================================================
-
-and, off the bf16 staircase, ``tc_7_fp8`` (notebook 09): stage 6's kernel on e4m3 inputs with
-their scales, called as ``tc_7_fp8(qa, qw)`` on :class:`course_lib.fp8.Quantized` operands.
+Seven bf16 stages, ``tc_0_mma_sync_minimal`` (one ``mma.sync`` per warp, fragments from global
+memory) and the staircase ``tc_1_mma_sync`` ... ``tc_6_tma_store``, and, off the staircase,
+``tc_7_fp8`` (notebook 09): stage 6's kernel on e4m3 inputs with their scales, called as
+``tc_7_fp8(qa, qw)`` on :class:`course_lib.fp8.Quantized` operands. Each is a real ``.cu`` file in
+``course_lib/csrc/`` (shared helpers in ``tc_*.cuh``) whose header says what it adds, and one entry
+of the extension's binding (``tc_binding.cu``), which is where this package reads the list from; the
+course manifest (``course_lib.registry``) gives each its title, notebook and shape rule and makes its
+GEMM (:func:`make_gemm`): ``course_lib.get_stage("tc_4_warp_specialized")``.
 
 The stage's name is also its file (``csrc/tc_4_warp_specialized.cu``), its entry in the extension
 (``extension().tc_4_warp_specialized``) and its C++ launcher (``tc::launch_tc_4_warp_specialized``).
@@ -28,7 +22,8 @@ would double the bytes written and measure a different operation.
 Shapes: M, N and K must be multiples of 8 - the copy engine (TMA) needs every row of A, B and C to
 start on a 16-byte boundary, and stage 1 loads 16 bytes at a time. Beyond that any shape works:
 partial tiles at the edges are zero-filled on load and clipped on store by TMA (stages 2-6) or
-bounds-checked (stage 1). Stage 0 reads and writes one element at a time and takes any shape.
+bounds-checked (stage 1). Stage 6 takes any M (TMA fills a partial box of A's rows, clips C's), and
+stage 0 reads and writes one element at a time and takes any shape.
 
 On a machine with an NVIDIA GPU the extension is built on first use with
 ``torch.utils.cpp_extension.load`` (ninja, parallel jobs) into a cache outside the repository
@@ -39,12 +34,13 @@ stages cannot run; the package still compiles their sources with ``nvcc`` when o
 
 The package, by job:
 
-* :mod:`.stages` - each stage's :class:`Design`, the extension's build, the GEMM wrappers
-  (:data:`GEMMS`, stage name -> bf16 GEMM);
+* :mod:`.stages` - each stage's :class:`Design` (its numbers), the extension's build, the GEMM
+  wrapper of a stage (:func:`make_gemm`);
 * :mod:`.model` - a pure-Python model of the address and schedule arithmetic the kernels rely on
   (descriptors, wgmma's reads, stmatrix, the tile order, stream-K), checked by the tests;
 * :mod:`.inspection` - compiling without a GPU, SASS tables, the excerpts the notebooks print;
-* :mod:`.csrc` - the constants the Python side reads by name from the C++ sources.
+* :mod:`.csrc` - the stages the binding lists and the constants the Python side reads by name from
+  the C++ sources.
 
 Everything a notebook calls as ``tc.<name>`` (``from course_lib.kernels import tensor_cores as tc``)
 is importable from here.
@@ -52,7 +48,7 @@ is importable from here.
 
 from course_lib.compiler import NVCC_FLAGS, SM90A, load_extension
 from course_lib.kernels.tensor_cores import csrc, inspection, model, stages
-from course_lib.kernels.tensor_cores.csrc import CSRC
+from course_lib.kernels.tensor_cores.csrc import BINDING, CSRC
 from course_lib.kernels.tensor_cores.inspection import (
     EXCERPT_BEGIN,
     EXCERPT_END,
@@ -102,30 +98,19 @@ from course_lib.kernels.tensor_cores.model import (
 from course_lib.kernels.tensor_cores.stages import (
     ALIGNMENT_BYTES,
     ALL_DESIGNS,
-    ANY_M,
-    BINDING,
     DESIGN,
     DESIGNS,
     FP8_SCALING_CODE,
+    FP8_SHAPE_MULTIPLE,
     FP8_SHAPES,
     FP8_STAGE,
-    GEMMS,
     MINIMAL,
-    NOTEBOOK_HOPPER,
-    NOTEBOOK_MMA_SYNC,
-    SHAPE_MULTIPLE,
     Design,
     build_extension,
     build_plan,
+    design,
     extension,
     make_gemm,
-    tc_0_mma_sync_minimal,
-    tc_1_mma_sync,
-    tc_2_wgmma_tma,
-    tc_3_pipeline,
-    tc_4_warp_specialized,
-    tc_5_persistent,
-    tc_6_tma_store,
     tc_7_fp8,
     tc_7_fp8_arguments,
 )

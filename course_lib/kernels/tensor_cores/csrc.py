@@ -1,5 +1,5 @@
-"""The CUDA C++ sources of the tensor-core stages as data: where they are, and the constants the
-Python side reads from them by name.
+"""The CUDA C++ sources of the tensor-core stages as data: where they are, which stages the
+extension's binding lists (:func:`entries`), and the constants the Python side reads from them by name.
 
 Every number the Python model shares with the kernels - a tile size, a descriptor stride, a
 threshold of stage 6's schedule - is written once, as a ``constexpr`` in ``course_lib/csrc``, and
@@ -27,6 +27,8 @@ import re
 from pathlib import Path
 
 CSRC = Path(__file__).resolve().parent.parent.parent / "csrc"
+BINDING = "tc_binding.cu"  # the extension's entries (the one file of it that knows PyTorch)
+SM90A_GUARD = "TC_WITH_SM90A"  # defined only where the extension is built for sm_90a
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,3 +157,42 @@ def constant(file: str | Path, name: str) -> int | float:
                else f"it declares {', '.join(sorted(table))}")
         raise KeyError(f"{Path(file).name} has no constexpr {name} this reader can evaluate: {why}")
     return table[name]
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One entry of the extension, as its binding lists it: a stage, its source ``<stage>.cu``."""
+
+    stage: str
+    sm90a: bool  # bound (and its source compiled) only in a build for sm_90a (#ifdef TC_WITH_SM90A)
+    one_signature: bool  # bind(m, "<stage>", launcher): a bf16 GEMM c = a @ b; else tc::bind_<stage>(m), its own
+
+
+_ENTRY = re.compile(r'^[ \t]*#(?P<directive>ifdef|ifndef|if|else|elif|endif)\b(?P<rest>[^\n]*)'
+                    r'|\bbind\(\s*m\s*,\s*"(?P<bound>\w+)"|\btc::bind_(?P<own>\w+)\(\s*m\s*\)', re.MULTILINE)
+
+
+def entries(binding: str | Path = BINDING) -> tuple[Entry, ...]:
+    """The stages the binding's ``PYBIND11_MODULE`` lists, in its order. The binding is where C++
+    needs each stage named (its launcher's type picks the entry's arguments), so the Python side
+    reads the list from it rather than writing it again: which sources a build compiles, which
+    stages need sm_90a (those inside ``#ifdef TC_WITH_SM90A``), which are GEMMs of the one signature."""
+    text = _path(binding).read_text()
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text[text.index("PYBIND11_MODULE"):], flags=re.DOTALL)
+    out: list[Entry] = []
+    guards: list[bool] = []  # per open #if: whether its branch is the sm_90a build's
+    for m in _ENTRY.finditer(text):
+        directive = m.group("directive")
+        if directive in ("ifdef", "ifndef", "if"):
+            guards.append(directive == "ifdef" and m.group("rest").strip() == SM90A_GUARD)
+        elif directive in ("else", "elif"):
+            guards[-1] = False
+        elif directive == "endif":
+            guards.pop()
+        else:
+            stage = m.group("bound") or m.group("own")
+            if guards and not all(guards):
+                raise ValueError(f"{Path(binding).name}: the entry {stage} is under a condition other than "
+                                 f"#ifdef {SM90A_GUARD}, the only one a build plan knows")
+            out.append(Entry(stage, bool(guards), m.group("bound") is not None))
+    return tuple(out)

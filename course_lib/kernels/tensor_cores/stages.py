@@ -1,10 +1,14 @@
-"""The tensor-core stages: what each kernel is made of (:class:`Design`, one per ``.cu`` file in
-``course_lib/csrc``), how the extension is built for a GPU (:func:`build_plan`, :func:`extension`),
-and the course's GEMM wrapper of each stage (:func:`make_gemm`, :data:`GEMMS`).
+"""The tensor-core stages: what each kernel is made of (:class:`Design`, one per entry of the
+extension's binding and ``.cu`` file in ``course_lib/csrc``), how the extension is built for a GPU
+(:func:`build_plan`, :func:`extension`), and the wrapper that makes a stage a GEMM of the course's one
+signature (:func:`make_gemm`; the course manifest, ``course_lib.registry``, makes each stage's).
 
-A design's tile, threads, pipeline slots and cluster are the constants of its ``.cu`` file, read by
-name (:mod:`.csrc`); its shared memory is computed here from them, as the kernel lays it out, and a
-test holds that to the compiler (ptxas's report; ``SMEM_BYTES`` by ``static_assert``).
+A stage is written in C++ only: its ``.cu`` file and its entry in the binding (``tc_binding.cu``,
+where C++ needs it). Which stages exist, in which order, and which need sm_90a are read from the
+binding (:func:`.csrc.entries`); a stage's tile, threads, pipeline slots and cluster are the constants
+of its ``.cu`` file, read by name (:mod:`.csrc`); its shared memory is computed here from them, as the
+kernel lays it out, and a test holds that to the compiler (ptxas's report; ``SMEM_BYTES`` by
+``static_assert``). Its words (title, notebook) and its shape rule are its row in the manifest.
 """
 
 from __future__ import annotations
@@ -17,29 +21,20 @@ import torch
 
 from course_lib import backend, compiler, dtypes, features, fp8
 from course_lib.features import BF16_TENSOR_CORES, HOPPER_SM90A, Feature
-from course_lib.gemm import LaunchPlans, new_output, plan_key, prepare
+from course_lib.gemm import new_output, planned, prepare
 from course_lib.kernels.tensor_cores import csrc
-from course_lib.kernels.tensor_cores.csrc import CSRC
+from course_lib.kernels.tensor_cores.csrc import BINDING, CSRC
+from course_lib.kernels.tensor_cores.model import ELEM
 
-# The notebook that teaches each stage: mma.sync from CUDA C++ (06), then Hopper's wgmma path (07).
-NOTEBOOK_MMA_SYNC = "06_tensor_cores"
-NOTEBOOK_HOPPER = "07_hopper_tensor_cores"
-SHAPE_MULTIPLE = 8  # 16-byte rows for TMA: 8 bf16
-ANY_M = (1, SHAPE_MULTIPLE, SHAPE_MULTIPLE)  # stage 6: TMA fills a partial box of A's rows, clips C's
-ALIGNMENT_BYTES = 16
-ELEM = 2  # bytes per bf16
-BINDING = "tc_binding.cu"
+ALIGNMENT_BYTES = 16  # TMA reads and writes rows that start on 16-byte boundaries; so does ldmatrix
 
 
 @dataclasses.dataclass(frozen=True)
 class Design:
-    """What a stage's kernel is made of: its words here, its numbers from its .cu file."""
+    """What a stage's kernel is made of: its numbers, from its .cu file."""
 
     stage: str
-    title: str
-    idea: str
-    min_arch: str  # "sm_80" or "sm_90a"
-    shape_multiple: int | tuple[int, int, int] = SHAPE_MULTIPLE  # the shape rule (course_lib.layout.fits)
+    hopper: bool  # needs sm_90a (wgmma, TMA): the binding lists it under #ifdef TC_WITH_SM90A
 
     @property
     def source(self) -> str:
@@ -52,16 +47,9 @@ class Design:
         return csrc.constants(self.source)
 
     @property
-    def hopper(self) -> bool:
-        return self.min_arch == "sm_90a"
-
-    @property
-    def notebook(self) -> str:
-        return NOTEBOOK_HOPPER if self.hopper else NOTEBOOK_MMA_SYNC
-
-    @property
     def needs(self) -> tuple[Feature, ...]:
-        """What the stage's kernels need of a GPU (course_lib.features), beyond its dtype's needs."""
+        """What the stage's kernels need of a GPU (course_lib.features), beyond its dtype's needs:
+        what its build targets, sm_90a or sm_80 and newer."""
         return (HOPPER_SM90A,) if self.hopper else (BF16_TENSOR_CORES,)
 
     @property
@@ -107,43 +95,23 @@ class Design:
         return self.stages * (bm + bn) * bk * ELEM + barriers + staging + c["SMEM_SLACK"]
 
 
-# Stage 0 stands before the staircase: the smallest correct use of the tensor cores, read line by
-# line in notebook 06. DESIGNS is the staircase (stages 1-6) that charts and tables walk, its last
-# stage the one recordings sweep; ALL_DESIGNS has stage 0 too.
-MINIMAL = Design("tc_0_mma_sync_minimal", "mma.sync, fragments from global memory",
-                 "4 warps, each one 16x8 tile of C: per 16 of K one mma.sync.m16n8k16 whose A and B "
-                 "fragments each lane loads element by element from global memory (zero outside); "
-                 "no shared memory", "sm_80", shape_multiple=1)
-DESIGNS: tuple[Design, ...] = (
-    Design("tc_1_mma_sync", "mma.sync + ldmatrix (warp-level)",
-           "8 warps, each a 64x32 piece of C from 4x4 mma.sync.m16n8k16 per 16 of K; ldmatrix(.trans) "
-           "from padded shared-memory tiles; next slice loaded to registers while the tensor cores work",
-           "sm_80"),
-    Design("tc_2_wgmma_tma", "wgmma + TMA, 128B swizzle",
-           "2 warpgroups x m64n128k16 read A and B straight from shared memory; one thread asks TMA "
-           "for each 64-wide K slice; load and multiply take turns", "sm_90a"),
-    Design("tc_3_pipeline", "5-slot mbarrier pipeline",
-           "full/empty mbarriers per slot; copies run up to 5 slices ahead of the tensor cores", "sm_90a"),
-    Design("tc_4_warp_specialized", "warp specialisation, setmaxnreg, 128x256",
-           "producer warpgroup (40 registers) + 2 consumer warpgroups (232 registers) each holding a "
-           "64x256 fp32 accumulator; m64n256k16", "sm_90a"),
-    Design("tc_5_persistent", "persistent + clusters, TMA multicast",
-           "one CTA per SM walks tiles in grouped order; 2-CTA clusters share B slices by multicast", "sm_90a"),
-    Design("tc_6_tma_store", "wgmma in flight + TMA-store epilogue",
-           "wait_group 1 keeps one wgmma batch queued; accumulators leave through stmatrix into "
-           "swizzled shared memory and an asynchronous TMA store; for M <= 128 the operands swapped "
-           "(C^T = B^T A^T: the weights on wgmma's 64-row side)", "sm_90a", shape_multiple=ANY_M),
-)
-ALL_DESIGNS: tuple[Design, ...] = (MINIMAL,) + DESIGNS
+def design(stage: str) -> Design:
+    """The design of a stage the binding lists (read now: a test adds a stage to a copy of csrc/)."""
+    for e in csrc.entries():
+        if e.stage == stage:
+            return Design(e.stage, e.sm90a)
+    raise KeyError(f"{BINDING} binds no stage named {stage!r}; a stage is its .cu file and its line there")
+
+
+# The stages of the one signature (bf16 c = a @ b), in the binding's order. Stage 0 stands before the
+# staircase: the smallest correct use of the tensor cores, read line by line in notebook 06.
+# DESIGNS is the staircase (stages 1-6) that charts and tables walk; ALL_DESIGNS has stage 0 too.
+ALL_DESIGNS: tuple[Design, ...] = tuple(Design(e.stage, e.sm90a) for e in csrc.entries() if e.one_signature)
+MINIMAL, DESIGNS = ALL_DESIGNS[0], ALL_DESIGNS[1:]
 DESIGN = {d.stage: d for d in ALL_DESIGNS}
 # Stage 7 leaves the bf16 staircase: its operands are FP8 with their scales (course_lib.fp8), so it
-# has its own wrapper (tc_7_fp8 below) and is taught in notebook 09.
-FP8_STAGE = Design("tc_7_fp8", "FP8 (e4m3) wgmma, scaled in the epilogue or per K slice",
-                   "stage 6's kernel on e4m3, both operands K-major: m64n128k32 whose sums are added into "
-                   "fp32 registers every 128 of K (times the 1 x 128 / 128 x 128 block scales, if any), or "
-                   "m64n256k32 with fast accumulation; per-tensor and per-row scales applied as C is "
-                   "converted to bf16",
-                   "sm_90a", shape_multiple=(1, SHAPE_MULTIPLE, 16))
+# has its own binding and wrapper (tc_7_fp8 below) and is taught in notebook 09.
+FP8_STAGE = design("tc_7_fp8")
 
 
 # ---- the extension (GPU only) ---------------------------------------------------------------
@@ -152,25 +120,27 @@ _EXTENSION = None
 
 def build_plan(capability: tuple[int, int], *, ptx_only: bool = False) -> tuple[list[Path], list[str], str]:
     """Sources, nvcc flags and extension name for a GPU the course treats as compute capability
-    ``capability``: on Hopper every stage (and stage 7, FP8), for sm_90a; on other GPUs of sm_80 or
-    newer stages 0-1.
+    ``capability``: the binding and the ``.cu`` file of every stage it lists - on Hopper all of them,
+    for sm_90a; on other GPUs of sm_80 or newer those outside its ``#ifdef TC_WITH_SM90A``.
 
-    ``ptx_only`` compiles stages 0-1 to PTX alone, which the driver compiles for the real GPU when the
+    ``ptx_only`` compiles those to PTX alone, which the driver compiles for the real GPU when the
     extension loads: how the course runs an older GPU's build on a newer one (COURSE_ASSUME_CAPABILITY).
     """
     major, minor = capability
     if not BF16_TENSOR_CORES.available(capability):
         raise RuntimeError(f"the tensor-core stages need {BF16_TENSOR_CORES.name} (compute capability "
                            f"{BF16_TENSOR_CORES.where}), and this GPU is treated as {major}.{minor}")
+    entries = csrc.entries()
     if HOPPER_SM90A.available(capability) and not ptx_only:
-        sources = [CSRC / d.source for d in ALL_DESIGNS + (FP8_STAGE,)] + [CSRC / BINDING]
-        flags = [compiler.SM90A, "-DTC_WITH_SM90A"]
+        stages = [e.stage for e in entries]
+        flags = [compiler.SM90A, f"-D{csrc.SM90A_GUARD}"]
         name = "course_tensor_cores_sm90a"
-    else:  # wgmma does not exist here (or is not assumed to): stages 0 and 1 only
-        sources = [CSRC / d.source for d in ALL_DESIGNS if not d.hopper] + [CSRC / BINDING]
+    else:  # wgmma does not exist here (or is not assumed to): the stages for sm_80 and newer only
+        stages = [e.stage for e in entries if not e.sm90a]
         code = f"compute_{major}{minor}" if ptx_only else f"sm_{major}{minor}"
         flags = [f"-gencode=arch=compute_{major}{minor},code={code}"]
         name = f"course_tensor_cores_{code.replace('compute_', 'ptx')}"
+    sources = [csrc.CSRC / f"{stage}.cu" for stage in stages] + [csrc.CSRC / BINDING]
     return sources, [f for f in compiler.NVCC_FLAGS if f != "-std=c++17"] + flags, name  # torch adds -std
 
 
@@ -180,7 +150,7 @@ def build_extension(verbose: bool = False):
                         "runs only on an NVIDIA GPU (on the CPU, compile_stage() shows what the compiler makes of it)")
     b = backend.get()
     sources, flags, name = build_plan(b.capability, ptx_only=b.assumed)
-    return compiler.load_extension(name, sources, flags, include_paths=(CSRC,), verbose=verbose)
+    return compiler.load_extension(name, sources, flags, include_paths=(csrc.CSRC,), verbose=verbose)
 
 
 def extension(verbose: bool = False):
@@ -192,32 +162,26 @@ def extension(verbose: bool = False):
 
 
 # ---- the stages: check, allocate, launch ----------------------------------------------------
-def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, **knobs) -> Callable:
-    """The GEMM function of a stage: check the operands, allocate C, launch. ``launcher()`` gives
-    the function to launch (default: the extension's entry named for the stage), called as
-    ``launch(a, b, c, **knobs)``; a knob that is callable is called for its value at launch.
+def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, *,
+              shape_multiple: int | tuple[int, int, int], **knobs) -> Callable:
+    """The GEMM function of a stage the binding lists: check the operands (``shape_multiple``: the
+    stage's shape rule, course_lib.layout.fits; its manifest row says it), allocate C, launch.
+    ``launcher()`` gives the function to launch (default: the extension's entry named for the stage),
+    called as ``launch(a, b, c, **knobs)``; a knob that is callable is called for its value at launch.
 
     The first call with operands of a :func:`course_lib.gemm.plan_key` checks them and resolves the
     launch function and the knobs; the plan keeps both, and later calls with that key only allocate
-    C and launch (the extension still checks what it checks, on every call)."""
-    design = DESIGN[stage]
-    multiple = design.shape_multiple
-    plans = LaunchPlans()
+    C and launch (:func:`course_lib.gemm.planned`; the extension still checks what it checks, on
+    every call)."""
+    needs = design(stage).needs + dtypes.BF16.needs
 
-    def gemm(a: object, b: object) -> object:
-        key = plan_key(a, b)
-        plan = plans.get(key)
-        if plan is not None:  # operands like these passed every check below
-            launch, resolved = plan
-            c = new_output(a.shape[0], b.shape[1], torch.bfloat16, a.device)
-            launch(a, b, c, **resolved)
-            return c
-        ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=multiple)
-        why = features.why_not_here(f"stage {stage!r} (bf16)", design.needs + dtypes.BF16.needs, gpu_only=True)
+    def checked(a: object, b: object) -> tuple[object, tuple[Callable, dict]]:
+        ops = prepare(a, b, stage=stage, dtypes=("bf16",), contiguous=True, shape_multiple=shape_multiple)
+        why = features.why_not_here(f"stage {stage!r} (bf16)", needs, gpu_only=True)
         if why is not None:
             raise features.NotOnThisGPU(why)
         for name, t in (("a", ops.a), ("b", ops.b)):
-            if multiple != 1 and t.data_ptr() % ALIGNMENT_BYTES:  # stage 0 reads element by element
+            if shape_multiple != 1 and t.data_ptr() % ALIGNMENT_BYTES:  # stage 0 reads element by element
                 raise ValueError(
                     f"{stage}: {name} does not start on a {ALIGNMENT_BYTES}-byte boundary (a view "
                     f"into a larger tensor?); pass {name}.clone()"
@@ -226,27 +190,24 @@ def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, **knob
         c = new_output(ops.M, ops.N, torch.bfloat16, ops.a.device)
         resolved = {k: (v() if callable(v) else v) for k, v in knobs.items()}
         launch(ops.a, ops.b, c, **resolved)  # launches on torch.cuda.current_stream()
-        plans.keep(key, (launch, resolved))
-        return ops.give_back(c)
+        return ops.give_back(c), (launch, resolved)
 
-    gemm.__name__ = stage
-    gemm.__qualname__ = stage
-    gemm.__doc__ = f"{design.title}: c = a @ b, bf16 in and out, fp32 accumulation ({design.source})."
+    def again(plan: tuple[Callable, dict], a: object, b: object) -> object:
+        launch, resolved = plan
+        c = new_output(a.shape[0], b.shape[1], torch.bfloat16, a.device)
+        launch(a, b, c, **resolved)
+        return c
+
+    gemm = planned(checked, again)
+    gemm.__name__ = gemm.__qualname__ = stage
+    gemm.__doc__ = f"Stage {stage}: c = a @ b, bf16 in and out, fp32 accumulation ({stage}.cu)."
     return gemm
 
 
-tc_0_mma_sync_minimal = make_gemm("tc_0_mma_sync_minimal")
-tc_1_mma_sync = make_gemm("tc_1_mma_sync")
-tc_2_wgmma_tma = make_gemm("tc_2_wgmma_tma")
-tc_3_pipeline = make_gemm("tc_3_pipeline")
-tc_4_warp_specialized = make_gemm("tc_4_warp_specialized")
-tc_5_persistent = make_gemm("tc_5_persistent")
-# Stage 6 runs at most one CTA per SM (the textbook persistent grid): on the H200 that measured
-# better than the grid derived from occupancy (stage 5's), at 4096^3 and at 8192^3.
-tc_6_tma_store = make_gemm("tc_6_tma_store", group_m=8, max_ctas=backend.sm_count)
-
-
 # ---- stage 7: FP8 -----------------------------------------------------------------------------
+# Stage 7's shape rule, which its wrapper checks with its own message (its manifest row reads it): any
+# M; N a multiple of 8 (16 bytes of bf16 C) and K of 16 (16 e4m3), as TMA copies rows of 16 bytes.
+FP8_SHAPE_MULTIPLE = (1, ALIGNMENT_BYTES // ELEM, ALIGNMENT_BYTES)
 # The extension's scaling codes (tc_launch.h).
 FP8_SCALING_CODE = {"tensor": 0, "row": 1, "block": 2}
 # Shapes stage 7 takes (N a multiple of 8, K of 16) that cut its tiles (128 x 256, or 128 x 128 when
@@ -281,7 +242,7 @@ def tc_7_fp8_arguments(qa: object, qw: object, fast_accumulation: bool = False) 
     if fast_accumulation and blocks:
         raise ValueError(f"{stage}: block scales change every 128 of K, so the kernel applies them as it promotes "
                          "each slice's sums into fp32: fast_accumulation=True takes scales per tensor or per row")
-    _, n_multiple, k_multiple = FP8_STAGE.shape_multiple
+    _, n_multiple, k_multiple = FP8_SHAPE_MULTIPLE
     if N % n_multiple or K % k_multiple:
         raise ValueError(f"{stage}: N = {N} and K = {K}, but TMA copies rows of 16 bytes: K must be a multiple "
                          f"of {k_multiple} (16 e4m3) and N of {n_multiple} (16 bytes of bf16 C); pad W and A "
@@ -303,15 +264,3 @@ def tc_7_fp8_arguments(qa: object, qw: object, fast_accumulation: bool = False) 
     sa, sw = (t.to(torch.float32).contiguous() for t in (sa, sw))
     c = new_output(M, N, torch.bfloat16, values[0].device)
     return values[0], values[1], sa, sw, c, FP8_SCALING_CODE[scaling], bool(fast_accumulation)
-
-
-# Stage name -> its bf16 GEMM, in course order (course_lib.registry's manifest reads it).
-GEMMS: dict[str, Callable] = {
-    "tc_0_mma_sync_minimal": tc_0_mma_sync_minimal,
-    "tc_1_mma_sync": tc_1_mma_sync,
-    "tc_2_wgmma_tma": tc_2_wgmma_tma,
-    "tc_3_pipeline": tc_3_pipeline,
-    "tc_4_warp_specialized": tc_4_warp_specialized,
-    "tc_5_persistent": tc_5_persistent,
-    "tc_6_tma_store": tc_6_tma_store,
-}
