@@ -73,8 +73,8 @@ class Target:
         return f"course_lib.random_inputs({M}, {N}, {K}, {self.dtype.name!r}, seed={seed})"
 
     def placed(self, guard, operands: tuple[Any, Any]) -> tuple[Any, Any]:
-        """The operands copied into ``guard``'s regions (:mod:`course_lib.guard`): A and B, or A, W
-        and their scales."""
+        """The operands copied into ``guard``'s regions (:mod:`course_lib.instruments.guard`): A and B,
+        or A, W and their scales."""
         a, b = operands
         if self.fp8:
             return tuple(dataclasses.replace(q, values=guard.place(q.values, name),

@@ -166,8 +166,8 @@ def test_every_finite_e4m3_value_is_read_exactly():
 
 def test_reads_and_writes_stay_inside_the_arrays():
     """A and W as views with padded rows full of 448 (the kernel must follow the row strides and mask
-    K's tail, or the 448s enter C); C and the scales in guard regions (course_lib.guard: on the
-    interpreter every stray address is named, on a GPU a stray write changes a guard region)."""
+    K's tail, or the 448s enter C); C and the scales in guard regions (course_lib.instruments.guard: on
+    the interpreter every stray address is named, on a GPU a stray write changes a guard region)."""
     M, N, K = 37, 72, 200
     qa, qw = quantized(M, N, K, seed=5)
 
