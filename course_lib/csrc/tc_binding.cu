@@ -58,6 +58,10 @@ void bind(pybind11::module_& m, const char* name, ScheduleLauncher launcher) {
 
 }  // namespace
 
+// The list of the course's CUDA stages: the Python side reads it from here (kernels/tensor_cores/csrc.py,
+// entries) - which sources a build compiles (<stage>.cu), which need sm_90a (those under
+// #ifdef TC_WITH_SM90A), which are bf16 GEMMs of the one signature (bind) and which bind themselves.
+// A new stage is one line here, its .cu file and its row in the course manifest (course_lib/registry.py).
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   bind(m, "tc_0_mma_sync_minimal", tc::launch_tc_0_mma_sync_minimal, /*any_shape=*/true);
   bind(m, "tc_1_mma_sync", tc::launch_tc_1_mma_sync);

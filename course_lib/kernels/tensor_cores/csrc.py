@@ -177,8 +177,8 @@ def entries(binding: str | Path = BINDING) -> tuple[Entry, ...]:
     needs each stage named (its launcher's type picks the entry's arguments), so the Python side
     reads the list from it rather than writing it again: which sources a build compiles, which
     stages need sm_90a (those inside ``#ifdef TC_WITH_SM90A``), which are GEMMs of the one signature."""
-    text = _path(binding).read_text()
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text[text.index("PYBIND11_MODULE"):], flags=re.DOTALL)
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", _path(binding).read_text(), flags=re.DOTALL)
+    text = text[text.index("PYBIND11_MODULE("):]
     out: list[Entry] = []
     guards: list[bool] = []  # per open #if: whether its branch is the sm_90a build's
     for m in _ENTRY.finditer(text):
