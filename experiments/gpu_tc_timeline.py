@@ -180,9 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             a, b = course_lib.random_inputs(n, n, n, "bf16", seed=n)
             c = torch.empty(n, n, dtype=torch.bfloat16, device="cuda")
             for rnd in range(args.rounds):
-                for variant in variants:
+                for kind in variants:
                     def launch() -> None:
-                        if variant == "cublas":
+                        if kind == "cublas":
                             torch.matmul(a, b, out=c)
                         else:
                             ext.tc_6_stream_k(a, b, c, cluster=2, group_m=8, max_ctas=sm, stream_k=False)
@@ -207,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                         ms = e0.elapsed_time(e1) / count
                         sustained = {"launches": count, "ms_per_gemm": ms, "tflops": 2 * n ** 3 / ms / 1e9,
                                      "nvidia_smi": sampler.window(h0 + 0.2 * (h1 - h0), h1) if sampler else None}
-                    if variant == "cublas":
-                        results["sizes"].append({"shape": [n, n, n], "variant": variant, "round": rnd, "sustained": sustained})
+                    if kind == "cublas":
+                        results["sizes"].append({"shape": [n, n, n], "variant": kind, "round": rnd, "sustained": sustained})
                         print(f"{n}^3 cublas (round {rnd}): sustained {sustained}", flush=True)
                         continue
                     for _ in range(args.runs):
@@ -218,9 +218,9 @@ def main(argv: list[str] | None = None) -> int:
                     ref = a.double() @ b.double()
                     err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
                     summary = analyse(ext.timeline(), n, n, n)
-                    summary.update(relative_error=err, variant=variant, round=rnd, sustained=sustained)
+                    summary.update(relative_error=err, variant=kind, round=rnd, sustained=sustained)
                     results["sizes"].append(summary)
-                    print(f"{n}^3 {variant} (round {rnd}): {summary['consumers']} consumers, tiles each "
+                    print(f"{n}^3 {kind} (round {rnd}): {summary['consumers']} consumers, tiles each "
                           f"{summary['tiles_per_consumer']}, rel. error {err:.1e}")
                     if sustained:
                         print(f"  sustained: {sustained['tflops']:.1f} TFLOP/s over {sustained['launches']} launches; "

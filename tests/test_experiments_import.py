@@ -81,17 +81,29 @@ def unresolved_names(source: str) -> list[str]:
                 value = getattr(module, alias.name)
                 if isinstance(value, ModuleType):
                     modules[alias.asname or alias.name] = value
-    # A name that the script also assigns (a parameter, a loop variable) may not be the module.
-    rebound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    rebound |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
-    for node in ast.walk(tree):
+
+    def visit(node: ast.AST, shadowed: frozenset[str]) -> None:
+        """Check every ``module.attribute`` in ``node``; ``shadowed``: the module names that the
+        functions around it bind to something else."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            imported, assigned = bound_in(node)
+            shadowed = (shadowed | assigned) - imported
+        if not isinstance(node, ast.Attribute):
+            for child in ast.iter_child_nodes(node):
+                visit(child, shadowed)
+            return
         chain = []
         while isinstance(node, ast.Attribute):
             chain.insert(0, node.attr)
             node = node.value
-        if not (chain and isinstance(node, ast.Name) and node.id in modules and node.id not in rebound):
-            continue
+        if not (isinstance(node, ast.Name) and node.id in modules):
+            visit(node, shadowed)
+            return
         value, dotted = modules[node.id], node.id
+        if node.id in shadowed:  # on the GPU: an UnboundLocalError, or the wrong object
+            problems.append(f"line {node.lineno}: {dotted}.{chain[0]}: {dotted} is assigned in this function, "
+                            f"so here it is not the module {value.__name__}")
+            return
         for attr in chain:
             if not isinstance(value, ModuleType):
                 break
@@ -99,7 +111,29 @@ def unresolved_names(source: str) -> list[str]:
                 problems.append(f"line {node.lineno}: {dotted}.{attr}: {value.__name__} has no {attr}")
                 break
             value, dotted = getattr(value, attr), f"{dotted}.{attr}"
+
+    visit(tree, frozenset())
     return sorted(set(problems), key=lambda p: int(p.split(":")[0].split()[1]))
+
+
+def bound_in(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> tuple[set[str], set[str]]:
+    """The names a function binds in its own scope: (those it imports, the others: parameters,
+    assignments, loop variables, nested definitions)."""
+    imported, assigned = set(), {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    todo = [function.body] if isinstance(function, ast.Lambda) else list(function.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assigned.add(node.name)  # its body is a scope of its own
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            assigned.add(node.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return imported, assigned - imported
 
 
 def check_script(path: Path) -> list[str]:
@@ -158,13 +192,20 @@ def test_the_check_finds_a_moved_name(tmp_path):
     script.write_text("from course_lib.kernels import tensor_cores as tc\n"
                       "from course_lib.gemm import no_such_function\n\n\n"
                       "def main():\n"
-                      "    return tc.extension(), tc.no_such_design\n")
+                      "    return tc.extension(), tc.no_such_design\n\n\n"
+                      "def timeline(names):\n"
+                      "    ext = tc.extension()\n"
+                      "    for tc in names:\n"
+                      "        print(tc)\n"
+                      "    return ext\n")
     done = run_check(script)
     assert done.returncode == 1
     out = done.stdout
     assert "line 2: from course_lib.gemm import no_such_function" in out
     assert "line 6: tc.no_such_design: course_lib.kernels.tensor_cores has no no_such_design" in out
-    assert "tc.extension" not in out
+    assert "line 10: tc.extension: tc is assigned in this function, so here it is not the module " \
+        "course_lib.kernels.tensor_cores" in out
+    assert "line 6: tc.extension" not in out
 
 
 def test_the_archive_is_not_imported():
