@@ -22,8 +22,8 @@ and compiled: a ``git worktree`` of an older commit works as it is. Compiled:
 Each Triton case is specialised as Triton's JIT specialises a launch (an integer 1 becomes a
 constant, pointers and integers divisible by 16 are marked so; Triton's own binding code, as in
 Triton 3.6 and 3.7) from the arguments the library's launcher passes - written out below, per kernel,
-from ``fast.FastPlan``, ``fast.launch_split_k``, ``fast.transpose``, ``fast_fp8.fp8_matmul`` and
-``fast_fp8.fp8_matmul_blockscaled`` - then compiled by ``triton.compile`` for sm_90a. Cases that
+from ``fast_launch.FastPlan``, ``fast_launch.launch_split_k``, ``fast_launch.transpose``,
+``fast_fp8.fp8_matmul`` and ``fast_fp8.fp8_matmul_blockscaled`` - then compiled by ``triton.compile`` for sm_90a. Cases that
 compile from the same inputs are compiled once. Every object is found by its name in the package
 ``course_lib.kernels.coalescing_and_triton`` (its face, or the one submodule that defines it), so
 that moving a name between its modules needs no change here; a renamed one goes into ``RENAMED``.
@@ -40,6 +40,7 @@ import argparse
 import concurrent.futures
 import hashlib
 import importlib
+import inspect
 import json
 import multiprocessing
 import os
@@ -161,7 +162,7 @@ def fast_launch(dtype: str, cfg, shape: tuple[int, int, int], aligned: bool) -> 
     elem = dtypes.get(dtype).torch_dtype
     a, b, c = Pointer(elem), Pointer(elem), Pointer(elem)
     launches = []
-    if cfg.b_layout == "nk":  # fast.transpose(b): B^T (N x K) from B (K x N); 16-bit types as int16
+    if cfg.b_layout == "nk":  # fast_launch.transpose(b): B^T (N x K) from B (K x N); 16-bit types as int16
         moved = torch.int16 if elem.itemsize == 2 else elem
         block_r, block_c = find("TRANSPOSE_BLOCK")
         warps = find("TRANSPOSE_WARPS")
@@ -175,7 +176,7 @@ def fast_launch(dtype: str, cfg, shape: tuple[int, int, int], aligned: bool) -> 
                 INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     if cfg.loads == "pointers" or not aligned:
         launches.append(("grouped_matmul_kernel", args, meta, cfg.label))
-    elif cfg.split_k > 1:  # fast.launch_split_k
+    elif cfg.split_k > 1:  # fast_launch.launch_split_k
         k_per_split = find("split_k_ranges")(K, cfg.block_k, cfg.split_k)
         splits = triton.cdiv(K, k_per_split)
         launches.append(("split_k_matmul_kernel",
@@ -197,7 +198,9 @@ def fp8_launch(scaling: str, shape: tuple[int, int, int]) -> tuple:
     M, N, K = shape
     a, w, c = Pointer(torch.float8_e4m3fn), Pointer(torch.float8_e4m3fn), Pointer(torch.bfloat16)
     sa, sw = Pointer(torch.float32), Pointer(torch.float32)
-    cfg = find("fp8_config")(M, N, K)
+    fp8_config = find("fp8_config")
+    # The H200's SMs where fp8_config takes them (since issue 36; before, it held the H200's 132 itself).
+    cfg = fp8_config(M, N, K, **({"sms": H200_SMS} if "sms" in inspect.signature(fp8_config).parameters else {}))
     common = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, GROUP_M=cfg.group_m, ROUND_BF16_BY_HAND=False,
                   num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     label = f"{cfg.block_m}x{cfg.block_n} w{cfg.num_warps} s{cfg.num_stages}"
