@@ -12,8 +12,9 @@ runs/ - .json, .log, .txt, .csv - record the paths of their day and are never ed
 * outside runs/, a file name without a folder that ends in .cu, .cuh, .h, .sh, .md or .ipynb names
   a file somewhere in the repository (a run's report may name the files of the commit it compared).
 
-A path that no longer exists on purpose says so right after it: ``old/path.json`` (removed in
-33cbf14), with the commit that removed it.
+A path that no longer exists on purpose says so right after it, with the commit that removed or
+moved it: ``old/path.json`` (removed in 33cbf14), ``course_lib/old.py`` (moved to
+``course_lib/new/old.py`` in 1a2b3c4), whose new path is checked like any other.
 
 The raw logs and reports of runs/ and the scripts of archive/ are kept as they ran and never
 edited: in them a script named where it lived that day, ``experiments/<name>``, is found where it
@@ -39,7 +40,7 @@ BASES = {"course_lib": [""], "notebooks": [""], "experiments": [""], "tools": ["
          "csrc": ["course_lib/"], "results": ["course_lib/"]}
 PATH = re.compile(r"(?<![\w./$-])((?:" + "|".join(BASES) + r")/(?:[\w.*{},…-]|/)*[\w*}/])")
 BARE = re.compile(r"(?<![\w./$-])([\w.-]+\.(?:cu|cuh|h|sh|md|ipynb))\b(?![\w/-])")
-REMOVED = re.compile(r"^`?\s*\(removed in [0-9a-f]{7,40}\b")
+REMOVED = re.compile(r"^`?\s*\((?:removed|moved to `?[\w./-]+`?) in [0-9a-f]{7,40}\b")
 
 
 def text_files() -> list[Path]:
@@ -101,7 +102,7 @@ def missing_paths(path: Path, text: str) -> list[str]:
 def test_every_path_named_in_experiments_exists():
     missing = [hit for p in text_files() for hit in missing_paths(p, p.read_text(errors="replace"))]
     assert not missing, "paths in experiments/ that do not exist (fix the pointer, or mark it " \
-                        "'(removed in <commit>)'):\n" + "\n".join(missing)
+                        "'(removed in <commit>)' or '(moved to <path> in <commit>)'):\n" + "\n".join(missing)
 
 
 def test_the_check_finds_what_it_should():
@@ -112,11 +113,14 @@ def test_the_check_finds_what_it_should():
         "runs/2026-12-01_0707_power_sampling.{csv,txt}",  # one of the two does not
         "runs/.../ncu_shapes.csv and experiments/runs/{stamp}.json, kernels/tc_6_stream_k.h",  # wildcard, template
         "`course_lib/results/nvidia_h200_ncu_4096.json` (removed in 33cbf14); JOURNAL-cuda-notes.md",
+        "`course_lib/kernels/tc.py` (moved to `course_lib/kernels/tensor_cores/` in 3bc4907), and "
+        "`course_lib/old.py` (moved to `course_lib/nothing.py` in 3bc4907)",
     ]))
     assert got == ["experiments/JOURNAL.md:1: course_lib/kernels/coalescing_and_triton.py",
                    "experiments/JOURNAL.md:1: runs/2099-01-01_nothing/",
                    "experiments/JOURNAL.md:3: runs/2026-12-01_0707_power_sampling.{csv,txt}",
-                   "experiments/JOURNAL.md:5: JOURNAL-cuda-notes.md"]
+                   "experiments/JOURNAL.md:5: JOURNAL-cuda-notes.md",
+                   "experiments/JOURNAL.md:6: course_lib/nothing.py"]
 
 
 def test_runs_hold_logs_not_scripts():
