@@ -31,7 +31,7 @@ Files written under $OUT (default ./gpu_triton_out; 6 files, no subfolders):
   results.json          everything above as data (records have the keys of course_lib.bench.measure)
   summary.txt           the compact tables printed at the end
   paste_fast_configs.py the best candidates per dtype as a FAST_CONFIGS literal, ready to paste into
-                        course_lib/kernels/coalescing_and_triton/fast.py
+                        course_lib/kernels/coalescing_and_triton/fast_configs.py
   article_ttgir.txt        TTGIR of the article's kernels (BLOCK_SIZE 64 and 32, ieee/tf32, plain/transposed)
   article_sass.txt         SASS of the BLOCK_SIZE 64 article's kernels
   fast_ttgir.txt        TTGIR + resource summary of the best fast config per dtype
@@ -86,7 +86,7 @@ from course_lib import dtypes
 from course_lib.gemm import flops, prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.kernels.coalescing_and_triton import FastConfig as F
-from course_lib.kernels.coalescing_and_triton import article, autotune, fast, tiled
+from course_lib.kernels.coalescing_and_triton import article, autotune, fast_configs, fast_launch, tiled
 
 STAGES = ("triton_fast", "triton_tiled_descriptors", "triton_tiled", "triton_tiled_transposed_b")
 DTYPES = ("tf32", "fp16", "bf16", "fp32")
@@ -178,7 +178,7 @@ def _job_warm_fast(dtype: str, cfg_dict: dict[str, Any]) -> dict[str, Any]:
         a, b = random_inputs(256, 256, 256, dtype, seed=0)
         ops = prepare(a, b, stage="triton_fast", dtypes=(dtype,))
         c = torch.full((256, 256), float("nan"), dtype=a.dtype, device=a.device)  # poisoned first
-        ck, _ = fast.launch_fast(ops, dtype, cfg, c)
+        ck, _ = fast_launch.launch_fast(ops, dtype, cfg, c)
         if cfg.b_layout == "nk":  # the kernel-only form (B^T given) has the same strides: cached too
             c04.fast_matmul(a, b.T.contiguous().T, dtype, cfg)
         err = float(torch.linalg.norm(c.double() - (a.double() @ b.double())) / torch.linalg.norm(a.double() @ b.double()))
@@ -395,7 +395,7 @@ def phase_sweep(clock: Clock, budget: float, warm: list[dict] | None = None) -> 
     for n in SIZES if "tf32" in DTYPES else ():
         a, b = operands("tf32", n)
         ways = [("b.T.contiguous()", lambda: b.T.contiguous())]
-        for block, warps in ((fast.TRANSPOSE_BLOCK, fast.TRANSPOSE_WARPS), ((32, 32), 4), ((64, 64), 8), ((128, 32), 4)):
+        for block, warps in ((fast_configs.TRANSPOSE_BLOCK, fast_configs.TRANSPOSE_WARPS), ((32, 32), 4), ((64, 64), 8), ((128, 32), 4)):
             ways.append((f"course_lib transpose {block[0]}x{block[1]} w{warps}",
                          lambda block=block, warps=warps: c04.transpose(b, block, warps)))
         assert torch.equal(c04.transpose(b), b.T), "transpose kernel is wrong"
@@ -464,7 +464,7 @@ def ranking(records: list[dict]) -> dict[str, list[tuple[float, F, dict]]]:
 def paste_configs(ranked: dict[str, list]) -> str:
     lines = ["# Measured by experiments/gpu_triton.py on the H200; ranked by the worse of the two ratios to cuBLAS",
              "# (4096^3 and 8192^3, timed side by side). Paste over FAST_CONFIGS in",
-             "# course_lib/kernels/coalescing_and_triton/fast.py.",
+             "# course_lib/kernels/coalescing_and_triton/fast_configs.py.",
              "FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {"]
     for dtype in ("fp16", "bf16", "tf32", "fp32"):
         lines.append(f'    "{dtype}": (')
@@ -494,7 +494,7 @@ def phase_confirm(clock: Clock, budget: float, ranked: dict[str, list], files: d
             a, b = random_inputs(512, 512, 512, dtype, seed=0)
             ops = prepare(a, b, stage="t", dtypes=(dtype,))
             c = torch.empty(512, 512, dtype=dtypes.get(dtype).torch_dtype, device="cuda")
-            ck, used = fast.launch_fast(ops, dtype, cfg, c)
+            ck, used = fast_launch.launch_fast(ops, dtype, cfg, c)
             e = {"dtype": dtype, "config": cfg.label, "descriptors_used": used, **evidence(ck)}
             fast_evidence.append(e)
             files["fast_ttgir.txt"].append(f"// ===== triton_fast {dtype} {cfg.label} =====\n// {json.dumps({k: v for k, v in e.items() if k != 'sass_ops'})}\n{ck.asm['ttgir']}")

@@ -235,11 +235,11 @@ backend.use_compile_only("Triton kernels compiled for each generation")  # no in
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from course_lib.kernels.coalescing_and_triton import fast
+from course_lib.kernels.coalescing_and_triton import fast, fast_configs
 
 out = []
 for arch, dtype in json.loads(sys.argv[1]):
-    cfg, fn = fast.PORTABLE_CONFIGS[dtype], fast.grouped_matmul_kernel  # portable configs use pointers
+    cfg, fn = fast_configs.PORTABLE_CONFIGS[dtype], fast.grouped_matmul_kernel  # portable configs use pointers
     assert cfg.loads == "pointers" and not cfg.persistent
     ptr = {"fp32": "*fp32", "tf32": "*fp32", "fp16": "*fp16", "bf16": "*bf16"}[dtype]
     signature = {n: ptr for n in fn.arg_names[:3]} | {n: "i32" for n in fn.arg_names[3:12]}

@@ -12,7 +12,7 @@ import course_lib
 from course_lib import backend, check, dtypes, get_stage
 from course_lib.gemm import prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
-from course_lib.kernels.coalescing_and_triton import article, autotune, common, evidence, fast
+from course_lib.kernels.coalescing_and_triton import article, autotune, common, evidence, fast, fast_configs, fast_launch
 from course_lib.kernels.coalescing_and_triton.vector_add import VECTOR_BLOCK
 
 STAGES = ["triton_tiled", "triton_tiled_transposed_b", "triton_tiled_descriptors", "triton_fast"]  # course order
@@ -162,7 +162,7 @@ def test_shape_candidates_cover_each_kind():
 
 @pytest.mark.parametrize("K, block_k, split, want", [(1000, 128, 4, 256), (1000, 128, 20, 128), (64, 64, 3, 64), (4096, 64, 3, 1408)])
 def test_split_k_ranges(K, block_k, split, want):
-    per = fast.split_k_ranges(K, block_k, split)
+    per = fast_launch.split_k_ranges(K, block_k, split)
     assert per == want and per % block_k == 0
     assert -(-K // per) <= split and (-(-K // per) - 1) * per < K  # no empty range
 
@@ -171,26 +171,26 @@ def test_split_k_leaves_its_counters_at_zero(monkeypatch):
     # N = 72: B's rows are 288 bytes, 16-byte aligned, so the descriptor path (and split-K) runs;
     # with N = 70 the kernel would fall back to pointer loads and split-K would go untested.
     ran = []
-    original = fast.launch_split_k
-    monkeypatch.setattr(fast, "launch_split_k", lambda *a, **k: ran.append(1) or original(*a, **k))
+    original = fast_launch.launch_split_k
+    monkeypatch.setattr(fast_launch, "launch_split_k", lambda *a, **k: ran.append(1) or original(*a, **k))
     cfg = c04.FastConfig(16, 32, 32, group_m=1, split_k=3)
     a, b = random_inputs(5, 72, 200, "fp32", seed=3)
     c = c04.fast_matmul(a, b, "fp32", cfg)
     torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
     assert ran, "split-K did not run"
-    assert int(fast.common.zeroed_counters(1, a.device).abs().sum()) == 0  # the next launch starts from zero
+    assert int(common.zeroed_counters(1, a.device).abs().sum()) == 0  # the next launch starts from zero
 
 
 def test_every_split_k_launch_takes_its_own_workspace(monkeypatch):
     """A plan keeps no workspace: a CUDA graph records the one its capture took, and two streams (or the
     graph and an eager call) must never share one. Launched three times, a plan asks three times."""
     asked = []
-    original = fast.split_k_workspace
-    monkeypatch.setattr(fast, "split_k_workspace", lambda *a, **k: asked.append(a) or original(*a, **k))
+    original = fast_launch.split_k_workspace
+    monkeypatch.setattr(fast_launch, "split_k_workspace", lambda *a, **k: asked.append(a) or original(*a, **k))
     cfg = c04.FastConfig(16, 32, 32, group_m=1, split_k=3)
     a, b = random_inputs(5, 72, 200, "fp32", seed=4)
-    ops = fast.prepare(a, b, stage="triton_fast", dtypes=("fp32",))
-    plan = fast.FastPlan(ops, "fp32", cfg, torch.full((5, 72), float("nan")))
+    ops = prepare(a, b, stage="triton_fast", dtypes=("fp32",))
+    plan = fast_launch.FastPlan(ops, "fp32", cfg, torch.full((5, 72), float("nan")))
     for seed in (5, 6):
         a, b = random_inputs(5, 72, 200, "fp32", seed=seed)
         c = torch.full((5, 72), float("nan"))
@@ -212,7 +212,7 @@ def test_fast_uses_descriptors_only_when_aligned():
         a, b = random_inputs(M, N, K, "fp32", seed=0)
         ops = prepare(a, b, stage="t", dtypes=("fp32",))
         c = torch.empty(M, N)
-        _, used = fast.launch_fast(ops, "fp32", cfg, c)
+        _, used = fast_launch.launch_fast(ops, "fp32", cfg, c)
         assert used is want, (M, N, K)
         torch.testing.assert_close(c, a @ b, rtol=1e-5, atol=1e-4)
 
@@ -310,7 +310,7 @@ def test_b_stored_transposed_is_not_copied(monkeypatch):
     want = a.double() @ b.double()
     copies = []
     real = c04.transpose
-    monkeypatch.setattr(c04.fast, "transpose", lambda x, *args: copies.append(x.shape) or real(x, *args))
+    monkeypatch.setattr(fast_launch, "transpose", lambda x, *args: copies.append(x.shape) or real(x, *args))
     small = c04.FastConfig(32, 32, 16, b_layout="nk", persistent=True)
     torch.testing.assert_close(c04.fast_matmul(a, b, "tf32", small).double(), want, rtol=1e-4, atol=1e-4)
     assert copies == [(32, 24)]  # B as given (K x N, row-major): one transpose
@@ -472,6 +472,19 @@ def test_each_fast_kernel_reads_top_to_bottom(kernel):
     assert re.search(r"^for k0 in (tl\.)?range\(", mainloop, re.M) and "tl.dot(a, b, acc" in mainloop
 
 
+def test_the_fast_kernels_file_holds_the_kernels_only():
+    """fast.py is read top to bottom as the kernels alone: their configurations are in fast_configs.py,
+    what launches them in fast_launch.py. Every statement of fast.py but its imports and docstring is
+    a function decorated with @triton.jit and nothing else."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(fast))
+    body = [n for n in tree.body[1:] if not isinstance(n, (ast.Import, ast.ImportFrom))]  # [0]: the docstring
+    assert body and all(isinstance(n, ast.FunctionDef) and [ast.unparse(d) for d in n.decorator_list] == ["triton.jit"]
+                        for n in body), [getattr(n, "name", type(n).__name__) for n in body]
+
+
 @pytest.mark.parametrize("m, n, g", [(5, 3, 2), (9, 4, 8), (7, 7, 3), (1, 1, 1)])
 def test_every_order_covers_every_tile_once(m, n, g):
     for order in (c04.grouped_order, c04.row_major_order):
@@ -518,7 +531,7 @@ def test_fast_uses_descriptors_on_the_gpu_when_aligned():
     a, b = random_inputs(512, 512, 512, "fp16", seed=0)
     ops = prepare(a, b, stage="t", dtypes=("fp16",))
     c = torch.empty(512, 512, dtype=torch.float16, device="cuda")
-    _, used = fast.launch_fast(ops, "fp16", c04.FAST_CONFIGS["fp16"][0], c)
+    _, used = fast_launch.launch_fast(ops, "fp16", c04.FAST_CONFIGS["fp16"][0], c)
     assert used
     torch.testing.assert_close(c, a @ b, rtol=2e-2, atol=2e-2)
 
@@ -535,7 +548,7 @@ def test_the_package_exports_exactly_its_all():
 
 
 def test_triton_fast_says_where_a_dtype_without_candidates_needs_them(monkeypatch):
-    monkeypatch.delitem(fast.FAST_CONFIGS, "bf16")
+    monkeypatch.delitem(fast_configs.FAST_CONFIGS, "bf16")
     a, b = random_inputs(8, 8, 8, "bf16", seed=0)
     with pytest.raises(ValueError, match=r"no configurations for 'bf16'.*FAST_CONFIGS and PORTABLE_CONFIGS"):
         get_stage("triton_fast").gemm("bf16")(a, b)

@@ -286,7 +286,7 @@ def test_plan_model_is_the_wave_model():
 
 
 def test_plan_model_constants_come_from_the_course():
-    from course_lib.kernels.coalescing_and_triton.fast import FAST_CONFIGS
+    from course_lib.kernels.coalescing_and_triton.fast_configs import FAST_CONFIGS
 
     assert ex08.FILL_SLICES == FAST_CONFIGS["bf16"][0].num_stages
     assert FAST_CONFIGS["bf16"][0].block_k == ex08.BLOCK_K

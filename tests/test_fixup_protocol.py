@@ -12,9 +12,10 @@ import random
 import re
 
 import pytest
+import torch
 
 from course_lib.kernels import tensor_cores as tc
-from course_lib.kernels.coalescing_and_triton import fast
+from course_lib.kernels.coalescing_and_triton import common, fast
 from course_lib.kernels.tensor_cores import model
 
 # (cluster tiles, clusters, K slices): the stream-K shapes that went wrong from a graph on the H200
@@ -133,12 +134,12 @@ def test_triton_split_k_counters_reset_and_are_per_stream():
 
     src = inspect.getsource(fast.split_k_matmul_kernel.fn)
     assert "tl.atomic_xchg(counter_ptr + tile, 0" in src  # the last program empties its tile's counter
-    buffers = inspect.getsource(fast.common.stream_buffer)
+    buffers = inspect.getsource(common.stream_buffer)
     assert "is_current_stream_capturing()" in buffers and "stream.cuda_stream" in buffers
-    assert "stream_buffer(\"counters\"" in inspect.getsource(fast.common.zeroed_counters)
-    assert "stream_buffer(\"descriptors\"" in inspect.getsource(fast.common.ensure_allocator)
+    assert "stream_buffer(\"counters\"" in inspect.getsource(common.zeroed_counters)
+    assert "stream_buffer(\"descriptors\"" in inspect.getsource(common.ensure_allocator)
 
 
 def test_zeroed_counters_on_the_cpu_are_zero_and_the_size_asked():
-    t = fast.common.zeroed_counters(37, fast.torch.device("cpu"))
-    assert t.dtype == fast.torch.int32 and t.numel() == 37 and int(t.abs().sum()) == 0
+    t = common.zeroed_counters(37, torch.device("cpu"))
+    assert t.dtype == torch.int32 and t.numel() == 37 and int(t.abs().sum()) == 0

@@ -2,6 +2,7 @@
 kind of operands, and every later call with the same key only allocates C and launches - still
 through new_output, so check's poisoned outputs and guard regions catch a kernel through the plan."""
 
+import functools
 import math
 import os
 import subprocess
@@ -16,7 +17,8 @@ from course_lib import backend, check, features, registry
 from course_lib.gemm import LaunchPlans, new_output, plan_key, planned, poisoned_outputs, prepare, random_inputs
 from course_lib.instruments.guard import guarded
 from course_lib.kernels import tensor_cores as tc
-from course_lib.kernels.coalescing_and_triton import autotune, fast
+from course_lib.kernels.coalescing_and_triton import autotune, common, fast_launch
+from course_lib.kernels.coalescing_and_triton.fast_configs import FastConfig
 from course_lib.kernels.coalescing_and_triton.autotune import fast_matmul_autotuned
 
 # Tests that play a GPU's part on the CPU, or compare bits with a process that autotunes anew.
@@ -198,7 +200,11 @@ def test_a_plan_that_skips_tiles_is_caught_by_check(fresh_triton_plans):
     assert len(fresh_triton_plans) == 1  # it was the plan that ran
 
 
-# ---- the runner a GPU launches through, played by the interpreter -------------------------------
+# ---- Triton's internal calling convention (FastPlan's runner; Triton 3.6.0 and 3.7.1) -------------
+# The one place the tests depend on how Triton launches a compiled kernel inside: what FastPlan's later
+# launches rely on, read in Triton 3.6.0 (the H200's) and 3.7.1 (the lock) and named in
+# fast_launch.TRITON_CHECKED_AGAINST. Played on the CPU by the interpreter; on a GPU the real runner
+# runs under every test that calls triton_fast twice with operands of one key.
 class _FakeCompiled:
     """Stands for Triton's CompiledKernel: ``self[grid]`` is a runner that takes every parameter of
     the kernel positionally, in its signature's order (constexprs too), as the real one does; it
@@ -224,7 +230,7 @@ class _Jit:
     """A kernel whose launch through the JIT returns a (fake) compiled kernel, as on a GPU."""
 
     def __init__(self, kernel, launches: list):
-        self.kernel, self.launches, self.arg_names = kernel, launches, kernel.arg_names
+        self.kernel, self.launches, self.arg_names, self.fn = kernel, launches, kernel.arg_names, kernel.fn
 
     def __getitem__(self, grid):
         def launch(*args, **meta):
@@ -235,24 +241,32 @@ class _Jit:
         return launch
 
 
+def _launched_as_on_a_gpu(monkeypatch) -> list:
+    """The fast kernels, as fast_launch sees them, return a compiled kernel from their first launch;
+    returns the list of the JIT's launches."""
+    launches = []
+    for name in ("fast_matmul_kernel", "persistent_matmul_kernel", "split_k_matmul_kernel", "grouped_matmul_kernel"):
+        monkeypatch.setattr(fast_launch, name, _Jit(getattr(fast_launch, name), launches))
+    monkeypatch.setattr(fast_launch, "CompiledKernel", _FakeCompiled)
+    return launches
+
+
 @pytest.mark.parametrize("cfg, shape", [
-    (fast.FastConfig(32, 32, 32, group_m=2), (40, 72, 48)),  # one program per tile, descriptors
-    (fast.FastConfig(32, 32, 32, group_m=2, persistent=True, epilogue_split=2), (40, 72, 48)),
-    (fast.FastConfig(16, 32, 32, group_m=1, split_k=3), (5, 72, 200)),  # split-K: workspace, counters
-    (fast.FastConfig(32, 32, 32, group_m=2), (40, 70, 48)),  # B's rows 280 bytes: pointers
-    (fast.FastConfig(32, 32, 16, b_layout="nk", persistent=True), (40, 24, 32)),  # B^T, copied per call
+    (FastConfig(32, 32, 32, group_m=2), (40, 72, 48)),  # one program per tile, descriptors
+    (FastConfig(32, 32, 32, group_m=2, persistent=True, epilogue_split=2), (40, 72, 48)),
+    (FastConfig(16, 32, 32, group_m=1, split_k=3), (5, 72, 200)),  # split-K: workspace, counters
+    (FastConfig(32, 32, 32, group_m=2), (40, 70, 48)),  # B's rows 280 bytes: pointers
+    (FastConfig(32, 32, 16, b_layout="nk", persistent=True), (40, 24, 32)),  # B^T, copied per call
 ])
 @cpu_only
 def test_the_runner_gets_every_parameter_in_signature_order(monkeypatch, cfg, shape):
-    launches = []
-    for name in ("fast_matmul_kernel", "persistent_matmul_kernel", "split_k_matmul_kernel", "grouped_matmul_kernel"):
-        monkeypatch.setattr(fast, name, _Jit(getattr(fast, name), launches))
-    monkeypatch.setattr(fast, "CompiledKernel", _FakeCompiled)
+    assert fast_launch.triton_runner_problems() == ()  # the installed Triton has what the plan relies on
+    launches = _launched_as_on_a_gpu(monkeypatch)
     dtype = "tf32" if cfg.b_layout == "nk" else "fp32"
     M, N, K = shape
     a, b = random_inputs(M, N, K, dtype, seed=7)
     c = torch.full((M, N), math.nan)
-    plan = fast.FastPlan(prepare(a, b, stage="t", dtypes=(dtype,)), dtype, cfg, c)
+    plan = fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=(dtype,)), dtype, cfg, c)
     assert plan.runner is not None and len(launches) == 1
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == "fp32" else dict(rtol=2e-3, atol=2e-3)
     for seed in (8, 9):  # new operands of the same key, into new outputs
@@ -263,7 +277,25 @@ def test_the_runner_gets_every_parameter_in_signature_order(monkeypatch, cfg, sh
         assert _FakeCompiled.runs == runs + 1 and len(launches) == 1  # the runner, not the JIT
         torch.testing.assert_close(c.double(), a.double() @ b.double(), **tol)
     if cfg.split_k > 1:
-        assert int(fast.common.zeroed_counters(1, a.device).abs().sum()) == 0
+        assert int(common.zeroed_counters(1, a.device).abs().sum()) == 0
+
+
+@cpu_only
+def test_a_changed_triton_internal_stops_the_plan_and_names_the_versions_checked(monkeypatch):
+    """A Triton whose JIT launches a compiled kernel differently: the plan raises before it makes its
+    runner, naming what changed and the versions it was checked against (checked once per process:
+    a fresh cache here stands for a fresh process)."""
+    from triton.runtime.jit import JITFunction  # noqa: PLC0415
+
+    _launched_as_on_a_gpu(monkeypatch)
+    monkeypatch.setattr(JITFunction, "run", lambda self, *args, grid, warmup, **kwargs: None)
+    monkeypatch.setattr(fast_launch, "triton_runner_problems",
+                        functools.cache(fast_launch.triton_runner_problems.__wrapped__))
+    a, b = random_inputs(40, 72, 48, "fp32", seed=7)
+    with pytest.raises(fast_launch.TritonRunnerChanged,
+                       match=r"JITFunction\.run no longer .*checked against Triton 3\.6\.0 .* and 3\.7\.1"):
+        fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=("fp32",)), "fp32", FastConfig(32, 32, 32),
+                             torch.full((40, 72), math.nan))
 
 
 # ---- cuBLAS --------------------------------------------------------------------------------------

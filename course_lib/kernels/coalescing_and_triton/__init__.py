@@ -20,7 +20,7 @@ dtypes fp32 = exact IEEE fp32, tf32, fp16, bf16):
     3.9 removes them. On a GPU a descriptor is a TMA descriptor, which needs a 16-byte-aligned base
     address, 16-byte-aligned row strides and a contiguous last dimension: inputs that break this
     get a ``ValueError``.
-``triton_fast`` (:mod:`.fast`, :mod:`.autotune`, notebook 05)
+``triton_fast`` (:mod:`.fast`, :mod:`.fast_configs`, :mod:`.fast_launch`, :mod:`.autotune`, notebook 05)
     What Triton adds beyond the tile: grouped launch order (L2 reuse), per-dtype tile shapes,
     ``num_warps`` / ``num_stages``, tensor-descriptor (TMA) loads where the alignment allows (pointer
     loads otherwise), a persistent launch, and for TF32 a pre-transposed B; for shapes with few tiles,
@@ -40,7 +40,7 @@ solves notebook 05's puzzle; the addresses a warp reads from the article kernels
 The package's face, ``__all__``, is what the notebooks, the exercises and the course manifest
 (:mod:`course_lib.registry`) use. Anything else - launchers, split-K helpers, tuning tables, the
 article experiment's constants - is imported from its submodule, e.g.
-``from course_lib.kernels.coalescing_and_triton import fast`` then ``fast.launch_fast``.
+``from course_lib.kernels.coalescing_and_triton import fast_launch`` then ``fast_launch.launch_fast``.
 """
 
 from __future__ import annotations
@@ -59,15 +59,13 @@ from course_lib.kernels.coalescing_and_triton.autotune import (
 from course_lib.kernels.coalescing_and_triton.common import FAST_NOTEBOOK, NOTEBOOK
 from course_lib.kernels.coalescing_and_triton.evidence import hopper_compile_evidence
 from course_lib.kernels.coalescing_and_triton.fast import (
-    FAST_CONFIGS,
-    FastConfig,
-    fast_matmul,
     grouped_tile,
     persistent_matmul_kernel,
     split_k_matmul_kernel,
-    transpose,
     transpose_kernel,
 )
+from course_lib.kernels.coalescing_and_triton.fast_configs import FAST_CONFIGS, FastConfig
+from course_lib.kernels.coalescing_and_triton.fast_launch import fast_matmul, transpose
 from course_lib.kernels.coalescing_and_triton.fast_fp8 import (
     Fp8Config,
     fp8_blockscaled_kernel,

@@ -1,4 +1,4 @@
-"""Stage ``triton_fast``: the tiled GEMM with what the GPU rewards.
+"""Stage ``triton_fast``: the tiled GEMM with what the GPU rewards - its kernels, top to bottom.
 
 * grouped launch order: programs that run at the same time share blocks of A and B in L2;
 * tensor descriptors (TMA on Hopper) where the three matrices meet the alignment rules, masked
@@ -13,23 +13,19 @@ rather than one kernel with switches: :func:`fast_matmul_kernel` (descriptors, o
 tile), :func:`persistent_matmul_kernel` (the same tile in a loop, one program per SM),
 :func:`split_k_matmul_kernel` (one program per tile and range of K) and
 :func:`grouped_matmul_kernel` (pointers and masks, where a matrix breaks TMA's rules). The one
-helper they share is :func:`grouped_tile`, the order in which programs take the tiles.
+helper they share is :func:`grouped_tile`, the order in which programs take the tiles. Last,
+:func:`transpose_kernel`, which copies B^T for the configurations that read B K-major.
+
+This file holds the kernels only. Their configurations (tile sizes, warps, pipeline depth per dtype,
+and why) are in :mod:`.fast_configs`; what launches them - the wrapper ``fast_matmul``, the launch
+plan, split-K's workspace, the transpose's launch - in :mod:`.fast_launch`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
-
-import torch
 import triton
 import triton.language as tl
-from triton.compiler import CompiledKernel
 
-from course_lib import backend
-from course_lib import dtypes
-from course_lib.gemm import Operands, new_output, prepare
-from course_lib.kernels.coalescing_and_triton import common
 from course_lib.kernels.coalescing_and_triton.tiled import matmul_tile_masked
 
 
@@ -245,128 +241,10 @@ def grouped_matmul_kernel(
                        stride_cn, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, INPUT_PRECISION)
 
 
-@dataclass(frozen=True)
-class FastConfig:
-    """One candidate configuration of the fast kernels and of their wrapper.
-
-    ``b_layout``: "kn" reads B as given (K x N, row-major: its tiles are N-major); "nk" first copies
-    B^T (N x K, row-major) with :func:`transpose` inside the call so that B's tiles are K-major, as
-    Hopper's TF32 tensor-core instruction wants; the copy is part of every call and of its timing.
-    ``loads``: "descriptors" uses TMA when all three matrices meet the alignment rules and falls back
-    to pointers otherwise; "pointers" always uses pointers with masks.
-    ``persistent``: one program per SM (on the CPU: :data:`CPU_PERSISTENT_PROGRAMS`).
-    ``epilogue_split``: C stored in this many column halves (1 or 2; descriptors only).
-    ``split_k``: K cut into this many ranges, one program per (tile, range); the last program of a
-    tile adds the partial sums (descriptors only: with pointer loads the config runs unsplit).
-    """
-
-    block_m: int
-    block_n: int
-    block_k: int
-    group_m: int = 8
-    num_warps: int = 4
-    num_stages: int = 3
-    b_layout: str = "kn"
-    loads: str = "descriptors"
-    persistent: bool = False
-    epilogue_split: int = 1
-    split_k: int = 1
-
-    def __post_init__(self) -> None:
-        if self.b_layout not in ("kn", "nk"):
-            raise ValueError(f"b_layout is 'kn' or 'nk', not {self.b_layout!r}")
-        if self.loads not in ("descriptors", "pointers"):
-            raise ValueError(f"loads is 'descriptors' or 'pointers', not {self.loads!r}")
-        if self.epilogue_split not in (1, 2):
-            raise ValueError(f"epilogue_split is 1 or 2, not {self.epilogue_split}")
-        if self.split_k < 1:
-            raise ValueError(f"split_k is a number of K ranges >= 1, not {self.split_k}")
-        if self.split_k > 1 and self.persistent:
-            raise ValueError("split_k > 1 launches one program per (tile, K range): it cannot also be persistent")
-        for name in ("block_m", "block_n", "block_k"):
-            v = getattr(self, name)
-            if v < 16 or v & (v - 1):
-                raise ValueError(f"{name} must be a power of two >= 16 (tl.dot's minimum), not {v}")
-
-    @property
-    def label(self) -> str:
-        extra = "".join([
-            " B^T" if self.b_layout == "nk" else "",
-            " ptr" if self.loads == "pointers" else "",
-            " persistent" if self.persistent else "",
-            " split2" if self.epilogue_split == 2 else "",
-            f" splitK{self.split_k}" if self.split_k > 1 else "",
-        ])
-        return (f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
-                f"w{self.num_warps} s{self.num_stages}{extra}")
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-# Candidates per course dtype, each measured on the H200 against cuBLAS (notebook 05 shows how they
-# compare). The first is what the CPU backend runs (the interpreter cannot time anything); on a GPU
-# every candidate is timed on the first call at each shape and the fastest kept.
-# * fp16 / bf16: 128 x 256 tiles, 8 warps (two warpgroups of wgmma on 64 rows each), 3-4 K-slices
-#   in flight, persistent; C stored in halves leaves shared memory for the deeper pipeline.
-# * tf32: the same shape with K-slices of 32 (a 128-byte fp32 row, like 64 fp16), and B^T, so both
-#   operands are K-major as Hopper's TF32 wgmma requires (CUTLASS lists Hopper TF32 tensor-op GEMMs
-#   only for K-major A and B: media/docs/cpp/functionality.md).
-# * fp32 (exact, CUDA cores): small 64 x 64 tiles through TMA, so that several programs share an SM
-#   and keep its FMA units fed; C stored in halves fits a fifth program per SM. A pointer candidate
-#   stays in the list for GPUs and Triton versions where descriptors compile poorly.
-_SIXTEEN_BIT = (
-    FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3, persistent=True, epilogue_split=2),
-    FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3, persistent=True),
-    FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=4, persistent=True, epilogue_split=2),
-    FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=4, persistent=True),
-)
-FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
-    "fp16": _SIXTEEN_BIT,
-    "bf16": _SIXTEEN_BIT,
-    "tf32": (
-        FastConfig(128, 256, 32, group_m=16, num_warps=8, num_stages=3, b_layout="nk", persistent=True, epilogue_split=2),
-        FastConfig(128, 256, 32, group_m=8, num_warps=8, num_stages=3, b_layout="nk", persistent=True, epilogue_split=2),
-        FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=4, b_layout="nk", persistent=True),
-    ),
-    "fp32": (
-        FastConfig(64, 64, 64, group_m=16, num_warps=4, num_stages=2, epilogue_split=2),
-        FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=3, epilogue_split=2),
-        FastConfig(128, 128, 32, group_m=8, num_warps=8, num_stages=3, loads="pointers"),
-    ),
-}
-
-# What runs when no candidate above fits this GPU: every candidate asks for more shared memory than
-# an RTX card or an L4 (99 KB per block) or a T4 (64 KB) has for some dtype, and Triton then refuses
-# to launch (OutOfResources). These need 32 KB or less, whatever the GPU.
-PORTABLE_CONFIGS: dict[str, FastConfig] = {
-    "fp16": FastConfig(128, 128, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
-    "bf16": FastConfig(128, 128, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
-    "tf32": FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
-    "fp32": FastConfig(64, 64, 32, group_m=8, num_warps=4, num_stages=2, loads="pointers"),
-}
-
-# The interpreter runs programs one after another; a few programs are enough to exercise the
-# persistent loop (each program then walks several tiles).
-CPU_PERSISTENT_PROGRAMS = 3
-
-
 # ---- B^T for TF32: a transpose at memory speed ----------------------------------------------------
 # torch's b.T.contiguous() reads B along columns or writes B^T along columns. The kernel below reads
 # a tile along B's rows and writes it along B^T's rows - both coalesced; Triton turns the tile
 # around in shared memory.
-TRANSPOSE_BLOCK = (64, 64)
-TRANSPOSE_WARPS = 4
-
-
-def candidates(dtype: str) -> tuple[FastConfig, ...]:
-    """The fast kernels' candidates for ``dtype`` (FAST_CONFIGS), or a ValueError saying where they go."""
-    if dtype not in FAST_CONFIGS or dtype not in PORTABLE_CONFIGS:
-        raise ValueError(f"triton_fast has no configurations for {dtype!r} (it has {', '.join(FAST_CONFIGS)}); "
-                         "a new dtype needs its candidates in FAST_CONFIGS and PORTABLE_CONFIGS (fast.py)")
-    return FAST_CONFIGS[dtype]
-
-
 @triton.jit
 def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr,
                      BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
@@ -377,168 +255,3 @@ def transpose_kernel(src_ptr, dst_ptr, R, C, stride_sr, stride_sc, stride_dr,
                    mask=(rows[:, None] < R) & (cols[None, :] < C))
     tl.store(dst_ptr + cols[:, None] * stride_dr + rows[None, :], tl.trans(tile),
              mask=(cols[:, None] < C) & (rows[None, :] < R))
-
-
-def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_warps: int = TRANSPOSE_WARPS) -> torch.Tensor:
-    """``x.T.contiguous()`` with :func:`transpose_kernel` (a 2-D tensor on the backend's device)."""
-    if x.dim() != 2:
-        raise ValueError(f"transpose takes a 2-D tensor, not {x.dim()}-D")
-    want = backend.get().torch_device
-    if x.device.type != torch.device(want).type:
-        raise ValueError(f"transpose: the tensor is on {x.device}, the {backend.get().name} backend runs on "
-                         f"{want}; pass x.to({want!r})")
-    R, C = x.shape
-    out = torch.empty((C, R), dtype=x.dtype, device=x.device)
-    if x.numel() == 0:
-        return out
-    common.require_32bit_offsets("transpose", x, out)
-    # Moving bits needs no arithmetic: 16-bit types travel as int16 (the interpreter has no bf16).
-    src, dst = (x.view(torch.int16), out.view(torch.int16)) if x.element_size() == 2 else (x, out)
-    grid = (triton.cdiv(R, block[0]), triton.cdiv(C, block[1]))
-    transpose_kernel[grid](src, dst, R, C, src.stride(0), src.stride(1), dst.stride(0),
-                           BLOCK_R=block[0], BLOCK_C=block[1], num_warps=num_warps)
-    return out
-
-
-def launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
-    """Launch the fast kernel ``cfg`` asks for into ``c``; returns (compiled, used descriptors)."""
-    plan = FastPlan(ops, dtype, cfg, c)
-    return plan.compiled, plan.descriptors
-
-
-class FastPlan:
-    """One configuration of the fast kernels on operands of one key (:func:`course_lib.gemm.plan_key`),
-    made by launching it into ``c``; ``plan(a, b, c)`` launches it again on operands of that key.
-
-    Decided once: B's layout, descriptors or pointers, the kernel and its grid, and every argument but
-    A, B and C - sizes, strides, constexprs. Split-K's fp32 workspace and tile counters are not part of
-    the plan: every launch takes its own (:func:`split_k_workspace`), so that two streams, or a CUDA
-    graph and the stream it was captured on, never share them.
-
-    The first launch goes through Triton's JIT, ``kernel[grid](*args, **meta)``, which binds the
-    arguments, specialises, finds (or compiles) the kernel and launches it. On a GPU it returns the
-    ``CompiledKernel``, and later launches call it directly: ``compiled[grid]`` gives a runner that
-    takes every parameter of the kernel positionally in its signature's order, constexprs included
-    (what ``JITFunction.run`` passes it, ``*bound_args.values()``, in Triton 3.6 and 3.7). That skips
-    the JIT's keyword binding, specialisation and cache look-up, and is right while the
-    specialisation would come out the same: it reads each integer argument (1, a multiple of 16) and
-    each pointer's 16-byte alignment. The key holds A's and B's shapes, strides and alignment; C
-    (:func:`course_lib.gemm.new_output`), B^T (the transpose kernel's output) and the workspace are
-    new allocations, whose alignment is far more than 16 bytes (a test holds new_output to this).
-    The interpreter (the CPU backend) returns no compiled kernel: there every launch is ``kernel[grid]``.
-    """
-
-    def __init__(self, ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor) -> None:
-        self.cfg, self.M, self.N, self.c_dtype = cfg, ops.M, ops.N, c.dtype
-        self.widen = not backend.get().is_gpu  # the interpreter's bf16 (common.interpretable)
-        # B^T (N x K, row-major) for "nk": no copy when B is already stored that way (b = w.T, as for the
-        # weight of torch.nn.Linear), otherwise one pass of the transpose kernel on every call.
-        self.copy_b = cfg.b_layout == "nk" and not ops.b.T.is_contiguous()
-        b_arg = self.b_arg(ops.b)
-        self.descriptors = cfg.loads == "descriptors" and all(
-            common.descriptor_problem(t, n) is None for t, n in ((ops.a, "a"), (b_arg, "b"), (c, "c"))
-        )
-        a, b_view = self.kernel_operands(ops.a, b_arg)
-        # The kernels always get B's strides as a K x N matrix: for B^T that is the view b_arg.T,
-        # whose strides are (1, K) - pointer loads then run along K, descriptors use B^T's rows.
-        args = (a, b_view, c, ops.M, ops.N, ops.K,
-                a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1))
-        meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                    INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-        tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
-        if self.descriptors:
-            common.ensure_allocator()
-        if not self.descriptors:
-            kernel, grid, rest = grouped_matmul_kernel, (tiles,), args[3:]
-        elif cfg.split_k > 1:
-            kernel, grid, rest, meta = launch_split_k(args, meta, cfg, c, tiles)
-        else:
-            meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
-            if cfg.persistent:
-                programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
-                kernel, grid = persistent_matmul_kernel, (min(tiles, programs),)
-            else:
-                kernel, grid = fast_matmul_kernel, (tiles,)
-            rest = args[3:]
-        self.kernel, self.grid, self.rest, self.meta = kernel, grid, rest, meta
-        self.split_k = kernel is split_k_matmul_kernel  # rest starts with the workspace and the counters
-        self.compiled = kernel[grid](*args[:3], *rest, **meta)
-        self.runner = None
-        if isinstance(self.compiled, CompiledKernel):  # a GPU
-            self.runner = self.compiled[grid + (1,) * (3 - len(grid))]  # the runner reads three axes
-            self.tail = rest + tuple(meta[name] for name in kernel.arg_names[3 + len(rest):])  # the constexprs
-
-    def b_arg(self, b: torch.Tensor) -> torch.Tensor:
-        """B as the kernel reads it: as given ("kn"), or B^T, N x K row-major ("nk")."""
-        if self.cfg.b_layout == "kn":
-            return b
-        return transpose(b) if self.copy_b else b.T
-
-    def kernel_operands(self, a: torch.Tensor, b_arg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """A, and B as a K x N view, as the kernel takes them."""
-        if self.widen:
-            a, b_arg = common.interpretable(a), common.interpretable(b_arg)
-        return a, (b_arg.T if self.cfg.b_layout == "nk" else b_arg)
-
-    def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-        """Launch again, into a new ``c``, on operands ``a`` and ``b`` of the plan's key."""
-        a, b_view = self.kernel_operands(a, self.b_arg(b))
-        rest, tail = self.rest, getattr(self, "tail", ())
-        if self.split_k:  # this launch's own workspace and counters, in place of the first launch's
-            ws = split_k_workspace(self.rest[0].shape, self.grid[0], c.device)
-            rest, tail = ws + rest[2:], ws + tail[2:]
-        if self.runner is not None:
-            self.runner(a, b_view, c, *tail)
-        else:
-            self.kernel[self.grid](a, b_view, c, *rest, **self.meta)
-
-
-def split_k_ranges(K: int, block_k: int, split_k: int) -> int:
-    """Elements of K per split: whole BLOCK_K slices, shared out as evenly as they go (the last
-    range may be shorter; none is empty)."""
-    slices = triton.cdiv(K, block_k)
-    per_split = triton.cdiv(slices, min(split_k, slices))
-    return per_split * block_k
-
-
-def split_k_workspace(shape: tuple[int, int, int], tiles: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """One split-K launch's fp32 partial sums (``shape``: splits x M x N) and its ``tiles`` counters.
-
-    The partial sums are a new tensor per launch, from PyTorch's caching allocator: it hands a freed
-    block out again only to work queued after it on the same stream, and inside a CUDA graph's capture
-    it takes memory from the graph's own pool. The counters come from :func:`common.zeroed_counters`
-    (zero when the launch starts; the last program of a tile leaves its counter zero again)."""
-    partial = torch.empty(shape, dtype=torch.float32, device=device)
-    return partial, common.zeroed_counters(tiles, device)
-
-
-def launch_split_k(args: tuple, meta: dict, cfg: FastConfig, c: torch.Tensor, tiles: int):
-    """How :func:`split_k_matmul_kernel` is launched into ``c`` (``args`` and ``meta``: what the other
-    fast kernels get): the kernel, its grid, its arguments after C - a new fp32 workspace, the tile
-    counters, sizes, strides, K_PER_SPLIT - and its meta-parameters."""
-    M, N, K = args[3:6]
-    k_per_split = split_k_ranges(K, cfg.block_k, cfg.split_k)
-    splits = triton.cdiv(K, k_per_split)  # after rounding to whole slices, maybe fewer than asked
-    partial, counters = split_k_workspace((splits, M, N), tiles, c.device)
-    common.require_32bit_offsets("triton_fast (split-K workspace)", partial.view(splits * M, N))
-    rest = (partial, counters, *args[3:], k_per_split)
-    return split_k_matmul_kernel, (tiles, splits), rest, dict(meta, SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk")
-
-
-def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | None = None) -> object:
-    """C = A @ B with one given config of the fast kernels (no autotuning).
-
-    Without ``config``: the first candidate of :data:`FAST_CONFIGS` for ``dtype``, or, on a GPU
-    whose shared memory it does not fit, :data:`PORTABLE_CONFIGS`.
-    """
-    stage = "triton_fast"
-    ops = prepare(a, b, stage=stage, dtypes=(dtype,))
-    c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
-    common.require_32bit_offsets(stage, ops.a, ops.b, c)
-    try:
-        launch_fast(ops, dtype, config or candidates(dtype)[0], c)
-    except triton.runtime.errors.OutOfResources:
-        if config is not None:
-            raise
-        launch_fast(ops, dtype, PORTABLE_CONFIGS[dtype], c)
-    return ops.give_back(c)

@@ -1,0 +1,255 @@
+"""What launches the ``triton_fast`` kernels (:mod:`.fast`) with a configuration (:mod:`.fast_configs`).
+
+* :func:`fast_matmul`, the wrapper with one given configuration: check the operands, allocate C,
+  launch (or, where no candidate fits the GPU's shared memory, launch the portable configuration);
+* :class:`FastPlan`, one configuration decided once for operands of one key and launched again
+  without Triton's JIT (the launch plan :mod:`.autotune` keeps per key). Its later launches go
+  through Triton's compiled kernel directly, which is not a public API: the plan checks the first
+  time it does so that the internals it relies on are there (:func:`require_triton_runner`);
+* split-K's ranges and its per-launch workspace (:func:`split_k_workspace`);
+* :func:`transpose`, which copies B^T for the configurations that read B K-major.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import torch
+import triton
+from triton.compiler import CompiledKernel
+
+from course_lib import backend
+from course_lib import dtypes
+from course_lib.gemm import Operands, new_output, prepare
+from course_lib.kernels.coalescing_and_triton import common
+from course_lib.kernels.coalescing_and_triton.fast import (
+    fast_matmul_kernel,
+    grouped_matmul_kernel,
+    persistent_matmul_kernel,
+    split_k_matmul_kernel,
+    transpose_kernel,
+)
+from course_lib.kernels.coalescing_and_triton.fast_configs import (
+    CPU_PERSISTENT_PROGRAMS,
+    PORTABLE_CONFIGS,
+    TRANSPOSE_BLOCK,
+    TRANSPOSE_WARPS,
+    FastConfig,
+    candidates,
+)
+
+# ---- Triton's internals that a plan's later launches rely on -------------------------------------
+# Read in Triton's source (triton/compiler/compiler.py, triton/runtime/jit.py) of these versions:
+TRITON_CHECKED_AGAINST = "Triton 3.6.0 (the H200's) and 3.7.1 (requirements-lock.txt)"
+
+
+class TritonRunnerChanged(RuntimeError):
+    """An internal of Triton's that :class:`FastPlan`'s direct launches rely on is gone or has changed."""
+
+
+@functools.cache
+def triton_runner_problems() -> tuple[str, ...]:
+    """What is missing or changed among the internals a plan's runner relies on (empty: nothing):
+
+    * ``CompiledKernel[grid]`` gives ``runner(*args, stream=None)``, which launches with ``args`` as
+      given;
+    * ``JITFunction.run`` launches a compiled kernel with ``*bound_args.values()``: every parameter of
+      the kernel in its signature's order, constexprs included - what the runner must be given too;
+    * a JIT kernel's ``arg_names`` lists its parameters in that order.
+    """
+    from triton.runtime.jit import JITFunction  # noqa: PLC0415
+
+    problems = []
+    getitem = getattr(triton.compiler.CompiledKernel, "__getitem__", None)
+    if getitem is None or "def runner(*args" not in inspect.getsource(getitem):
+        problems.append("triton.compiler.CompiledKernel[grid] no longer gives runner(*args, stream=None)")
+    run = getattr(JITFunction, "run", None)
+    if run is None or "*bound_args.values())" not in inspect.getsource(run):
+        problems.append("triton.runtime.jit.JITFunction.run no longer launches with *bound_args.values()")
+    names = getattr(fast_matmul_kernel, "arg_names", None)
+    if names != list(inspect.signature(fast_matmul_kernel.fn).parameters):
+        problems.append("a JIT kernel's arg_names is no longer its parameters in their order")
+    return tuple(problems)
+
+
+def require_triton_runner() -> None:
+    """Raise :class:`TritonRunnerChanged` if :func:`triton_runner_problems` finds any (checked once)."""
+    problems = triton_runner_problems()
+    if problems:
+        raise TritonRunnerChanged(
+            f"triton_fast's launch plan calls Triton's compiled kernel directly, and {'; '.join(problems)}. "
+            f"The plan was checked against {TRITON_CHECKED_AGAINST}; installed here: Triton {triton.__version__}. "
+            "See FastPlan in course_lib/kernels/coalescing_and_triton/fast_launch.py."
+        )
+
+
+# ---- B^T: the transpose kernel's launch ----------------------------------------------------------
+def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_warps: int = TRANSPOSE_WARPS) -> torch.Tensor:
+    """``x.T.contiguous()`` with :func:`.fast.transpose_kernel` (a 2-D tensor on the backend's device)."""
+    if x.dim() != 2:
+        raise ValueError(f"transpose takes a 2-D tensor, not {x.dim()}-D")
+    want = backend.get().torch_device
+    if x.device.type != torch.device(want).type:
+        raise ValueError(f"transpose: the tensor is on {x.device}, the {backend.get().name} backend runs on "
+                         f"{want}; pass x.to({want!r})")
+    R, C = x.shape
+    out = torch.empty((C, R), dtype=x.dtype, device=x.device)
+    if x.numel() == 0:
+        return out
+    common.require_32bit_offsets("transpose", x, out)
+    # Moving bits needs no arithmetic: 16-bit types travel as int16 (the interpreter has no bf16).
+    src, dst = (x.view(torch.int16), out.view(torch.int16)) if x.element_size() == 2 else (x, out)
+    grid = (triton.cdiv(R, block[0]), triton.cdiv(C, block[1]))
+    transpose_kernel[grid](src, dst, R, C, src.stride(0), src.stride(1), dst.stride(0),
+                           BLOCK_R=block[0], BLOCK_C=block[1], num_warps=num_warps)
+    return out
+
+
+# ---- the launch plan: one configuration, decided once per key of operands ------------------------
+class FastPlan:
+    """One configuration of the fast kernels on operands of one key (:func:`course_lib.gemm.plan_key`),
+    made by launching it into ``c``; ``plan(a, b, c)`` launches it again on operands of that key.
+
+    Decided once: B's layout, descriptors or pointers, the kernel and its grid, and every argument but
+    A, B and C - sizes, strides, constexprs. Split-K's fp32 workspace and tile counters are not part of
+    the plan: every launch takes its own (:func:`split_k_workspace`), so that two streams, or a CUDA
+    graph and the stream it was captured on, never share them.
+
+    The first launch goes through Triton's JIT, ``kernel[grid](*args, **meta)``, which binds the
+    arguments, specialises, finds (or compiles) the kernel and launches it. On a GPU it returns the
+    ``CompiledKernel``, and later launches call it directly: ``compiled[grid]`` gives a runner that
+    takes every parameter of the kernel positionally in its signature's order, constexprs included
+    (what ``JITFunction.run`` passes it, ``*bound_args.values()``; :func:`require_triton_runner`
+    checks these internals before the first runner is made, against :data:`TRITON_CHECKED_AGAINST`). That skips
+    the JIT's keyword binding, specialisation and cache look-up, and is right while the
+    specialisation would come out the same: it reads each integer argument (1, a multiple of 16) and
+    each pointer's 16-byte alignment. The key holds A's and B's shapes, strides and alignment; C
+    (:func:`course_lib.gemm.new_output`), B^T (the transpose kernel's output) and the workspace are
+    new allocations, whose alignment is far more than 16 bytes (a test holds new_output to this).
+    The interpreter (the CPU backend) returns no compiled kernel: there every launch is ``kernel[grid]``.
+    """
+
+    def __init__(self, ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor) -> None:
+        self.cfg, self.M, self.N, self.c_dtype = cfg, ops.M, ops.N, c.dtype
+        self.widen = not backend.get().is_gpu  # the interpreter's bf16 (common.interpretable)
+        # B^T (N x K, row-major) for "nk": no copy when B is already stored that way (b = w.T, as for the
+        # weight of torch.nn.Linear), otherwise one pass of the transpose kernel on every call.
+        self.copy_b = cfg.b_layout == "nk" and not ops.b.T.is_contiguous()
+        b_arg = self.b_arg(ops.b)
+        self.descriptors = cfg.loads == "descriptors" and all(
+            common.descriptor_problem(t, n) is None for t, n in ((ops.a, "a"), (b_arg, "b"), (c, "c"))
+        )
+        a, b_view = self.kernel_operands(ops.a, b_arg)
+        # The kernels always get B's strides as a K x N matrix: for B^T that is the view b_arg.T,
+        # whose strides are (1, K) - pointer loads then run along K, descriptors use B^T's rows.
+        args = (a, b_view, c, ops.M, ops.N, ops.K,
+                a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1))
+        meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+                    INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
+        if self.descriptors:
+            common.ensure_allocator()
+        if not self.descriptors:
+            kernel, grid, rest = grouped_matmul_kernel, (tiles,), args[3:]
+        elif cfg.split_k > 1:
+            kernel, grid, rest, meta = launch_split_k(args, meta, cfg, c, tiles)
+        else:
+            meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
+            if cfg.persistent:
+                programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
+                kernel, grid = persistent_matmul_kernel, (min(tiles, programs),)
+            else:
+                kernel, grid = fast_matmul_kernel, (tiles,)
+            rest = args[3:]
+        self.kernel, self.grid, self.rest, self.meta = kernel, grid, rest, meta
+        self.split_k = kernel is split_k_matmul_kernel  # rest starts with the workspace and the counters
+        self.compiled = kernel[grid](*args[:3], *rest, **meta)
+        self.runner = None
+        if isinstance(self.compiled, CompiledKernel):  # a GPU
+            require_triton_runner()
+            self.runner = self.compiled[grid + (1,) * (3 - len(grid))]  # the runner reads three axes
+            self.tail = rest + tuple(meta[name] for name in kernel.arg_names[3 + len(rest):])  # the constexprs
+
+    def b_arg(self, b: torch.Tensor) -> torch.Tensor:
+        """B as the kernel reads it: as given ("kn"), or B^T, N x K row-major ("nk")."""
+        if self.cfg.b_layout == "kn":
+            return b
+        return transpose(b) if self.copy_b else b.T
+
+    def kernel_operands(self, a: torch.Tensor, b_arg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A, and B as a K x N view, as the kernel takes them."""
+        if self.widen:
+            a, b_arg = common.interpretable(a), common.interpretable(b_arg)
+        return a, (b_arg.T if self.cfg.b_layout == "nk" else b_arg)
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        """Launch again, into a new ``c``, on operands ``a`` and ``b`` of the plan's key."""
+        a, b_view = self.kernel_operands(a, self.b_arg(b))
+        rest, tail = self.rest, getattr(self, "tail", ())
+        if self.split_k:  # this launch's own workspace and counters, in place of the first launch's
+            ws = split_k_workspace(self.rest[0].shape, self.grid[0], c.device)
+            rest, tail = ws + rest[2:], ws + tail[2:]
+        if self.runner is not None:
+            self.runner(a, b_view, c, *tail)
+        else:
+            self.kernel[self.grid](a, b_view, c, *rest, **self.meta)
+
+
+# ---- split-K: the ranges of K and each launch's workspace ----------------------------------------
+def split_k_ranges(K: int, block_k: int, split_k: int) -> int:
+    """Elements of K per split: whole BLOCK_K slices, shared out as evenly as they go (the last
+    range may be shorter; none is empty)."""
+    slices = triton.cdiv(K, block_k)
+    per_split = triton.cdiv(slices, min(split_k, slices))
+    return per_split * block_k
+
+
+def split_k_workspace(shape: tuple[int, int, int], tiles: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """One split-K launch's fp32 partial sums (``shape``: splits x M x N) and its ``tiles`` counters.
+
+    The partial sums are a new tensor per launch, from PyTorch's caching allocator: it hands a freed
+    block out again only to work queued after it on the same stream, and inside a CUDA graph's capture
+    it takes memory from the graph's own pool. The counters come from :func:`common.zeroed_counters`
+    (zero when the launch starts; the last program of a tile leaves its counter zero again)."""
+    partial = torch.empty(shape, dtype=torch.float32, device=device)
+    return partial, common.zeroed_counters(tiles, device)
+
+
+def launch_split_k(args: tuple, meta: dict, cfg: FastConfig, c: torch.Tensor, tiles: int):
+    """How :func:`split_k_matmul_kernel` is launched into ``c`` (``args`` and ``meta``: what the other
+    fast kernels get): the kernel, its grid, its arguments after C - a new fp32 workspace, the tile
+    counters, sizes, strides, K_PER_SPLIT - and its meta-parameters."""
+    M, N, K = args[3:6]
+    k_per_split = split_k_ranges(K, cfg.block_k, cfg.split_k)
+    splits = triton.cdiv(K, k_per_split)  # after rounding to whole slices, maybe fewer than asked
+    partial, counters = split_k_workspace((splits, M, N), tiles, c.device)
+    common.require_32bit_offsets("triton_fast (split-K workspace)", partial.view(splits * M, N))
+    rest = (partial, counters, *args[3:], k_per_split)
+    return split_k_matmul_kernel, (tiles, splits), rest, dict(meta, SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk")
+
+
+# ---- the wrapper ---------------------------------------------------------------------------------
+def launch_fast(ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor):
+    """Launch the fast kernel ``cfg`` asks for into ``c``; returns (compiled, used descriptors)."""
+    plan = FastPlan(ops, dtype, cfg, c)
+    return plan.compiled, plan.descriptors
+
+
+def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | None = None) -> object:
+    """C = A @ B with one given config of the fast kernels (no autotuning).
+
+    Without ``config``: the first candidate of :data:`.fast_configs.FAST_CONFIGS` for ``dtype``, or,
+    on a GPU whose shared memory it does not fit, :data:`.fast_configs.PORTABLE_CONFIGS`.
+    """
+    stage = "triton_fast"
+    ops = prepare(a, b, stage=stage, dtypes=(dtype,))
+    c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
+    common.require_32bit_offsets(stage, ops.a, ops.b, c)
+    try:
+        launch_fast(ops, dtype, config or candidates(dtype)[0], c)
+    except triton.runtime.errors.OutOfResources:
+        if config is not None:
+            raise
+        launch_fast(ops, dtype, PORTABLE_CONFIGS[dtype], c)
+    return ops.give_back(c)
