@@ -52,8 +52,7 @@ from course_lib.instruments.guard import NamedArray, kernel_frame
 from course_lib.instruments.shared_memory import sentinel_array, shared_name
 from course_lib.model.banks import BankAccess, bank_access
 from course_lib.model.coalescing import WarpAccess, warp_access
-
-WARP_SIZE = 32
+from course_lib.model.hardware import WARP_SIZE
 
 
 class Access(NamedTuple):
