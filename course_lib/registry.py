@@ -5,7 +5,7 @@ kernels are written for and, per course dtype, a callable with the course's one 
 ``fn(a, b) -> c`` - in the order the course teaches them; that order is the only one charts and
 tables use. Row 0 is the reference: cuBLAS through ``torch.matmul``. The kernel modules know nothing
 of this list (they define kernels and their wrappers); adding a stage is one row here plus its
-kernel module (MAINTAINING.md, "Add a stage").
+kernel module, or for a CUDA stage its ``.cu`` file and binding line (MAINTAINING.md, "Add a stage").
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import torch
 from course_lib import backend, dtypes, fp8
 from course_lib.features import Feature, NotOnThisGPU, missing, why_not_here
 from course_lib.gemm import GemmFn, dtype_of, planned, prepare
+from course_lib.model import hardware
 
 BACKENDS = ("cublas", "numba", "triton", "cuda-extension")
 __all__ = ["BACKENDS", "NotOnThisGPU", "Stage", "course", "get_stage", "stages"]
@@ -36,7 +37,7 @@ class Stage:
     gemms: dict[str, GemmFn] = field(repr=False)  # course dtype name -> fn(a, b) -> c
     gpu_only: bool = False  # True: cannot run on the CPU backend at all
     needs: tuple[Feature, ...] = ()  # what its kernels use beyond CUDA 13 (course_lib.features)
-    shape_multiple: int | tuple[int, int, int] = 1  # the shape rule (course_lib.model.layout.fits); 1: any shape
+    shape_multiple: int | tuple[int, int, int] = 1  # the shape rule (course_lib.layout.fits); 1: any shape
     sweep: bool = False  # recording runs measure this stage over the whole size sweep
     variant_of: str | None = None  # a parameter variant of another stage (recorded at one size only)
     order: int = 0  # position in the course manifest (set by it; charts sort by it)
@@ -159,7 +160,7 @@ def _manifest() -> list[Stage]:
     # Which dtypes each stage computes is said here, row by row: a new dtype record joins no stage
     # until its row lists it (with a wrapper that computes it).
     four = ("fp32", "tf32", "fp16", "bf16")
-    rows16 = 8  # bf16 elements in 16 bytes
+    rows16 = hardware.tma_elements("bf16")  # TMA copies rows of a multiple of 16 bytes: 8 bf16
     t02 = "02 shared-memory tiling (T={})"
     rows = [
         Stage(name="cublas", notebook="", backend="cublas", title="cuBLAS (torch.matmul; FP8: torch._scaled_mm)",
@@ -195,8 +196,9 @@ def _manifest() -> list[Stage]:
         Stage(name="triton_tiled_transposed_b", notebook=c04.NOTEBOOK, backend="triton",
               title="Triton tiled, B pre-transposed (the article's experiment)",
               gemms=_per_dtype(c04.tiled_matmul_transposed_b, "triton_tiled_transposed_b", four)),
-        # check() rounds the descriptor stage's shapes up to multiples of 8: 16-byte rows for every dtype.
-        Stage(name="triton_tiled_descriptors", notebook=c04.FAST_NOTEBOOK, backend="triton", shape_multiple=8,
+        # check() rounds the descriptor stage's shapes up to one multiple that makes 16-byte rows in every dtype.
+        Stage(name="triton_tiled_descriptors", notebook=c04.FAST_NOTEBOOK, backend="triton",
+              shape_multiple=max(hardware.tma_elements(d) for d in four),
               title="Triton tiled (tensor descriptors)",
               gemms=_per_dtype(c04.tiled_matmul_descriptors, "triton_tiled_descriptors", four)),
         Stage(name="triton_fast", notebook=c04.FAST_NOTEBOOK, backend="triton", sweep=True,

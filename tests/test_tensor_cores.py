@@ -16,6 +16,7 @@ import torch
 
 import course_lib
 from course_lib import compiler, features
+from course_lib.model import hardware
 from course_lib.kernels import tensor_cores as tc
 
 STAGE_NAMES = [d.stage for d in tc.ALL_DESIGNS]
@@ -34,7 +35,7 @@ def test_every_stage_is_registered_with_its_metadata():
     # the binding lists every stage of the manifest (and nothing else): the two say the same stages
     bound = [e.stage for e in tc.csrc.entries()]
     assert bound == [s.name for s in course_lib.stages() if s.backend == "cuda-extension"]
-    rows16 = tc.ALIGNMENT_BYTES // torch.bfloat16.itemsize
+    rows16 = hardware.tma_elements("bf16")  # TMA's 16-byte rows
     for i, name in enumerate(STAGE_NAMES):
         st = course_lib.get_stage(name)
         # mma.sync (stages 0-1) is taught in notebook 06, Hopper's wgmma path (stages 2-6) in 07
@@ -244,8 +245,8 @@ TC0_FUNCTIONS = ("a_row", "a_col", "b_row", "b_col", "c_row", "c_col")
 
 def _fragment_mismatches(position) -> int:
     """Elements where ``position(operand, lane, i)`` disagrees with the PTX ISA's layout as
-    course_lib.model.fragments models it (owner lane and register element of each (row, col))."""
-    from course_lib.model.fragments import fragment_map
+    course_lib.viz.fragments models it (owner lane and register element of each (row, col))."""
+    from course_lib.viz.fragments import fragment_map
 
     bad = 0
     for operand, elements in tc.TC0_ELEMENTS.items():

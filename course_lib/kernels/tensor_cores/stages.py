@@ -25,8 +25,7 @@ from course_lib.gemm import new_output, planned, prepare
 from course_lib.kernels.tensor_cores import csrc
 from course_lib.kernels.tensor_cores.csrc import BINDING, CSRC
 from course_lib.kernels.tensor_cores.model import ELEM
-
-ALIGNMENT_BYTES = 16  # TMA reads and writes rows that start on 16-byte boundaries; so does ldmatrix
+from course_lib.model.hardware import TMA_ALIGN_BYTES, tma_elements
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +164,7 @@ def extension(verbose: bool = False):
 def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, *,
               shape_multiple: int | tuple[int, int, int], **knobs) -> Callable:
     """The GEMM function of a stage the binding lists: check the operands (``shape_multiple``: the
-    stage's shape rule, course_lib.model.layout.fits; its manifest row says it), allocate C, launch.
+    stage's shape rule, course_lib.layout.fits; its manifest row says it), allocate C, launch.
     ``launcher()`` gives the function to launch (default: the extension's entry named for the stage),
     called as ``launch(a, b, c, **knobs)``; a knob that is callable is called for its value at launch.
 
@@ -181,9 +180,9 @@ def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, *,
         if why is not None:
             raise features.NotOnThisGPU(why)
         for name, t in (("a", ops.a), ("b", ops.b)):
-            if shape_multiple != 1 and t.data_ptr() % ALIGNMENT_BYTES:  # stage 0 reads element by element
+            if shape_multiple != 1 and t.data_ptr() % TMA_ALIGN_BYTES:  # stage 0 reads element by element
                 raise ValueError(
-                    f"{stage}: {name} does not start on a {ALIGNMENT_BYTES}-byte boundary (a view "
+                    f"{stage}: {name} does not start on a {TMA_ALIGN_BYTES}-byte boundary (a view "
                     f"into a larger tensor?); pass {name}.clone()"
                 )
         launch = launcher() if launcher else getattr(extension(), stage)
@@ -207,7 +206,7 @@ def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, *,
 # ---- stage 7: FP8 -----------------------------------------------------------------------------
 # Stage 7's shape rule, which its wrapper checks with its own message (its manifest row reads it): any
 # M; N a multiple of 8 (16 bytes of bf16 C) and K of 16 (16 e4m3), as TMA copies rows of 16 bytes.
-FP8_SHAPE_MULTIPLE = (1, ALIGNMENT_BYTES // ELEM, ALIGNMENT_BYTES)
+FP8_SHAPE_MULTIPLE = (1, tma_elements("bf16"), tma_elements("e4m3"))
 # The extension's scaling codes (tc_launch.h).
 FP8_SCALING_CODE = {"tensor": 0, "row": 1, "block": 2}
 # Shapes stage 7 takes (N a multiple of 8, K of 16) that cut its tiles (128 x 256, or 128 x 128 when
@@ -251,7 +250,7 @@ def tc_7_fp8_arguments(qa: object, qw: object, fast_accumulation: bool = False) 
                                 gpu_only=True)
     if why is not None:
         raise features.NotOnThisGPU(why)
-    values = [q.values if q.values.is_contiguous() and q.values.data_ptr() % ALIGNMENT_BYTES == 0
+    values = [q.values if q.values.is_contiguous() and q.values.data_ptr() % TMA_ALIGN_BYTES == 0
               else q.values.clone(memory_format=torch.contiguous_format) for q in (qa, qw)]
     if blocks:
         scaling, sa, sw = "block", qa.scales, qw.scales
