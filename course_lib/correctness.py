@@ -25,11 +25,12 @@ from typing import Callable, Sequence
 
 import torch
 
-from course_lib import backend, dtypes, layout
+from course_lib import backend, dtypes
 from course_lib.dtypes import CourseDtype
 from course_lib.instruments import guard
 from course_lib.gemm import relative_error
-from course_lib.layout import Shape
+from course_lib.model import layout
+from course_lib.model.layout import Shape
 from course_lib.registry import Stage
 from course_lib.target import Target, resolve
 
@@ -70,7 +71,7 @@ FP8_GPU_SHAPES: tuple[Shape, ...] = FP8_CPU_SHAPES + ((1, 4096, 4096), (300, 100
 
 def default_shapes(multiple: int | tuple[int, int, int] = 1, dtype: str | CourseDtype = "fp32") -> list[Shape]:
     """The shapes ``check`` uses on this backend for ``dtype``; each dimension rounded up to its
-    multiple in the shape rule ``multiple`` (course_lib.layout)."""
+    multiple in the shape rule ``multiple`` (course_lib.model.layout)."""
     gpu = backend.get().is_gpu
     if dtypes.get(dtype).operands == "fp8":
         shapes = FP8_GPU_SHAPES if gpu else FP8_CPU_SHAPES

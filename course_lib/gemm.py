@@ -15,8 +15,9 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from course_lib import backend, layout
+from course_lib import backend
 from course_lib.instruments import guard
+from course_lib.model import layout
 from course_lib import dtypes as course_dtypes
 
 GemmFn = Callable[[object, object], object]
@@ -68,7 +69,7 @@ def prepare(
     stage: str,
     dtypes: tuple[str, ...],  # the course dtypes the kernel computes (their tensors' types are accepted)
     contiguous: bool = False,
-    shape_multiple: int | tuple[int, int, int] = 1,  # course_lib.layout's shape rule
+    shape_multiple: int | tuple[int, int, int] = 1,  # course_lib.model.layout's shape rule
 ) -> Operands:
     """Check the operands of ``stage`` and say what to do when they are wrong.
 

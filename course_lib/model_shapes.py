@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from course_lib.layout import Shape
+from course_lib.model.layout import Shape
 
 LLAMA3_8B = "Llama 3 8B"
 QWEN25_7B = "Qwen2.5 7B"

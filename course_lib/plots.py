@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from course_lib.layout import Shape
+from course_lib.model.layout import Shape
 from course_lib.registry import get_stage
 from course_lib.results import Results
 

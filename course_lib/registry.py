@@ -37,7 +37,7 @@ class Stage:
     gemms: dict[str, GemmFn] = field(repr=False)  # course dtype name -> fn(a, b) -> c
     gpu_only: bool = False  # True: cannot run on the CPU backend at all
     needs: tuple[Feature, ...] = ()  # what its kernels use beyond CUDA 13 (course_lib.features)
-    shape_multiple: int | tuple[int, int, int] = 1  # the shape rule (course_lib.layout.fits); 1: any shape
+    shape_multiple: int | tuple[int, int, int] = 1  # the shape rule (course_lib.model.layout.fits); 1: any shape
     sweep: bool = False  # recording runs measure this stage over the whole size sweep
     variant_of: str | None = None  # a parameter variant of another stage (recorded at one size only)
     order: int = 0  # position in the course manifest (set by it; charts sort by it)

@@ -102,7 +102,7 @@ def namespace() -> dict:
     from course_lib.kernels import shared_memory_tiling as tiling
     from course_lib.kernels import tensor_cores as tc
     from course_lib.kernels import thread_coarsening as coarsening
-    from course_lib.viz import waves
+    from course_lib.model import waves
 
     ns = {name: obj for name, obj in globals().items() if callable(obj) and not name.startswith("_")}
     ns.update(
@@ -459,7 +459,7 @@ def cublas_pct_of_best(stage: str, dtype: str, shape) -> float:
 
 def busy_bound(M: int, N: int, tile_m: int = 128, tile_n: int = 256) -> float:
     """% of the time whole tiles can keep 132 SMs busy: tiles / (rounds x 132)."""
-    from course_lib.viz import waves
+    from course_lib.model import waves
 
     w = waves.gemm_waves(M, N, tile_m, tile_n, occupancy=1)
     return 100 * w.blocks / (w.waves * w.sms)

@@ -7,7 +7,7 @@ LIB = Path(__file__).resolve().parent.parent / "course_lib"
 
 LAYERS = [
     {"backend", "features", "dtypes"},
-    {"gemm", "layout", "model", "instruments", "timing", "compiler", "model_shapes", "fp8"},
+    {"gemm", "model", "instruments", "timing", "compiler", "model_shapes", "fp8"},
     {"registry", "kernels"},
     {"target", "correctness", "results", "bench", "profiles", "plots", "report", "notebooks", "viz", "learn", "jupyter", "exercises"},
 ]

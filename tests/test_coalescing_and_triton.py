@@ -387,7 +387,7 @@ def test_article_experiment_is_recorded_for_every_variant():
 
 # ---- the seed experiment's shared-memory model (drawn with course_lib.viz.banks) -------------------
 def test_seed_b_tile_model():
-    from course_lib.viz.banks import bank_access
+    from course_lib.model.banks import bank_access
 
     for block in (32, 64):
         plain = bank_access(*c04.article_b_tile_addresses("plain", pitch=block))

@@ -15,9 +15,9 @@ from course_lib.exercises import hopper_tensor_cores as ex07
 from course_lib.exercises import summary as ex08
 from course_lib.exercises import tensor_cores as ex06
 from course_lib.kernels import tensor_cores as tc
+from course_lib.model import banks, waves
+from course_lib.model.fragments import fragment_map
 from course_lib.model_shapes import bytes_moved
-from course_lib.viz import banks, waves
-from course_lib.viz.fragments import fragment_map
 
 
 def _check(puzzle, fn, capsys) -> tuple[bool, str]:

@@ -82,25 +82,26 @@ def unresolved_names(source: str) -> list[str]:
                 if isinstance(value, ModuleType):
                     modules[alias.asname or alias.name] = value
 
-    def visit(node: ast.AST, shadowed: frozenset[str]) -> None:
-        """Check every ``module.attribute`` in ``node``; ``shadowed``: the module names that the
-        functions around it bind to something else."""
+    def visit(node: ast.AST, bound: dict[str, str]) -> None:
+        """Check every ``module.attribute`` in ``node``; ``bound``: what the functions around it made
+        of a name ("parameter", "assigned", "imported"; a module's name not in it is the module)."""
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            imported, assigned = bound_in(node)
-            shadowed = (shadowed | assigned) - imported
+            bound = {**bound, **bound_in(node)}
         if not isinstance(node, ast.Attribute):
             for child in ast.iter_child_nodes(node):
-                visit(child, shadowed)
+                visit(child, bound)
             return
         chain = []
         while isinstance(node, ast.Attribute):
             chain.insert(0, node.attr)
             node = node.value
         if not (isinstance(node, ast.Name) and node.id in modules):
-            visit(node, shadowed)
+            visit(node, bound)
             return
         value, dotted = modules[node.id], node.id
-        if node.id in shadowed:  # on the GPU: an UnboundLocalError, or the wrong object
+        if bound.get(node.id) == "parameter":  # whatever the caller passes (the module itself, perhaps)
+            return
+        if bound.get(node.id) == "assigned":  # on the GPU: an UnboundLocalError, or the wrong object
             problems.append(f"line {node.lineno}: {dotted}.{chain[0]}: {dotted} is assigned in this function, "
                             f"so here it is not the module {value.__name__}")
             return
@@ -112,14 +113,15 @@ def unresolved_names(source: str) -> list[str]:
                 break
             value, dotted = getattr(value, attr), f"{dotted}.{attr}"
 
-    visit(tree, frozenset())
+    visit(tree, {})
     return sorted(set(problems), key=lambda p: int(p.split(":")[0].split()[1]))
 
 
-def bound_in(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> tuple[set[str], set[str]]:
-    """The names a function binds in its own scope: (those it imports, the others: parameters,
-    assignments, loop variables, nested definitions)."""
-    imported, assigned = set(), {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+def bound_in(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> dict[str, str]:
+    """The names a function binds in its own scope, each with how: "parameter", "imported" or
+    "assigned" (assignments, loop variables, nested definitions)."""
+    params = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    imported, assigned = set(), set()
     todo = [function.body] if isinstance(function, ast.Lambda) else list(function.body)
     while todo:
         node = todo.pop()
@@ -133,7 +135,8 @@ def bound_in(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> t
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             assigned.add(node.id)
         todo.extend(ast.iter_child_nodes(node))
-    return imported, assigned - imported
+    return {**dict.fromkeys(assigned, "assigned"), **dict.fromkeys(imported, "imported"),
+            **dict.fromkeys(params, "parameter")}
 
 
 def check_script(path: Path) -> list[str]:
@@ -197,7 +200,9 @@ def test_the_check_finds_a_moved_name(tmp_path):
                       "    ext = tc.extension()\n"
                       "    for tc in names:\n"
                       "        print(tc)\n"
-                      "    return ext\n")
+                      "    return ext\n\n\n"
+                      "def given(tc):\n"
+                      "    return tc.anything\n")
     done = run_check(script)
     assert done.returncode == 1
     out = done.stdout
@@ -205,7 +210,7 @@ def test_the_check_finds_a_moved_name(tmp_path):
     assert "line 6: tc.no_such_design: course_lib.kernels.tensor_cores has no no_such_design" in out
     assert "line 10: tc.extension: tc is assigned in this function, so here it is not the module " \
         "course_lib.kernels.tensor_cores" in out
-    assert "line 6: tc.extension" not in out
+    assert "line 6: tc.extension" not in out and "tc.anything" not in out
 
 
 def test_the_archive_is_not_imported():

@@ -1,11 +1,12 @@
-"""course_lib.layout, the one home of the course's layout and schedule formulas: known answers, and
-the properties every caller (the kernels' models, the pictures) relies on."""
+"""The course's layout and schedule formulas (course_lib.model: layout, waves, schedules): known
+answers, and the properties every caller (the kernels' models, the exercises, the pictures) relies on."""
 
 import itertools
 
 import pytest
 
-from course_lib import layout
+from course_lib import model
+from course_lib.model import layout
 
 
 @pytest.mark.parametrize("n, d, want", [(0, 4, 0), (1, 4, 1), (4, 4, 1), (5, 4, 2), (4096, 128, 32), (4097, 128, 33),
@@ -33,29 +34,29 @@ def test_cdiv_is_the_smallest_count_that_covers():
 def test_wave_count_rounds_a_partial_last_wave_up(tiles, slots, waves):
     """A partly filled last wave takes as long as a full one: the count rounds up (floor division
     would drop the ragged wave: 133 tiles on 132 slots in 1 wave)."""
-    assert layout.wave_count(tiles, slots) == waves
+    assert model.waves.wave_count(tiles, slots) == waves
 
 
 @pytest.mark.parametrize("tiles, slots, want", [(66, 66, 1.0), (67, 66, 67 / 132), (256, 66, 256 / 264),
                                                 (16, 66, 16 / 66), (132, 132, 1.0), (0, 66, 1.0)])
 def test_whole_tile_efficiency_is_tiles_over_the_slots_of_all_waves(tiles, slots, want):
-    assert layout.whole_tile_efficiency(tiles, slots) == pytest.approx(want)
+    assert model.waves.whole_tile_efficiency(tiles, slots) == pytest.approx(want)
 
 
 def test_whole_tile_efficiency_is_one_exactly_when_the_waves_are_full():
     for tiles, slots in itertools.product(range(1, 300), (66, 132)):
-        eff = layout.whole_tile_efficiency(tiles, slots)
+        eff = model.waves.whole_tile_efficiency(tiles, slots)
         assert 0 < eff <= 1 and (eff == 1.0) == (tiles % slots == 0)
 
 
 def test_persistent_grid_gives_every_cluster_the_same_number_of_tiles():
-    assert layout.persistent_ctas(1024, 66, 2) == 128  # 8192^2 with 128x256 tiles: 16 waves of 64 pairs
-    assert layout.persistent_ctas(256, 66, 2) == 128  # 4096^2: 4 waves
-    assert layout.persistent_ctas(3, 66, 2) == 6
+    assert model.waves.persistent_ctas(1024, 66, 2) == 128  # 8192^2 with 128x256 tiles: 16 waves of 64 pairs
+    assert model.waves.persistent_ctas(256, 66, 2) == 128  # 4096^2: 4 waves
+    assert model.waves.persistent_ctas(3, 66, 2) == 6
     for tiles, max_clusters in itertools.product(range(1, 400), (1, 7, 66)):
-        clusters = layout.persistent_ctas(tiles, max_clusters, 2) // 2
+        clusters = model.waves.persistent_ctas(tiles, max_clusters, 2) // 2
         assert clusters <= max_clusters  # never more than fit at once
-        assert layout.wave_count(tiles, clusters) == layout.wave_count(tiles, max_clusters)  # no extra wave
+        assert model.waves.wave_count(tiles, clusters) == model.waves.wave_count(tiles, max_clusters)  # no extra wave
         per_cluster = [len(range(c, tiles, clusters)) for c in range(clusters)]  # round robin
         assert max(per_cluster) - min(per_cluster) <= 1
 
@@ -63,7 +64,7 @@ def test_persistent_grid_gives_every_cluster_the_same_number_of_tiles():
 # ---- the grouped order -------------------------------------------------------------------------------
 @pytest.mark.parametrize("rows, cols, group", [(1, 1, 8), (5, 3, 2), (32, 32, 8), (7, 11, 8), (9, 4, 1), (6, 8, 3)])
 def test_grouped_order_visits_every_tile_once_band_by_band(rows, cols, group):
-    order = [layout.grouped_order(t, rows, cols, group) for t in range(rows * cols)]
+    order = [model.schedules.grouped_order(t, rows, cols, group) for t in range(rows * cols)]
     assert sorted(order) == [(r, c) for r in range(rows) for c in range(cols)]
     for t, (r, c) in enumerate(order):  # tile t lies in band t // (group * cols), walked column by column
         band = t // (group * cols)

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from course_lib.viz.mapping import blocks_needed, mapping_widget, thread_mapping
+from course_lib.model.mapping import blocks_needed, thread_mapping
+from course_lib.viz.mapping import mapping_widget
 
 
 def test_seed_configuration_64_with_16x16_blocks():

@@ -245,8 +245,8 @@ TC0_FUNCTIONS = ("a_row", "a_col", "b_row", "b_col", "c_row", "c_col")
 
 def _fragment_mismatches(position) -> int:
     """Elements where ``position(operand, lane, i)`` disagrees with the PTX ISA's layout as
-    course_lib.viz.fragments models it (owner lane and register element of each (row, col))."""
-    from course_lib.viz.fragments import fragment_map
+    course_lib.model.fragments models it (owner lane and register element of each (row, col))."""
+    from course_lib.model.fragments import fragment_map
 
     bad = 0
     for operand, elements in tc.TC0_ELEMENTS.items():

@@ -9,9 +9,10 @@ import subprocess
 
 import pytest
 
-from course_lib import compiler, layout
+from course_lib import compiler
 from course_lib.kernels import tensor_cores as tc
 from course_lib.kernels.tensor_cores import csrc
+from course_lib.model import fragments, hardware, layout
 
 HEADERS = ("tc_hopper.cuh", "tc_schedule.cuh", "tc_stream_k.cuh")
 BASES = (0x8000, 0x8000 + 64 * layout.SWIZZLE_ROW, 0x1C400)  # a tile, its second warpgroup's rows, another tile
@@ -57,10 +58,10 @@ def test_every_stage_declares_what_the_python_reads():
     # The hardware's numbers, which both sides state (the PTX ISA's, not a design choice), agree.
     hopper = csrc.constants("tc_hopper.cuh")
     assert (hopper["SWIZZLE_BYTES"], hopper["SWIZZLE_ATOM"]) == (layout.SWIZZLE_ROW, layout.SWIZZLE_ATOM)
-    assert (hopper["WGMMA_K"], hopper["WARPGROUP"]) == (tc.model.WGMMA_K, layout.WARPGROUP_SIZE)
+    assert (hopper["WGMMA_K"], hopper["WARPGROUP"]) == (tc.model.WGMMA_K, hardware.WARPGROUP_SIZE)
     for d in tc.ALL_DESIGNS[:2]:
         c = d.constants
-        assert (c["MMA_M"], c["MMA_N"], c["MMA_K"]) == (16, 8, 16) == layout.MMA_SHAPES["C"][:2] + (16,)
+        assert (c["MMA_M"], c["MMA_N"], c["MMA_K"]) == (16, 8, 16) == fragments.MMA_SHAPES["C"][:2] + (16,)
 
 
 # ---- the static_asserts, generated from the Python model ---------------------------------------------
@@ -116,7 +117,7 @@ def _order_checks() -> list[str]:
             "  return true;",
             "}",
             f'static_assert({name}(), "GroupedTiles{{{rows}, {cols}, {group}}}.locate is not '
-            f'course_lib.layout.grouped_order");',
+            f'course_lib.model.schedules.grouped_order");',
         ]
     for tiles, max_clusters in itertools.product((1, 3, 64, 67, 256, 1024, 2047), (1, 7, 66)):
         want = tc.persistent_ctas(tiles, max_clusters, 2)

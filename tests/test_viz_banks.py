@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from course_lib.viz.banks import bank_access, banks_widget, element_offset, tile_access
+from course_lib.model.banks import bank_access, element_offset, tile_access
+from course_lib.viz.banks import banks_widget
 
 
 def test_bank_of_an_address():

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from course_lib.viz.coalescing import coalescing_widget, matrix_load, warp_access
+from course_lib.model.coalescing import matrix_load, warp_access
+from course_lib.viz.coalescing import coalescing_widget
 
 
 def test_fp32_row_is_4_sectors_in_one_line():
@@ -69,7 +70,7 @@ def test_widget_changes_state_when_controls_change():
 
 def test_ideal_sectors_round_a_part_sector_up():
     # 25 lanes x 4 bytes = 100 bytes: no fewer than 4 sectors of 32 bytes can hold them.
-    from course_lib.viz.coalescing import warp_access
+    from course_lib.model.coalescing import warp_access
 
     assert warp_access([4 * i for i in range(25)], 4).ideal_sectors == 4
     assert warp_access([0], 4).ideal_sectors == 1

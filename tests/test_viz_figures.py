@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 import course_lib.viz._figure as figure
+from course_lib import model
 from course_lib.viz import banks, coalescing, fragments, mapping, tiles, waves
 from course_lib.viz._figure import MAX_HEIGHT_PX, MAX_WIDTH_PX, MIN_FONT_PX
 
@@ -114,20 +115,20 @@ def test_every_picture_a_widget_draws_fits_the_output_area(name, pictures):
 
 # The figures the notebooks draw with the viz functions (their calls), and the largest of each kind.
 FIGURES = {
-    "mapping 64, warps (notebook 00)": lambda: mapping.draw_mapping(mapping.thread_mapping(64, 64, (16, 16)), color_by="warp"),
-    "mapping 512 by 1x1 blocks": lambda: mapping.draw_mapping(mapping.thread_mapping(512, 512, (1, 1)), color_by="block"),
-    "tiles (notebook 02)": lambda: tiles.draw_tiles(tiles.tile_step(n=64, tile=16, block=(1, 2), step=0)),
+    "mapping 64, warps (notebook 00)": lambda: mapping.draw_mapping(model.mapping.thread_mapping(64, 64, (16, 16)), color_by="warp"),
+    "mapping 512 by 1x1 blocks": lambda: mapping.draw_mapping(model.mapping.thread_mapping(512, 512, (1, 1)), color_by="block"),
+    "tiles (notebook 02)": lambda: tiles.draw_tiles(model.tiles.tile_step(n=64, tile=16, block=(1, 2), step=0)),
     "coalescing (notebook 01)": lambda: coalescing.draw_coalescing(
-        {"along a row": coalescing.matrix_load("row", n=4096), "down a column": coalescing.matrix_load("column", n=4096)}
+        {"along a row": model.coalescing.matrix_load("row", n=4096), "down a column": model.coalescing.matrix_load("column", n=4096)}
     ),
     "coalescing fp16, misaligned": lambda: coalescing.draw_coalescing(
-        {"row": coalescing.matrix_load("row", 4096, 2, col=17), "column": coalescing.matrix_load("column", 4096, 2, col=17)}
+        {"row": model.coalescing.matrix_load("row", 4096, 2, col=17), "column": model.coalescing.matrix_load("column", 4096, 2, col=17)}
     ),
-    "fragments mma C (notebook 05)": lambda: fragments.draw_fragments(fragments.fragment_map("mma.m16n8k16", "C"), highlight=5),
-    "fragments mma A": lambda: fragments.draw_fragments(fragments.fragment_map("mma.m16n8k16", "A"), highlight=31),
-    "fragments wgmma D, N=256": lambda: fragments.draw_fragments(fragments.fragment_map("wgmma.m64nNk16", "D", 256), highlight=127),
-    "banks 64 x 64 padded": lambda: banks.draw_banks(banks.tile_access(64, 64, "column", "padded", 5), words_in_tile=64 * 65),
-    "waves, 12 of 2648": lambda: waves.draw_waves(waves.gemm_waves(16384, 16384, 16, 16, 3)),
+    "fragments mma C (notebook 05)": lambda: fragments.draw_fragments(model.fragments.fragment_map("mma.m16n8k16", "C"), highlight=5),
+    "fragments mma A": lambda: fragments.draw_fragments(model.fragments.fragment_map("mma.m16n8k16", "A"), highlight=31),
+    "fragments wgmma D, N=256": lambda: fragments.draw_fragments(model.fragments.fragment_map("wgmma.m64nNk16", "D", 256), highlight=127),
+    "banks 64 x 64 padded": lambda: banks.draw_banks(model.banks.tile_access(64, 64, "column", "padded", 5), words_in_tile=64 * 65),
+    "waves, 12 of 2648": lambda: waves.draw_waves(model.waves.gemm_waves(16384, 16384, 16, 16, 3)),
 }
 
 
@@ -165,7 +166,7 @@ def _assert_one_colour_per_owner(colours: np.ndarray, owners: np.ndarray, where:
     [(64, 16, "block"), (64, 16, "warp"), (64, 8, "warp"), (64, 4, "block"), (100, 16, "block"), (64, 16, "thread"), (40, 32, "warp")],
 )
 def test_mapping_colours_are_one_per_owner_or_a_labelled_scale(n, block, color_by):
-    m = mapping.thread_mapping(n, n, (block, block))
+    m = model.mapping.thread_mapping(n, n, (block, block))
     fig = mapping.draw_mapping(m, color_by)
     ax = fig.axes[0]
     owners = {"block": m.block_id, "warp": m.warp_id, "thread": m.thread_id}[color_by]
@@ -181,7 +182,7 @@ def test_mapping_colours_are_one_per_owner_or_a_labelled_scale(n, block, color_b
 
 @pytest.mark.parametrize("operand", ["A", "B", "C"])
 def test_mma_fragment_colours_are_one_per_lane(operand):
-    fm = fragments.fragment_map("mma.m16n8k16", operand)
+    fm = model.fragments.fragment_map("mma.m16n8k16", operand)
     fig = fragments.draw_fragments(fm, highlight=7)
     (ax,) = [a for a in fig.axes if a.get_gid() == "fragment-lanes"]
     assert "colour = lane" in ax.get_title()
@@ -191,7 +192,7 @@ def test_mma_fragment_colours_are_one_per_lane(operand):
 
 @pytest.mark.parametrize("operand, n, thread", [("D", 64, 69), ("A", 16, 5), ("D", 8, 127)])
 def test_wgmma_fragment_colours_are_one_per_warp_and_one_per_lane_of_the_warp_shown(operand, n, thread):
-    fm = fragments.fragment_map("wgmma.m64nNk16", operand, n)
+    fm = model.fragments.fragment_map("wgmma.m64nNk16", operand, n)
     fig = fragments.draw_fragments(fm, highlight=thread)
     overview = next(a for a in fig.axes if a.get_gid() == "fragment-warps")
     zoom = next(a for a in fig.axes if a.get_gid() == "fragment-lanes")
@@ -205,7 +206,7 @@ def test_wgmma_fragment_colours_are_one_per_warp_and_one_per_lane_of_the_warp_sh
 
 
 def test_waves_colours_are_one_per_count_of_resident_blocks():
-    w = waves.waves(1000, 3)  # 3 per SM: the last wave holds 1, 2 and 3 blocks on different SMs
+    w = model.waves.waves(1000, 3)  # 3 per SM: the last wave holds 1, 2 and 3 blocks on different SMs
     fig = waves.draw_waves(w)
     counts = w.occupancy_map()
     assert set(np.unique(counts)) == {1, 2, 3}
@@ -216,13 +217,13 @@ def test_waves_colours_are_one_per_count_of_resident_blocks():
 
 
 def test_counts_are_spelled_in_the_right_number():
-    assert banks.tile_access(32, 32, "row").describe().endswith("conflict-free, 1 pass")
-    assert banks.tile_access(32, 32, "column").describe().endswith("(bank 0 serves 32 distinct words); 32 passes")
-    assert "1 lane:" in banks.bank_access([0]).describe()
-    assert "1 sector (ideal 1), 1 line of 128 B" in coalescing.warp_access([0]).describe()
-    one_wave = waves.waves(121, 1)
+    assert model.banks.tile_access(32, 32, "row").describe().endswith("conflict-free, 1 pass")
+    assert model.banks.tile_access(32, 32, "column").describe().endswith("(bank 0 serves 32 distinct words); 32 passes")
+    assert "1 lane:" in model.banks.bank_access([0]).describe()
+    assert "1 sector (ideal 1), 1 line of 128 B" in model.coalescing.warp_access([0]).describe()
+    one_wave = model.waves.waves(121, 1)
     assert "121 blocks" in one_wave.describe() and "11 SMs idle" in one_wave.describe()
-    assert "1 SM idle" in waves.waves(131, 1).describe()
+    assert "1 SM idle" in model.waves.waves(131, 1).describe()
     box = mapping.mapping_widget(n=64, block=16)
     assert "1 wave, the last" in box.summary.value
     for make in WIDGETS.values():

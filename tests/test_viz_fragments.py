@@ -7,14 +7,8 @@ the wgmma "Register Fragments" figures for m64nNk16 (warp w of the warpgroup own
 
 import pytest
 
-from course_lib.viz.fragments import (
-    fragment_map,
-    fragments_widget,
-    mma_m16n8k16,
-    warp_rows,
-    wgmma_m64nNk16_a,
-    wgmma_m64nNk16_d,
-)
+from course_lib.model.fragments import fragment_map, mma_m16n8k16, warp_rows, wgmma_m64nNk16_a, wgmma_m64nNk16_d
+from course_lib.viz.fragments import fragments_widget
 
 # lane 5: groupID 1, threadID_in_group 1 ; lane 30: groupID 7, threadID_in_group 2
 A_LANE5 = [(1, 2), (1, 3), (9, 2), (9, 3), (1, 10), (1, 11), (9, 10), (9, 11)]

@@ -8,11 +8,12 @@ import pytest  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from course_lib.kernels import thread_coarsening as coarsening  # noqa: E402
+from course_lib.model.tiles import tile_hierarchy  # noqa: E402
 from course_lib.viz import hierarchy  # noqa: E402
 
 
 def test_the_levels_tile_each_other():
-    h = hierarchy.tile_hierarchy(coarsening.DEFAULT_CONFIG)
+    h = tile_hierarchy(coarsening.DEFAULT_CONFIG)
     assert h == {"block": (128, 128), "warp": (64, 32), "thread": (8, 8), "warps": (2, 4), "lanes": (8, 4), "threads": 256}
     warps = h["warps"][0] * h["warps"][1]
     assert warps * 32 == h["threads"]
@@ -22,7 +23,7 @@ def test_the_levels_tile_each_other():
 @pytest.mark.parametrize("name", ["register_tiling_4x4_64", "register_tiling_row_warps"])
 def test_every_warp_and_lane_is_drawn_once_and_one_thread_is_marked(name):
     cfg = coarsening.SWEEP_CONFIGS[name]
-    h = hierarchy.tile_hierarchy(cfg)
+    h = tile_hierarchy(cfg)
     fig = hierarchy.draw_tile_hierarchy(cfg, thread=5)
     block, warp = fig.axes
     assert len([p for p in block.patches if isinstance(p, Rectangle)]) == h["warps"][0] * h["warps"][1]

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_lib.viz.tiles import global_read_map, reuse_counts, schedule, tile_step, tiles_widget
+from course_lib.model.tiles import global_read_map, reuse_counts, schedule, tile_step
+from course_lib.viz.tiles import tiles_widget
 
 
 def test_block_loads_its_row_band_of_a_and_column_band_of_b():

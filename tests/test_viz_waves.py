@@ -2,7 +2,9 @@
 
 import pytest
 
-from course_lib.viz.waves import H200, gemm_waves, resident_blocks, waves, waves_widget
+from course_lib.model.hardware import H200
+from course_lib.model.waves import gemm_waves, resident_blocks, waves
+from course_lib.viz.waves import waves_widget
 
 
 def test_h200_limits_are_the_documented_ones():

@@ -31,7 +31,7 @@ from course_lib import backend
 from course_lib.backend import NoGPUError
 from course_lib.dtypes import CourseDtype
 from course_lib.gemm import flops, relative_error
-from course_lib.layout import Shape
+from course_lib.model.layout import Shape
 from course_lib.registry import Stage
 from course_lib.results import Results, course_recording, validate
 from course_lib.target import Target, resolve

@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
-from course_lib import backend, bench, dtypes, layout
+from course_lib import backend, bench, dtypes
 from course_lib.bench import SQUARE_SIZES, SWEEP_SHAPES
-from course_lib.layout import Shape
+from course_lib.model import layout
+from course_lib.model.layout import Shape
 from course_lib.model_shapes import MODEL_SHAPES
 from course_lib.registry import get_stage, stages
 from course_lib.results import RESULTS_DIR, Results, load, save, slug

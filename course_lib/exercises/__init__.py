@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from course_lib import learn
-from course_lib.layout import Shape
+from course_lib.model.layout import Shape
 from course_lib.learn import Verdict, say
 
 

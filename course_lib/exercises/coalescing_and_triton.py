@@ -33,7 +33,7 @@ from course_lib.exercises._triton import (
     layout_text,
 )
 from course_lib.kernels import coalescing_and_triton as c04
-from course_lib.viz import banks
+from course_lib.model import banks
 
 FP32_UNIT_ROUNDOFF = dtypes.FP32.unit_roundoff
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from course_lib.exercises import Question
-from course_lib.viz import waves
+from course_lib.model import waves
 
 TILE = 128  # square tiles of C, one block per SM
 

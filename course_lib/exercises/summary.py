@@ -2,7 +2,7 @@
 (you write the plan), a tile's intensity, waves at 6144³, the largest square in one wave, the decode
 roof.
 
-Every expected answer comes from the course's models (``course_lib.viz.waves``, the shape table of
+Every expected answer comes from the course's models (``course_lib.model.waves``, the shape table of
 ``course_lib.model_shapes``, the recorded copy bandwidth); the recording's own choices are printed
 beside a plan, labelled as recorded.
 
@@ -30,13 +30,13 @@ from typing import Any, Callable, Sequence
 from course_lib import learn
 from course_lib.exercises import Puzzle, Question, call_on_every_case, nothing_yet
 from course_lib.kernels import tensor_cores as tc
-from course_lib.layout import cdiv
 from course_lib.learn import Verdict, say
+from course_lib.model import hardware, waves
+from course_lib.model.hardware import BF16_BYTES, H200
+from course_lib.model.layout import cdiv
 from course_lib.model_shapes import GPT2, GPT2_XL, MODEL_SHAPES, ModelShape, bytes_moved
-from course_lib.viz import waves
 
-SMS = waves.H200.sms
-BF16 = 2
+SMS = H200.sms
 
 # ---- the plan puzzle: a tile and split-K per shape, scored by the wave model ----------------------
 
@@ -50,7 +50,7 @@ GOAL = 0.92              # a plan passes where it reaches this share of the best
 
 def partial_slices(block_m: int, block_n: int) -> float:
     """K-slices of operand loads that writing a tile's fp32 partial sums and reading them back cost."""
-    return 2 * block_m * block_n * 4 / ((block_m + block_n) * BLOCK_K * BF16)
+    return 2 * block_m * block_n * hardware.itemsize("fp32") / ((block_m + block_n) * BLOCK_K * BF16_BYTES)
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Estimate:
     plan: tuple[int, int, int]
     programs: int
     waves: int
-    busy: float          # programs / (waves x 132): the share of the SMs' time with a program
+    busy: float          # programs / (waves x SMS): the share of the SMs' time with a program
     useful: float        # the share of the tiles' area inside C
     rate: float          # the tile's rate per SM, relative to 128 x 256
     k_share: float       # the share of a program's time spent on its own K-slices
@@ -106,7 +106,7 @@ def plan(M: int, N: int, K: int) -> tuple[int, int, int]:
     ranges (1, 2 or 4) whose programs keep the SMs busiest, the fewest on a tie; where K is short,
     halve the tile."""
     def busy(programs):
-        return programs / (math.ceil(programs / 132) * 132)   # waves are whole: round up
+        return programs / (math.ceil(programs / SMS) * SMS)   # waves are whole: round up
 
     tiles = math.ceil(M / 128) * math.ceil(N / 256)
     if busy(tiles) >= 0.8:
@@ -164,7 +164,7 @@ def _always_biggest(M, N, K):
 
 def _split_when_few(M, N, K):  # few tiles: split, whatever K
     programs = math.ceil(M / 128) * math.ceil(N / 256)
-    return (128, 256, 2) if programs / (math.ceil(programs / 132) * 132) < 0.8 else (128, 256, 1)
+    return (128, 256, 2) if programs / (math.ceil(programs / SMS) * SMS) < 0.8 else (128, 256, 1)
 
 
 def _always_half(M, N, K):
@@ -182,7 +182,7 @@ _CHOOSE_RANGES = ("Choose the ranges from the tiles: as many as it takes for til
 # What a plan misses, by idea: the check names the idea behind a plan's low shapes.
 _FEW_TILES = "its tiles leave most of the last wave empty, or are fewer than the SMs"
 _MORE_PROGRAMS = ("more programs keep more SMs busy: a smaller tile, or split-K. (Waves are whole: round "
-                  "tiles / 132 up.)")
+                  f"tiles / {SMS} up.)")
 IDEA_SPLIT_SHORT = ("split-K where K is short: every range pays for its fp32 partial tile and for "
                     f"refilling the pipeline, {_RANGE_COST}; with a dozen slices that costs more than "
                     f"the idle SMs. Split only where K is long (stage 6: {tc.STREAM_K_MIN_SLICES} slices "
@@ -327,7 +327,7 @@ tile_plan = PlanPuzzle(title="Your plan", reference=plan, known_wrong=PLAN_WRONG
 TILE = (192, 192)  # cuBLAS's tile at gpt2 qkv 2k (notebook 08, Nsight Compute)
 
 
-def tile_intensity(block_m: int, block_n: int, itemsize: int = BF16) -> float:
+def tile_intensity(block_m: int, block_n: int, itemsize: int = BF16_BYTES) -> float:
     """FLOP per byte of a block_m x block_n tile: 2 BM BN K operations for K (BM + BN) elements."""
     return 2 * block_m * block_n / (itemsize * (block_m + block_n))
 
@@ -351,7 +351,7 @@ intensity_192 = Question(
                                                          "2 FLOP."),
         (lambda want: tile_intensity(*TILE, itemsize=1), "that is FLOP per element; per byte, divide by "
                                                          "2 bytes."),
-        (lambda want: 2 * TILE[0] * TILE[1] / (BF16 * TILE[0] * TILE[1]), "the tile reads K (BM + BN) "
+        (lambda want: 2 * TILE[0] * TILE[1] / (BF16_BYTES * TILE[0] * TILE[1]), "the tile reads K (BM + BN) "
                                                                           "elements, not K BM BN."),
     ],
 )
@@ -396,7 +396,7 @@ tiles_6144 = Question(
 waves_6144 = Question(
     what="waves",
     expected=lambda: _waves_6144().waves,
-    hint="one tile per SM at a time, 132 SMs",
+    hint=f"one tile per SM at a time, {SMS} SMs",
     wrong=[
         *[(v, "a wave is whole: round the division up.") for v in _as_typed(_waves_6144().blocks / SMS)],
         (_waves_6144().full_waves, "rounded down: the tiles left over after the full waves need one "
@@ -408,12 +408,12 @@ last_wave_6144 = Question(
     what="last wave, % full",
     expected=lambda: round(100 * _waves_6144().tail_utilisation),
     rel_tol=0.01,
-    hint="the tiles left for the last wave, over 132",
+    hint=f"the tiles left for the last wave, over {SMS}",
     wrong=[
         (round(100 * (1 - _waves_6144().tail_utilisation)), "that is the idle share of the last wave; "
                                                             "how full is it?"),
         (_waves_6144().tail_blocks, "that is the number of tiles in the last wave; as a per cent of "
-                                    "132?"),
+                                    f"{SMS}?"),
         (round(100 * _waves_6144().efficiency), "that is how busy the SMs are over all the waves; the "
                                                 "question asks about the last one."),
     ],
@@ -438,7 +438,7 @@ one_wave_n = Question(
     wrong=[
         (lambda want: want + ONE_WAVE_TILE[0], "one step too far: its tiles need a second wave."),
         (largest_one_wave((128, 256)), "that is for stage 6's 128 x 256 tiles; these are 192 x 192."),
-        (132 * ONE_WAVE_TILE[0], "132 tiles in a row; a square N x N has (N / 192) squared tiles."),
+        (SMS * ONE_WAVE_TILE[0], f"{SMS} tiles in a row; a square N x N has (N / 192) squared tiles."),
     ],
 )
 
@@ -465,7 +465,7 @@ class _NoteQuestion(Question):
         return verdict
 
 
-def _decode_bytes(itemsize: int = BF16, a: bool = True, b: bool = True, c: bool = True) -> int:
+def _decode_bytes(itemsize: int = BF16_BYTES, a: bool = True, b: bool = True, c: bool = True) -> int:
     M, N, K = DECODE_SHAPE
     return (a * M * K + b * K * N + c * M * N) * itemsize
 
@@ -478,7 +478,7 @@ def _copy_gbs() -> float:
 
 decode_bytes = _NoteQuestion(
     what="bytes",
-    expected=lambda: bytes_moved(*DECODE_SHAPE, BF16),
+    expected=lambda: bytes_moved(*DECODE_SHAPE, BF16_BYTES),
     rel_tol=DECODE_TOLERANCE,
     hint="A (1 x 4096), B (4096 x 6144) and C (1 x 6144), 2 bytes an element",
     wrong=[
@@ -495,14 +495,14 @@ decode_bytes = _NoteQuestion(
 
 decode_us = Question(
     what="microseconds",
-    expected=lambda: bytes_moved(*DECODE_SHAPE, BF16) / (_copy_gbs() * 1e9) * 1e6,
+    expected=lambda: bytes_moved(*DECODE_SHAPE, BF16_BYTES) / (_copy_gbs() * 1e9) * 1e6,
     rel_tol=0.03,
     hint="bytes over the copy bandwidth in bytes per second, times 10^6",
     wrong=[
         (lambda want: 2 * want, "that moves 4 bytes an element; bf16 is 2."),
         (lambda want: want / 1000, "that is in milliseconds; the answer is in microseconds."),
         (lambda want: want * 1e3, "that is in nanoseconds; the answer is in microseconds."),
-        (lambda want: bytes_moved(*DECODE_SHAPE, BF16) / (_copy_gbs() * 2**30) * 1e6,
+        (lambda want: bytes_moved(*DECODE_SHAPE, BF16_BYTES) / (_copy_gbs() * 2**30) * 1e6,
          "GB/s here means 10^9 bytes per second, not 2^30."),
     ],
 )

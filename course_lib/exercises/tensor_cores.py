@@ -2,7 +2,8 @@
 write the map), who holds an element of B, stage 0 on the roofline, and why stage 1 pads its rows.
 
 Every expected answer comes from the course's models: the PTX fragment layout
-(``course_lib.viz.fragments``), the recorded copy bandwidth, notebook 02's bank model.
+(``course_lib.model.fragments``), the recorded copy bandwidth, notebook 02's bank model
+(``course_lib.model.banks``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from functools import lru_cache
 from typing import Callable
 
 from course_lib.exercises import FunctionPuzzle, Question
+from course_lib.model import banks
+from course_lib.model.fragments import MMA_SHAPES, fragment_map
+from course_lib.model.hardware import BF16_BYTES
 
 
 @lru_cache(maxsize=None)
 def _fragment_map(operand: str):
-    from course_lib.viz.fragments import fragment_map  # noqa: PLC0415
-
     return fragment_map("mma.m16n8k16", operand)
 
 
@@ -120,13 +122,9 @@ b_owner = Question(
 
 # ---- exercise 2: stage 0 on the roofline --------------------------------------------------------
 
-BF16_BYTES = 2
-
 
 def _stage0_flop_and_bytes(itemsize: int = BF16_BYTES) -> tuple[int, int]:
     """One mma.m16n8k16 per step of K: its FLOP, and the bytes of its A (16 x 16) and B (16 x 8)."""
-    from course_lib.viz.fragments import MMA_SHAPES  # noqa: PLC0415
-
     (m, k, _), (_, n, _) = MMA_SHAPES["A"], MMA_SHAPES["B"]
     return 2 * m * n * k, (m * k + k * n) * itemsize
 
@@ -177,8 +175,6 @@ stage0_roof = Question(
 def passes(pitch_bytes: int) -> int:
     """Passes through the banks for one 8 x 8 ldmatrix matrix whose 16-byte rows lie ``pitch_bytes``
     apart (notebook 02's bank model)."""
-    from course_lib.viz import banks  # noqa: PLC0415
-
     return banks.bank_access([pitch_bytes * r for r in range(8)], itemsize=16).conflict_degree
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from course_lib.exercises import NumbaGemmPuzzle, Question
 from course_lib.exercises.naive import PUZZLE_SHAPES
 from course_lib.kernels import thread_coarsening as coarsening
-from course_lib.viz import banks
+from course_lib.model import banks
 
 coarsened_kernel = NumbaGemmPuzzle(
     title="Your 2 x 2 kernel",

@@ -9,7 +9,7 @@ from course_lib import results
 from course_lib.exercises import FunctionPuzzle, Question, _same
 from course_lib.exercises._triton import fails_only_where
 from course_lib.kernels import coalescing_and_triton as c04
-from course_lib.layout import cdiv
+from course_lib.model.layout import cdiv
 from course_lib.learn import Verdict, say
 
 # ---- the grouped order ------------------------------------------------------------------------

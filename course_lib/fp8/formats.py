@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from course_lib.layout import cdiv
+from course_lib.model.layout import cdiv
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import torch
 
 from course_lib import backend
 from course_lib.fp8.formats import Quantized, quantize, scaling_block
-from course_lib.layout import cdiv
+from course_lib.model.layout import cdiv
 
 # How each scaling scales the two operands: A (activations, M x K) and W (weights, N x K). A scale
 # that varies along M or N multiplies whole rows or columns of C: the kernel applies it once, after

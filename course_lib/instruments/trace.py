@@ -23,8 +23,8 @@ simulator gives such calls one array).
 From the records, accesses are grouped the way the hardware issues them: the k-th time the lanes
 of one warp execute the same access in the source is one *warp request* (lanes that skipped it,
 behind a bounds check, are inactive). A global-memory request becomes a
-:class:`~course_lib.viz.coalescing.WarpAccess` (sectors, lines), a shared-memory request a
-:class:`~course_lib.viz.banks.BankAccess` (banks, conflict degree). Byte offsets are taken from the
+:class:`~course_lib.model.coalescing.WarpAccess` (sectors, lines), a shared-memory request a
+:class:`~course_lib.model.banks.BankAccess` (banks, conflict degree). Byte offsets are taken from the
 start of each array, assumed to be 256-byte aligned for global memory (as cudaMalloc gives it) and
 128-byte aligned for shared memory.
 
@@ -50,10 +50,9 @@ import numpy as np
 from course_lib.instruments import patches
 from course_lib.instruments.guard import NamedArray, kernel_frame
 from course_lib.instruments.shared_memory import sentinel_array, shared_name
-from course_lib.viz.banks import BankAccess, bank_access
-from course_lib.viz.coalescing import WarpAccess, warp_access
-
-WARP_SIZE = 32
+from course_lib.model.banks import BankAccess, bank_access
+from course_lib.model.coalescing import WarpAccess, warp_access
+from course_lib.model.hardware import WARP_SIZE
 
 
 class Access(NamedTuple):

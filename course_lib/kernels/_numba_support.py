@@ -19,7 +19,7 @@ import torch
 
 from course_lib import backend
 from course_lib.instruments import guard, patches
-from course_lib.layout import cdiv  # noqa: F401 - the stages' grid arithmetic imports it from here
+from course_lib.model.layout import cdiv  # noqa: F401 - the stages' grid arithmetic imports it from here
 
 # Hopper (compute capability 9.0) limits, from the CUDA C++ Programming Guide's table of technical
 # specifications per compute capability: 1024 threads per block; 48 KB of *static* shared memory

@@ -1,10 +1,12 @@
 """Visualisations: functions of plain data that return a figure or a widget. Every picture and widget
 of the course lives here (charts of recorded results: :mod:`course_lib.plots`), none in ``kernels/``.
+They draw what :mod:`course_lib.model` computes (sectors, banks, waves, fragments, tiles, orders);
+no model lives here.
 
 One module per topic; each module's docstring shows the exact calls a notebook makes.
 
 * :mod:`course_lib.viz.mapping`    threads, warps and blocks onto the output matrix (notebook 00)
-* :mod:`course_lib.viz.waves`      resident blocks per SM and waves on the H200's 132 SMs (00, 03)
+* :mod:`course_lib.viz.waves`      resident blocks per SM and waves on the H200's SMs (00, 03)
 * :mod:`course_lib.viz.tiles`      what a T x T tiled block loads at each step; global vs shared reads (02)
 * :mod:`course_lib.viz.coalescing` one warp's load in 32-byte sectors and 128-byte lines (01, 04)
 * :mod:`course_lib.viz.banks`      shared-memory banks, conflict degree, padding and XOR swizzle (02, 04)

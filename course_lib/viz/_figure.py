@@ -30,11 +30,6 @@ CONTROL_WIDTH = "476px"  # two controls side by side fill the output area (968 p
 WIDE_WIDTH = "940px"  # a slider over many values gets the whole row
 
 
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """'1 pass', '2 passes', '1 wave', '4 waves': the count with the noun in the right number."""
-    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
-
-
 def figure_png(fig, dpi: int = DPI) -> bytes:
     """The figure as PNG bytes; the figure is closed (it lives on only as the picture).
 

@@ -1,121 +1,25 @@
-"""Coalescing: the memory one warp's load touches, in 32-byte sectors and 128-byte lines.
+"""Coalescing drawn: the 128-byte lines and 32-byte sectors one warp's load touches (the model:
+:mod:`course_lib.model.coalescing`).
 
 Notebooks 01 and 04 call::
 
-    from course_lib.viz.coalescing import coalescing_widget, matrix_load, warp_access
-    matrix_load("row", n=4096).n_sectors       # -> 4: 32 consecutive fp32 = 128 bytes = 4 sectors
-    matrix_load("column", n=4096).n_sectors    # -> 32: stride of N elements, one sector per lane
-    warp_access(byte_addresses, itemsize=4)    # any pattern, e.g. from course_lib.viz.trace
+    from course_lib.viz.coalescing import coalescing_widget, draw_access
     coalescing_widget()                        # row-wise vs column-wise side by side, N/dtype/offset
-
-The 32 threads of a warp issue one load instruction together. The memory system serves it in
-32-byte *sectors* (the unit moved between L2 and DRAM and into L1); sectors group into 128-byte
-cache *lines*. A load costs as many sector transfers as distinct sectors its addresses fall in, so
-32 threads reading 32 consecutive 4-byte floats cost 4 sectors (128 useful bytes of 128 moved),
-while 32 threads reading down a column of a row-major N x N fp32 matrix (stride 4N bytes) cost 32
-sectors and use 4 bytes of every 32 moved (12.5 %). Matrices are assumed to start 256-byte aligned,
-as cudaMalloc and PyTorch's allocator give them.
+    draw_access(matrix_load("column", n=4096)) # any access of course_lib.model.coalescing
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-import numpy as np
+import torch
 
-from course_lib.layout import cdiv
-from course_lib.viz._figure import plural
+from course_lib.model.coalescing import WarpAccess, matrix_load
+from course_lib.model.hardware import LINE_BYTES, SECTOR_BYTES
+from course_lib.model.text import plural
 
-SECTOR_BYTES = 32
-LINE_BYTES = 128
-WARP_SIZE = 32
-ITEMSIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2}
-
-
-@dataclass(frozen=True)
-class WarpAccess:
-    """One warp-wide load or store: the byte address of each active lane and what it touches."""
-
-    byte_addresses: np.ndarray  # (lanes,) start address of each active lane's element
-    itemsize: int
-    lanes: np.ndarray  # lane ids (0..31) of the active lanes, same order
-
-    @property
-    def sectors(self) -> np.ndarray:
-        """Distinct 32-byte sector indices (address // 32) touched, sorted."""
-        a = self.byte_addresses
-        first, last = a // SECTOR_BYTES, (a + self.itemsize - 1) // SECTOR_BYTES
-        spans = [np.arange(f, l + 1) for f, l in zip(first, last)]
-        return np.unique(np.concatenate(spans)) if spans else np.zeros(0, dtype=np.int64)
-
-    @property
-    def lines(self) -> np.ndarray:
-        """Distinct 128-byte line indices touched, sorted."""
-        return np.unique(self.sectors // (LINE_BYTES // SECTOR_BYTES))
-
-    @property
-    def n_sectors(self) -> int:
-        """Sector transfers the access costs (the transaction count)."""
-        return len(self.sectors)
-
-    @property
-    def n_lines(self) -> int:
-        return len(self.lines)
-
-    @property
-    def bytes_requested(self) -> int:
-        """Distinct bytes the lanes asked for (lanes reading the same element count once)."""
-        return len(np.unique(self.byte_addresses)) * self.itemsize
-
-    @property
-    def bytes_moved(self) -> int:
-        return self.n_sectors * SECTOR_BYTES
-
-    @property
-    def efficiency(self) -> float:
-        """Useful bytes / moved bytes (1.0 = perfectly coalesced)."""
-        return self.bytes_requested / self.bytes_moved if self.bytes_moved else 1.0
-
-    @property
-    def ideal_sectors(self) -> int:
-        """The fewest sectors that could hold the bytes requested."""
-        return cdiv(self.bytes_requested, SECTOR_BYTES)
-
-    def describe(self) -> str:
-        return (
-            f"{plural(len(self.lanes), 'lane')} x {self.itemsize} B: {plural(self.n_sectors, 'sector')} "
-            f"(ideal {self.ideal_sectors}), {plural(self.n_lines, 'line')} of 128 B, {self.bytes_moved} B moved "
-            f"for {self.bytes_requested} B used = {self.efficiency:.1%}"
-        )
-
-
-def warp_access(byte_addresses, itemsize: int = 4, lanes=None) -> WarpAccess:
-    """A warp access from the byte address each lane reads (lane i = i-th address unless ``lanes``)."""
-    addr = np.asarray(byte_addresses, dtype=np.int64).ravel()
-    if len(addr) > WARP_SIZE:
-        raise ValueError(f"a warp has {WARP_SIZE} lanes, got {len(addr)} addresses")
-    if itemsize not in (1, 2, 4, 8, 16):
-        raise ValueError(f"itemsize is 1, 2, 4, 8 or 16 bytes, got {itemsize}")
-    lanes = np.arange(len(addr)) if lanes is None else np.asarray(lanes, dtype=np.int64).ravel()
-    if len(lanes) != len(addr):
-        raise ValueError("one lane id per address")
-    return WarpAccess(addr, itemsize, lanes)
-
-
-def matrix_load(pattern: str, n: int, itemsize: int = 4, row: int = 0, col: int = 0, base: int = 0) -> WarpAccess:
-    """Lane l of a warp reads element (row, col + l) ('row': along a row) or (row + l, col)
-    ('column': down a column) of a row-major n x n matrix starting at byte ``base``."""
-    lane = np.arange(WARP_SIZE)
-    if pattern == "row":
-        r, c = np.full(WARP_SIZE, row), col + lane
-    elif pattern == "column":
-        r, c = row + lane, np.full(WARP_SIZE, col)
-    else:
-        raise ValueError("pattern is 'row' or 'column'")
-    if n < 1 or (r >= n).any() or (c >= n).any() or row < 0 or col < 0:
-        raise ValueError(f"the warp's 32 elements from ({row}, {col}) going {pattern}-wise leave the {n} x {n} matrix")
-    return warp_access(base + (r * n + c) * itemsize, itemsize)
+# The widget's element types, as torch knows them (their itemsize).
+ELEMENTS = {"fp64": torch.float64, "fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def draw_access(acc: WarpAccess, ax=None, title: str = ""):
@@ -142,7 +46,7 @@ def draw_access(acc: WarpAccess, ax=None, title: str = ""):
             sec = line * per_line + s
             ax.add_patch(Rectangle((x0 + s * SECTOR_BYTES, 0), SECTOR_BYTES, 1, fc="tab:orange" if sec in sectors else "#f2f2f2", ec="black", lw=0.6))
         if len(lines) <= 4:
-            ax.text(x0 + LINE_BYTES / 2, -0.35, f"128-byte line at byte {line * LINE_BYTES:,}", ha="center", fontsize=7)
+            ax.text(x0 + LINE_BYTES / 2, -0.35, f"{LINE_BYTES}-byte line at byte {line * LINE_BYTES:,}", ha="center", fontsize=7)
         elif len(lines) <= 8:
             ax.text(x0 + LINE_BYTES / 2, -0.35, f"byte {line * LINE_BYTES:,}", ha="center", fontsize=7)
         readers: dict[int, list[int]] = {}  # byte address -> the lanes reading it (a broadcast has several)
@@ -196,7 +100,7 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
     from course_lib.viz._figure import connect, figure_box, figure_png, image_widget, style_controls
 
     n_s = widgets.IntSlider(value=n, min=64, max=8192, step=32, description="N (row stride)", continuous_update=False)
-    dt = widgets.Dropdown(options=list(ITEMSIZE), value=dtype, description="element")
+    dt = widgets.Dropdown(options=list(ELEMENTS), value=dtype, description="element")
     off = widgets.IntSlider(value=0, min=0, max=31, description="start column", continuous_update=False)
     style_controls(n_s, dt, off)
     summary = widgets.HTML()
@@ -206,7 +110,7 @@ def coalescing_widget(n: int = 4096, dtype: str = "fp32"):
     box.summary = summary
 
     def update(_=None) -> None:
-        size = ITEMSIZE[dt.value]
+        size = ELEMENTS[dt.value].itemsize
         row = matrix_load("row", n_s.value, size, row=0, col=off.value)
         col = matrix_load("column", n_s.value, size, row=0, col=off.value)
         box.accesses = {"row": row, "column": col}

@@ -1,99 +1,19 @@
-"""Tensor-core fragments: which lane holds which matrix elements for mma.sync and wgmma.
+"""Tensor-core fragments drawn: which lane holds which element for mma.sync and wgmma, coloured by
+lane (the layouts: :mod:`course_lib.model.fragments`).
 
 Notebooks 06 and 07 call::
 
-    from course_lib.viz.fragments import fragment_map, fragments_widget, mma_m16n8k16, wgmma_m64nNk16_d
-    mma_m16n8k16("A", lane=5, i=2)        # -> (9, 2): register a2 of lane 5 holds A[9, 2]
-    fragment_map("mma.m16n8k16", "A")     # (owner lane, register index) of every element of A
-    wgmma_m64nNk16_d(thread=64, i=0)      # -> (32, 0): warp 2 of the warpgroup owns rows 32..47
+    from course_lib.viz.fragments import draw_fragments, fragments_widget
     fragments_widget()
-
-A tensor-core instruction is executed by a whole warp (``mma.sync``) or a whole warpgroup of four
-warps (``wgmma.mma_async``), and each thread brings a fixed piece (a *fragment*) of the operands in
-its registers. The layouts are the PTX ISA's (sections "Matrix Fragments for mma.m16n8k16 with
-floating point type" and the "Register Fragments" of wgmma.mma_async.m64nNk16); their formulas live
-in :mod:`course_lib.layout`, which the tensor-core kernels' model uses too, and are importable from
-here under the same names. This module draws them.
+    draw_fragments(fragment_map("wgmma.m64nNk16", "D"), highlight=64)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from course_lib.layout import (  # noqa: F401 - the layouts, importable from here too
-    MMA_SHAPES,
-    WARPGROUP_SIZE,
-    WARP_SIZE,
-    WGMMA_N,
-    lane_parts,
-    mma_m16n8k16,
-    wgmma_m64nNk16_a,
-    wgmma_m64nNk16_d,
-)
-
-
-def warp_rows(n: int = 16) -> dict[int, range]:
-    """Accumulator rows owned by each warp of the warpgroup (from :func:`wgmma_m64nNk16_d`)."""
-    out: dict[int, set[int]] = {}
-    for t in range(WARPGROUP_SIZE):
-        for i in range(n // 2):
-            out.setdefault(t // WARP_SIZE, set()).add(wgmma_m64nNk16_d(t, i, n)[0])
-    return {w: range(min(r), max(r) + 1) for w, r in sorted(out.items())}
-
-
-@dataclass(frozen=True)
-class FragmentMap:
-    """Who holds each element of one operand: ``owner[r, c]`` = lane (or warpgroup thread),
-    ``reg[r, c]`` = its register element index i."""
-
-    instruction: str
-    operand: str
-    owner: np.ndarray
-    reg: np.ndarray
-
-    def elements_of(self, thread: int) -> list[tuple[int, int, int]]:
-        """(i, row, col) of every element ``thread`` holds, in register order."""
-        rows, cols = np.nonzero(self.owner == thread)
-        return sorted((int(self.reg[r, c]), int(r), int(c)) for r, c in zip(rows, cols))
-
-
-def fragment_map(instruction: str = "mma.m16n8k16", operand: str = "A", n: int = 16) -> FragmentMap:
-    """The whole layout as arrays. ``instruction``: 'mma.m16n8k16' (operand A, B, C) or
-    'wgmma.m64nNk16' (operand A or D, with N = ``n``). Raises if two registers claim one element
-    or an element is left unowned (the layouts are bijections)."""
-    if instruction == "mma.m16n8k16":
-        op = "C" if operand == "D" else operand
-        if op not in MMA_SHAPES:
-            raise ValueError("mma.m16n8k16 operands are 'A', 'B', 'C'")
-        rows, cols, regs = MMA_SHAPES[op]
-        threads = WARP_SIZE
-        where = lambda t, i: mma_m16n8k16(op, t, i)  # noqa: E731
-    elif instruction == "wgmma.m64nNk16":
-        threads = WARPGROUP_SIZE
-        if operand == "D":
-            rows, cols, regs = 64, n, n // 2
-            where = lambda t, i: wgmma_m64nNk16_d(t, i, n)  # noqa: E731
-        elif operand == "A":
-            rows, cols, regs = 64, 16, 8
-            where = wgmma_m64nNk16_a
-        else:
-            raise ValueError("wgmma.m64nNk16 fragments shown here are 'A' (in registers) and 'D'")
-        op = operand
-    else:
-        raise ValueError("instruction is 'mma.m16n8k16' or 'wgmma.m64nNk16'")
-    owner = np.full((rows, cols), -1)
-    reg = np.full((rows, cols), -1)
-    for t in range(threads):
-        for i in range(regs):
-            r, c = where(t, i)
-            if owner[r, c] != -1:
-                raise AssertionError(f"{instruction} {op}[{r}, {c}] claimed twice")
-            owner[r, c], reg[r, c] = t, i
-    if (owner < 0).any():
-        raise AssertionError(f"{instruction} {op}: some elements have no owner")
-    return FragmentMap(instruction, op, owner, reg)
+from course_lib.model.fragments import FragmentMap, fragment_map, lane_parts
+from course_lib.model.hardware import WARP_SIZE, WARPGROUP_SIZE
 
 
 # Lane colours: one hue per groupID (lane >> 2), four shades of it for threadID_in_group (lane % 4),
@@ -217,10 +137,10 @@ def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
     ax_all.add_patch(Rectangle((-0.5, slice_rows.start - 0.5), len(slice_cols), 16, fill=False, ec="black", lw=2))
     _labelled_map(ax_warp, fm, slice_rows, slice_cols, highlight)
     more = f", columns 0-{len(slice_cols) - 1} of {cols}" if cols > len(slice_cols) else ""
-    ax_warp.set_title(f"black box, enlarged: warp {warp} (T{32 * warp}-T{32 * warp + 31}), rows {slice_rows.start}-{slice_rows.stop - 1}{more}\n"
+    ax_warp.set_title(f"black box, enlarged: warp {warp} (T{WARP_SIZE * warp}-T{WARP_SIZE * (warp + 1) - 1}), rows {slice_rows.start}-{slice_rows.stop - 1}{more}\n"
                       "colour = lane in the warp (hue: groupID, shade: lane % 4)", fontsize=9)
     outlined = f"; red outline: what thread T{highlight} holds" if highlight is not None else ""
-    fig.suptitle(f"{fm.instruction} operand {fm.operand} ({rows} x {cols}), held by a warpgroup of 128 threads{outlined}", fontsize=9)
+    fig.suptitle(f"{fm.instruction} operand {fm.operand} ({rows} x {cols}), held by a warpgroup of {WARPGROUP_SIZE} threads{outlined}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -236,7 +156,7 @@ def fragments_widget():
 
     instr = widgets.ToggleButtons(options=["mma.m16n8k16", "wgmma.m64nNk16"], value="mma.m16n8k16", description="instruction")
     operand = widgets.ToggleButtons(options=["A", "B", "C"], value="A", description="operand")
-    thread = widgets.IntSlider(value=0, min=0, max=31, description="lane / thread", continuous_update=False)
+    thread = widgets.IntSlider(value=0, min=0, max=WARP_SIZE - 1, description="lane / thread", continuous_update=False)
     n_d = widgets.Dropdown(options=[8, 16, 32, 64], value=16, description="wgmma N")
     style_controls(instr, operand, thread, n_d)
     summary = widgets.HTML()
@@ -258,7 +178,7 @@ def fragments_widget():
         fm = fragment_map(instr.value, operand.value, n_d.value)
         box.fragments, box.selected = fm, fm.elements_of(thread.value)
         items = ", ".join(f"{fm.operand.lower()}{i}=({r},{c})" for i, r, c in box.selected)
-        head = f"thread {thread.value} (warp {thread.value // 32}, lane {thread.value % 32})" if fm.instruction.startswith("wgmma") else f"lane {thread.value}"
+        head = f"thread {thread.value} (warp {thread.value // WARP_SIZE}, lane {thread.value % WARP_SIZE})" if fm.instruction.startswith("wgmma") else f"lane {thread.value}"
         summary.value = f"{head} holds: {items}"
         image.value = figure_png(draw_fragments(fm, highlight=thread.value))
 

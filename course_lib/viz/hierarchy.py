@@ -6,29 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def tile_hierarchy(cfg: Any) -> dict[str, Any]:
-    """The numbers behind the picture, for a :class:`course_lib.kernels.thread_coarsening.RegisterTileConfig`
-    (or anything with BM, BN, TM, TN, lanes_n, threads and warp_tile)."""
-    wm, wn = cfg.warp_tile
-    return {
-        "block": (cfg.BM, cfg.BN),
-        "warp": (wm, wn),
-        "thread": (cfg.TM, cfg.TN),
-        "warps": (cfg.BM // wm, cfg.BN // wn),
-        "lanes": (32 // cfg.lanes_n, cfg.lanes_n),
-        "threads": cfg.threads,
-    }
+from course_lib.model.hardware import WARP_SIZE
+from course_lib.model.tiles import tile_hierarchy
 
 
 def draw_tile_hierarchy(cfg: Any, thread: int = 0):
-    """The block tile of ``cfg`` cut into warp tiles, warp 0's tile cut into its 32 thread tiles, and
+    """The block tile of ``cfg`` cut into warp tiles, warp 0's tile cut into its thread tiles, one per lane, and
     the thread tile of lane ``thread`` of warp 0 filled. Returns the figure."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    if not 0 <= thread < 32:
-        raise ValueError(f"thread is a lane of warp 0, 0..31; got {thread}")
+    if not 0 <= thread < WARP_SIZE:
+        raise ValueError(f"thread is a lane of warp 0, 0..{WARP_SIZE - 1}; got {thread}")
     h = tile_hierarchy(cfg)
     (bm, bn), (wm, wn), (tm, tn) = h["block"], h["warp"], h["thread"]
     lanes_m, lanes_n = h["lanes"]
@@ -42,7 +31,7 @@ def draw_tile_hierarchy(cfg: Any, thread: int = 0):
                           va="center", fontsize=9)
     ax_block.set_xlim(0, bn)
     ax_block.set_ylim(bm, 0)
-    ax_block.set_title(f"block tile {bm} x {bn}: {h['threads']} threads = {h['threads'] // 32} warps,\n"
+    ax_block.set_title(f"block tile {bm} x {bn}: {h['threads']} threads = {h['threads'] // WARP_SIZE} warps,\n"
                        f"each warp a {wm} x {wn} warp tile", fontsize=10)
     lane_m, lane_n = divmod(thread, lanes_n)
     for lr in range(lanes_m):

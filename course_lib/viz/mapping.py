@@ -1,82 +1,13 @@
-"""Which block, warp and thread computes each element of the output matrix.
-
-:func:`thread_mapping` is plain data: for a launch of ``grid`` blocks of ``block`` threads over an
-``n_rows`` x ``n_cols`` output (threadIdx.x along columns, as in ``cuda.grid(2)`` with
-``col, row = cuda.grid(2)``), it says for every element which block, warp and thread owns it, and
-counts the threads that fall past the edge and must be stopped by a bounds check.
-:func:`mapping_widget` draws it and lets the learner move sliders.
+"""Which block, warp and thread computes each element of the output matrix, drawn; sliders for the
+matrix size and the block shape (the model: :mod:`course_lib.model.mapping`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from course_lib.layout import WARP_SIZE, cdiv
-
-
-@dataclass(frozen=True)
-class Mapping:
-    n_rows: int
-    n_cols: int
-    block: tuple[int, int]  # (threads along x = columns, threads along y = rows)
-    grid: tuple[int, int]  # (blocks along x, blocks along y)
-    block_id: np.ndarray  # (n_rows, n_cols): linear block index, blockIdx.y * grid_x + blockIdx.x
-    warp_id: np.ndarray  # warp index inside the block
-    thread_id: np.ndarray  # linear thread index inside the block, threadIdx.y * block_x + threadIdx.x
-
-    @property
-    def threads_launched(self) -> int:
-        return self.grid[0] * self.grid[1] * self.block[0] * self.block[1]
-
-    @property
-    def idle_threads(self) -> int:
-        """Threads whose (row, col) is outside the matrix: the bounds check must stop them."""
-        return self.threads_launched - self.n_rows * self.n_cols
-
-    @property
-    def warps_per_block(self) -> int:
-        return cdiv(self.block[0] * self.block[1], WARP_SIZE)
-
-    def describe(self) -> str:
-        bx, by = self.block
-        gx, gy = self.grid
-        return (
-            f"{self.n_rows}x{self.n_cols} output, blocks of {bx}x{by} = {bx * by} threads "
-            f"({self.warps_per_block} warps),\ngrid {gx}x{gy} = {gx * gy} blocks, "
-            f"{self.threads_launched} threads launched, {self.idle_threads} idle past the edge"
-        )
-
-
-def blocks_needed(n: int, threads: int) -> int:
-    """Blocks of ``threads`` needed to cover ``n`` elements: ceil(n / threads), e.g. (n + 15) // 16."""
-    if n < 1 or threads < 1:
-        raise ValueError(f"need n >= 1 and threads >= 1, got n={n}, threads={threads}")
-    return cdiv(n, threads)
-
-
-def thread_mapping(n_rows: int, n_cols: int, block: tuple[int, int] = (16, 16), grid: tuple[int, int] | None = None) -> Mapping:
-    """The owner of every output element for a 2-D launch (grid computed to cover if not given)."""
-    bx, by = block
-    if bx < 1 or by < 1 or bx * by > 1024:
-        raise ValueError(f"a block has 1..1024 threads, got {bx}x{by} = {bx * by}")
-    if grid is None:
-        grid = (blocks_needed(n_cols, bx), blocks_needed(n_rows, by))
-    gx, gy = grid
-    if gx * bx < n_cols or gy * by < n_rows:
-        raise ValueError(
-            f"grid {gx}x{gy} of {bx}x{by} blocks covers only {gy * by}x{gx * bx} elements, "
-            f"less than {n_rows}x{n_cols}: use grid = ({blocks_needed(n_cols, bx)}, {blocks_needed(n_rows, by)})"
-        )
-    rows, cols = np.indices((n_rows, n_cols))
-    tid = (rows % by) * bx + (cols % bx)
-    return Mapping(
-        n_rows, n_cols, (bx, by), (gx, gy),
-        block_id=(rows // by) * gx + (cols // bx),
-        warp_id=tid // WARP_SIZE,
-        thread_id=tid,
-    )
+from course_lib.model.hardware import H200
+from course_lib.model.mapping import Mapping, thread_mapping
 
 
 CATEGORICAL_MAX = 20  # matplotlib's tab20: up to 20 owners each get a colour of their own
@@ -155,13 +86,14 @@ def mapping_widget(n: int = 64, block: int = 16):
 
     Returns the widget; its ``.mapping`` attribute always holds the :class:`Mapping` on display, so
     a test can set slider values and assert on the data without a browser. ``.waves`` holds how the
-    grid runs on the H200 (:class:`course_lib.viz.waves.Waves`, for a kernel of 32 registers per
+    grid runs on the H200 (:class:`course_lib.model.waves.Waves`, for a kernel of 32 registers per
     thread and no shared memory).
     """
     import ipywidgets as w
 
-    from course_lib.viz._figure import WIDE_WIDTH, connect, figure_box, figure_png, image_widget, plural, style_controls
-    from course_lib.viz.waves import resident_blocks, waves
+    from course_lib.model.text import plural
+    from course_lib.model.waves import resident_blocks, waves
+    from course_lib.viz._figure import WIDE_WIDTH, connect, figure_box, figure_png, image_widget, style_controls
 
     n_slider = w.IntSlider(value=n, min=1, max=1024, description="N (square)", continuous_update=False)
     bx = w.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128], value=block, description="block x")
@@ -181,13 +113,13 @@ def mapping_widget(n: int = 64, block: int = 16):
             summary.value = f"<b style='color:#b00'>{e}</b>"
             return
         box.mapping = m
-        # How the grid is handed to the H200's SMs (see course_lib.viz.waves), for a simple kernel.
+        # How the grid is handed to the H200's SMs (see course_lib.model.waves), for a simple kernel.
         occ = resident_blocks(bx.value * by.value, regs_per_thread=32, smem_per_block=0)
         box.waves = waves(m.grid[0] * m.grid[1], occ)
         summary.value = (
             f"{m.describe()}<br>grid = (({m.n_cols} + {bx.value - 1}) // {bx.value}, "
             f"({m.n_rows} + {by.value - 1}) // {by.value}) = {m.grid}<br>"
-            f"on an H200 (132 SMs), a kernel with 32 registers/thread and no shared memory fits "
+            f"on an H200 ({H200.sms} SMs), a kernel with 32 registers/thread and no shared memory fits "
             f"{occ.resident} such blocks per SM: {plural(box.waves.waves, 'wave')}, the last "
             f"{box.waves.tail_utilisation:.0%} full"
         )

@@ -26,7 +26,7 @@ from course_lib.gemm import Operands, new_output, planned, prepare
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast_configs import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, candidates
 from course_lib.kernels.coalescing_and_triton.fast_launch import FastPlan, launch_fast
-from course_lib.layout import cdiv
+from course_lib.model.layout import cdiv
 from course_lib.timing import time_fn
 
 SMALL_M = 64  # at most this many rows of A: the small-M candidates

@@ -1,5 +1,5 @@
 """The order in which programs compute the tiles of C, as plain data: the kernels' grouped order
-(:func:`course_lib.layout.grouped_order`, importable from here: the reference solution of notebook
+(:func:`course_lib.model.schedules.grouped_order`, importable from here: the reference solution of notebook
 05's puzzle), row-major order, and what the programs in flight read. :mod:`course_lib.viz.launch_order` draws it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from course_lib.layout import grouped_order  # noqa: F401 - the grouped order, one home for every stage
+from course_lib.model.schedules import grouped_order  # noqa: F401 - the grouped order, one home for every stage
 
 
 def row_major_order(pid: int, num_pid_m: int, num_pid_n: int, group_m: int = 1) -> tuple[int, int]:

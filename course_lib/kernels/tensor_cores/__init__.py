@@ -37,7 +37,9 @@ The package, by job:
 * :mod:`.stages` - each stage's :class:`Design` (its numbers), the extension's build, the GEMM
   wrapper of a stage (:func:`make_gemm`);
 * :mod:`.model` - a pure-Python model of the address and schedule arithmetic the kernels rely on
-  (descriptors, wgmma's reads, stmatrix, the tile order, stream-K), checked by the tests;
+  (descriptors, wgmma's reads, stmatrix, stage 6's schedule, stream-K's fix-up), checked by the
+  tests; the swizzle, the tile order, stream-K's work units and waves it uses are
+  :mod:`course_lib.model`'s, and the notebooks call them as ``tc.<name>`` too;
 * :mod:`.inspection` - compiling without a GPU, SASS tables, the excerpts the notebooks print;
 * :mod:`.csrc` - the stages the binding lists and the constants the Python side reads by name from
   the C++ sources.
@@ -72,29 +74,23 @@ from course_lib.kernels.tensor_cores.model import (
     ELEM,
     STREAM_K_BELOW,
     STREAM_K_MIN_SLICES,
-    SWIZZLE_ATOM,
-    SWIZZLE_ROW,
     TC0_ELEMENTS,
     a_descriptor,
     b_descriptor,
     decode_descriptor,
     descriptor_encode,
-    grouped_tile_order,
     make_descriptor,
-    persistent_ctas,
     stage6_schedule,
     stmatrix_fragment_position,
     stmatrix_staging_address,
-    stream_k_contributors,
-    stream_k_work,
-    swizzle_128b,
     tc0_fragment_position,
-    tma_box_offset,
     wgmma_accumulator_position,
     wgmma_k_major_address,
     wgmma_mn_major_address,
-    whole_tile_efficiency,
 )
+from course_lib.model.layout import SWIZZLE_ATOM, SWIZZLE_ROW, swizzle_128b, tma_box_offset
+from course_lib.model.schedules import grouped_tile_order, stream_k_contributors, stream_k_work
+from course_lib.model.waves import persistent_ctas, whole_tile_efficiency
 from course_lib.kernels.tensor_cores.stages import (
     ALL_DESIGNS,
     DESIGN,

@@ -7,29 +7,20 @@ canonical layouts), that stage 6's epilogue stores every accumulator where the T
 
 The numbers the model shares with the kernels are read by name from the C++ (:mod:`.csrc`): the
 descriptors' strides from ``tc_hopper.cuh``, stage 6's tile and stream-K thresholds from
-``tc_6_tma_store.cu``. The layouts that are the hardware's, not the kernels' (the 128-byte swizzle,
-fragment layouts, the grouped tile order, waves), come from :mod:`course_lib.layout`. The C++
-functions that compute the same things (``a_descriptor_at``, ``GroupedTiles::locate``,
+``tc_6_tma_store.cu``. What is the hardware's or every persistent kernel's, not one kernel's (the
+128-byte swizzle, fragment layouts, waves, the grouped tile order, stream-K's work units), comes from
+:mod:`course_lib.model`. The C++ functions that compute the same things (``a_descriptor_at``, ``GroupedTiles::locate``,
 ``use_stream_k`` ...) are held to this model by a test that compiles ``static_assert``s.
 """
 
 from __future__ import annotations
 
 from course_lib.kernels.tensor_cores import csrc
-from course_lib.layout import (  # noqa: F401 - importable from the model too
-    BF16_BYTES,
-    MMA_SHAPES,
-    SWIZZLE_ATOM,
-    SWIZZLE_ROW,
-    cdiv,
-    grouped_order,
-    mma_m16n8k16,
-    persistent_ctas,
-    swizzle_128b,
-    tma_box_offset,
-    wgmma_m64nNk16_d,
-    whole_tile_efficiency,
-)
+from course_lib.model.fragments import MMA_SHAPES, mma_m16n8k16, wgmma_m64nNk16_d
+from course_lib.model.hardware import BF16_BYTES, WARP_SIZE
+from course_lib.model.layout import SWIZZLE_ROW, cdiv, swizzle_128b
+from course_lib.model.schedules import stream_k_contributors
+from course_lib.model.waves import whole_tile_efficiency
 
 ELEM = BF16_BYTES  # bytes per element of A, B and C
 WGMMA_K = 16  # K of one wgmma.m64nNk16 for 16-bit inputs (PTX ISA 9.7.15.5)
@@ -106,7 +97,7 @@ def wgmma_mn_major_address(desc: int, n: int, k: int) -> int:
 
 
 # (row, column) of accumulator d[i] of thread ``thread`` of a warpgroup for m64nNk16 (PTX ISA
-# 9.7.15.5.1.1, matrix D): the layout of course_lib.layout, called as the kernels' comments do.
+# 9.7.15.5.1.1, matrix D): the layout of course_lib.model.fragments, called as the kernels' comments do.
 wgmma_accumulator_position = wgmma_m64nNk16_d
 
 
@@ -114,7 +105,7 @@ wgmma_accumulator_position = wgmma_m64nNk16_d
 def stmatrix_staging_address(thread: int, j: int) -> int:
     """Byte offset (within one consumer's staging buffer of 64 x 64 boxes) of the row that lane
     ``thread % 32`` addresses for stmatrix number ``j`` (16 columns each) - as in tc_6_tma_store.cu."""
-    warp, lane = divmod(thread, 32)
+    warp, lane = divmod(thread, WARP_SIZE)
     row = warp * 16 + ((lane // 8) % 2) * 8 + lane % 8
     col = j * 16 + (lane // 16) * 8
     box, chunk = divmod(col, 64)
@@ -127,13 +118,7 @@ def stmatrix_fragment_position(lane: int, matrix: int, element: int) -> tuple[in
     return lane // 4, 2 * (lane % 4) + element
 
 
-# ---- the persistent stages' schedules --------------------------------------------------------------
-def grouped_tile_order(cluster_rows: int, cols: int, group_m: int) -> list[tuple[int, int]]:
-    """The order in which the persistent stages hand out cluster tiles (GroupedTiles::locate in
-    tc_schedule.cuh): the grouped order over rows of clusters."""
-    return [grouped_order(t, cluster_rows, cols, group_m) for t in range(cluster_rows * cols)]
-
-
+# ---- stage 6's schedule -------------------------------------------------------------------------
 # Stage 6's constexprs (its tile, cluster and stream-K thresholds), read from tc_6_tma_store.cu: stream-K
 # below STREAM_K_BELOW of whole-tile efficiency, for K of at least STREAM_K_MIN_SLICES slices.
 STAGE6 = csrc.constants("tc_6_tma_store.cu")
@@ -155,43 +140,6 @@ def stage6_schedule(M: int, N: int, K: int, clusters: int = 66) -> str:
     few = whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW
     long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES
     return "stream-K" if few and long_k else "whole tiles"
-
-
-def stream_k_work(cluster_tiles: int, clusters: int, slices: int,
-                  stream_k: bool = True) -> list[list[tuple[int, int, int]]]:
-    """Each cluster's work units (tile, first K slice, end K slice), in order, as ``WorkCursor`` in
-    tc_stream_k.cuh hands them out: whole waves of whole tiles round robin, then the rest shared out
-    by slices."""
-    dp_tiles = cluster_tiles - cluster_tiles % clusters if stream_k else cluster_tiles
-    split = (cluster_tiles - dp_tiles) * slices
-    out = []
-    for c in range(clusters):
-        units = [(t, 0, slices) for t in range(c, dp_tiles, clusters)]
-        pos, end = split * c // clusters, split * (c + 1) // clusters
-        while pos < end:
-            k = pos % slices
-            k_end = min(slices, k + end - pos)
-            units.append((dp_tiles + pos // slices, k, k_end))
-            pos += k_end - k
-        out.append(units)
-    return out
-
-
-def stream_k_contributors(cluster_tiles: int, clusters: int, slices: int, owner: int, tile: int) -> list[int]:
-    """The clusters whose partial sums the owner of split tile ``tile`` adds (the kernel's loop)."""
-    dp_tiles = cluster_tiles - cluster_tiles % clusters
-    split = (cluster_tiles - dp_tiles) * slices
-
-    def start(c: int) -> int:
-        return split * c // clusters
-
-    tile_end = (tile - dp_tiles + 1) * slices
-    out, c = [], owner + 1
-    while c < clusters and start(c) < tile_end:
-        if start(c + 1) > start(c):
-            out.append(c)
-        c += 1
-    return out
 
 
 # ---- stream-K's fix-up across launches: the flags ------------------------------------------------------

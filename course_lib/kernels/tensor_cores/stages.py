@@ -164,7 +164,7 @@ def extension(verbose: bool = False):
 def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, *,
               shape_multiple: int | tuple[int, int, int], **knobs) -> Callable:
     """The GEMM function of a stage the binding lists: check the operands (``shape_multiple``: the
-    stage's shape rule, course_lib.layout.fits; its manifest row says it), allocate C, launch.
+    stage's shape rule, course_lib.model.layout.fits; its manifest row says it), allocate C, launch.
     ``launcher()`` gives the function to launch (default: the extension's entry named for the stage),
     called as ``launch(a, b, c, **knobs)``; a knob that is callable is called for its value at launch.
 
