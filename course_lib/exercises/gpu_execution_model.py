@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from course_lib.exercises import Question
 from course_lib.model import waves
+from course_lib.model.hardware import H200
 
 TILE = 128  # square tiles of C, one block per SM
 
@@ -15,10 +16,11 @@ def _first_two_wave_n() -> int:
 first_two_wave_n = Question(
     what="the first two-wave size",
     expected=_first_two_wave_n,
-    hint="count tiles, (N / 128) squared, and compare with 132",
+    hint=f"count tiles, (N / {TILE}) squared, and compare with {H200.sms}",
     wrong=[
         (lambda want: want - TILE, "that is the largest size that still fits in one wave: count its tiles."),
-        (lambda want: 132 * TILE, "that would be 132 tiles in a row; a square N x N has (N / 128) squared tiles."),
-        (lambda want: want + TILE, "a smaller size already needs more than 132 tiles."),
+        (lambda want: H200.sms * TILE, f"that would be {H200.sms} tiles in a row; a square N x N has (N / {TILE}) "
+                                       "squared tiles."),
+        (lambda want: want + TILE, f"a smaller size already needs more than {H200.sms} tiles."),
     ],
 )

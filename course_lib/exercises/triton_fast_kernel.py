@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from course_lib import results
 from course_lib.exercises import FunctionPuzzle, Question, _same
 from course_lib.exercises._triton import fails_only_where
 from course_lib.kernels import coalescing_and_triton as c04
+from course_lib.model.hardware import H200
 from course_lib.model.layout import cdiv
 from course_lib.learn import Verdict, say
 
@@ -132,7 +132,7 @@ def _bf16_tile() -> tuple[int, int]:
 
 
 def _sms() -> int:
-    return int(results.load().provenance["sm_count"])  # the H200's, as recorded
+    return H200.sms  # the recorded H200's: one program per SM
 
 
 def _tiles() -> int:
@@ -155,7 +155,7 @@ tiles = Question(
 programs_with_one_more = Question(
     what="(b) one tile more",
     expected=lambda: _tiles() % _sms(),
-    hint="program p computes tiles p, p + 132, p + 264, ...: divide the tiles by the programs",
+    hint=f"program p computes tiles p, p + {H200.sms}, p + {2 * H200.sms}, ...: divide the tiles by the programs",
     wrong=[
         (lambda want: _sms() - _tiles() % _sms(), "those are the programs with one tile fewer: the "
          "others compute one more."),

@@ -7,6 +7,7 @@ import torch
 import triton
 
 from course_lib import backend
+from course_lib.model.hardware import TMA_ALIGN_BYTES
 
 NOTEBOOK = "04_coalescing_and_triton"  # the tiled kernel and the article's experiment
 FAST_NOTEBOOK = "05_triton_fast_kernel"  # tensor descriptors and the fast kernel
@@ -59,9 +60,6 @@ def require_32bit_offsets(stage: str, *tensors: torch.Tensor) -> None:
             )
 
 
-DESCRIPTOR_ALIGN_BYTES = 16  # TMA: base address and every stride but the last, in bytes
-
-
 def descriptor_problem(t: torch.Tensor, name: str) -> str | None:
     """Why ``t`` cannot be read through a tensor descriptor on a GPU, or None if it can.
 
@@ -75,17 +73,17 @@ def descriptor_problem(t: torch.Tensor, name: str) -> str | None:
             f"{name} is not contiguous in its last dimension (strides {t.stride()}); a tensor "
             f"descriptor reads whole rows: pass {name}.contiguous()"
         )
-    if t.data_ptr() % DESCRIPTOR_ALIGN_BYTES:
+    if t.data_ptr() % TMA_ALIGN_BYTES:
         return (
-            f"{name} starts at an address that is not a multiple of {DESCRIPTOR_ALIGN_BYTES} bytes "
+            f"{name} starts at an address that is not a multiple of {TMA_ALIGN_BYTES} bytes "
             f"(a view that begins mid-allocation?); a tensor descriptor needs a 16-byte-aligned "
             f"base: pass {name}.clone()"
         )
-    if (t.stride(0) * item) % DESCRIPTOR_ALIGN_BYTES:
-        per = DESCRIPTOR_ALIGN_BYTES // item
+    if (t.stride(0) * item) % TMA_ALIGN_BYTES:
+        per = TMA_ALIGN_BYTES // item
         return (
             f"{name}'s rows are {t.stride(0)} elements = {t.stride(0) * item} bytes apart, not a "
-            f"multiple of {DESCRIPTOR_ALIGN_BYTES} bytes; a tensor descriptor needs 16-byte-aligned "
+            f"multiple of {TMA_ALIGN_BYTES} bytes; a tensor descriptor needs 16-byte-aligned "
             f"row strides: pad the row length to a multiple of {per} elements, or use the pointer "
             "kernel (stage triton_tiled)"
         )
