@@ -199,7 +199,8 @@ def test_the_config_rule_and_its_checks():
     assert (small.block_m, small.block_n, small.block_k) == (64, 64, 128)
     assert (short.block_m, short.block_n, short.block_k) == (64, 64, 128)
     assert (large.block_m, large.block_n, large.block_k, large.num_warps, large.descriptors) == (256, 128, 128, 8, True)
-    assert fp8_config(1024, 4096, 4096).block_m == 64  # 4 x 32 = 128 big tiles: less than a wave
+    assert fp8_config(1024, 4096, 4096).block_m == 64  # 4 x 32 = 128 big tiles: less than a wave of 132
+    assert fp8_config(1024, 4096, 4096, sms=114).block_m == 256  # a wave on a GPU of 114 SMs (an H100 PCIe)
     assert fp8_config(16, 40, 40).block_k == 64 and fp8_config(16, 40, 8).block_k == 32
     assert small.max_num_imprecise_acc == 128 and not small.fast_accumulation
     assert dataclasses.replace(small, fast_accumulation=True).max_num_imprecise_acc is None

@@ -45,6 +45,7 @@ from course_lib.fp8 import BLOCK_SCALES, Quantized, check_gemm_operands
 from course_lib.gemm import new_output
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, ensure_allocator, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast import grouped_tile
+from course_lib.model.hardware import device_sms
 
 STAGE = "fp8_matmul"
 
@@ -240,13 +241,14 @@ class Fp8Config:
         return None if self.fast_accumulation else self.block_k
 
 
-def fp8_config(M: int, N: int, K: int) -> Fp8Config:
-    """The configuration :func:`fp8_matmul` launches for an M x N x K product: the best of a sweep on
-    the H200 (experiments/gpu_fp8_triton.py; experiments/JOURNAL.md), as a rule:
+def fp8_config(M: int, N: int, K: int, sms: int | None = None) -> Fp8Config:
+    """The configuration :func:`fp8_matmul` launches for an M x N x K product on a GPU of ``sms`` SMs
+    (default: this GPU's; the recorded H200's on the CPU): the best of a sweep on the H200
+    (experiments/gpu_fp8_triton.py; experiments/JOURNAL.md), as a rule:
 
     * 256 x 128 tiles, BLOCK_K 128, 8 warps, 4 stages, operands through tensor descriptors, where
-      they make at least one wave of 132 and K is longer than 1,024: 915-1046 TFLOP/s at the large
-      shapes of the sweep, 4-8 % above pointer loads. (128 x 256 tiles, the bf16 kernel's, reached
+      they make at least one wave (one tile per SM: 132 on the H200) and K is longer than 1,024:
+      915-1046 TFLOP/s at the large shapes of the sweep, 4-8 % above pointer loads. (128 x 256 tiles, the bf16 kernel's, reached
       374-393 with pointer loads: with promoted sums the tile's second accumulator does not fit);
     * 64 x 64 tiles, 4 warps, 4 stages, pointer loads otherwise - decode, and short or few tiles:
       many programs to share the weight's bytes (M = 64 x N = 14336: cuBLAS's 282 TFLOP/s;
@@ -255,7 +257,8 @@ def fp8_config(M: int, N: int, K: int) -> Fp8Config:
     BLOCK_K is 128, or K rounded up to a power of two (at least 32) when K is shorter.
     """
     block_k = min(128, max(32, triton.next_power_of_2(K)))
-    if M > 64 and K > 1024 and triton.cdiv(M, 256) * triton.cdiv(N, 128) >= 132:
+    sms = device_sms() if sms is None else sms
+    if M > 64 and K > 1024 and triton.cdiv(M, 256) * triton.cdiv(N, 128) >= sms:
         return Fp8Config(256, 128, block_k, num_warps=8, num_stages=4, descriptors=True)
     return Fp8Config(64, 64, block_k, num_warps=4, num_stages=4)
 
