@@ -23,7 +23,7 @@ from course_lib import backend, compiler, dtypes, features, fp8
 from course_lib.features import BF16_TENSOR_CORES, HOPPER_SM90A, Feature
 from course_lib.gemm import new_output, planned, prepare
 from course_lib.kernels.tensor_cores import csrc
-from course_lib.kernels.tensor_cores.csrc import BINDING, CSRC
+from course_lib.kernels.tensor_cores.csrc import BINDING
 from course_lib.kernels.tensor_cores.model import ELEM
 from course_lib.model.hardware import TMA_ALIGN_BYTES, tma_elements
 
