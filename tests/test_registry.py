@@ -84,7 +84,9 @@ def test_the_operands_guard_value_is_exact_in_every_dtype():
     """check surrounds A and B with INPUT_GUARD (course_lib.instruments.guard): a new dtype that cannot hold it
     exactly would read as a wrong value; pick another guard value then."""
     for d in dtypes.RECORDS.values():
-        assert torch.tensor(guard.INPUT_GUARD).to(d.torch_dtype).double().item() == guard.INPUT_GUARD, d.name
+        value = guard.input_guard(d.torch_dtype)
+        assert torch.tensor(value).to(d.torch_dtype).double().item() == value, d.name
+    assert guard.input_guard(torch.bfloat16) == guard.INPUT_GUARD and guard.input_guard(torch.float8_e4m3fn) == 448
 
 
 def test_one_byte_operands_compare_as_bytes():

@@ -76,6 +76,12 @@ def never_written(t: torch.Tensor) -> torch.Tensor:
 INPUT_GUARD = 4096.0
 
 
+def input_guard(dtype: torch.dtype) -> float:
+    """The value the guard regions around an operand of ``dtype`` hold: :data:`INPUT_GUARD`, or the
+    type's largest value where it ends below (e4m3 at 448), exact either way."""
+    return min(INPUT_GUARD, torch.finfo(dtype).max) if dtype.is_floating_point else INPUT_GUARD
+
+
 @dataclass
 class _Buffer:
     name: str
@@ -139,9 +145,7 @@ class Guard:
 
     def place(self, t: torch.Tensor, name: str) -> torch.Tensor:
         """A copy of operand ``t`` inside a guarded buffer (contiguous, as ``t`` was made)."""
-        # (e4m3 ends at 448: its guard holds its largest value instead, exact too)
-        fill = min(INPUT_GUARD, torch.finfo(t.dtype).max) if t.is_floating_point() else INPUT_GUARD
-        buf = self._new(name, tuple(t.shape), t.dtype, t.device, 0.0, fill)
+        buf = self._new(name, tuple(t.shape), t.dtype, t.device, 0.0, input_guard(t.dtype))
         buf.view.copy_(t)
         buf.original = t.clone()
         return buf.view
