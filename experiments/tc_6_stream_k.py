@@ -11,9 +11,9 @@ only its default path, and it still has the knobs the scheduling experiments tur
   (``extension(timeline=True).timeline()``; experiments/gpu_tc_timeline.py reads it).
 
 It builds (GPU machines only) from its own sources plus the course's headers in course_lib/csrc,
-with the course's flags. :func:`stream_k_work` and :func:`stream_k_contributors` restate the
-stream-K schedule (``WorkCursor`` in course_lib/csrc/tc_stream_k.cuh) in Python for the tests;
-they are the course's (course_lib.kernels.tensor_cores), since stage 6 uses stream-K for few tiles.
+with the course's flags. Its stream-K schedule (``WorkCursor`` in course_lib/csrc/tc_stream_k.cuh)
+is the course's, since stage 6 uses stream-K for few tiles: the Python model of it is
+``course_lib.model.schedules.stream_k_work``.
 
     PYTHONPATH=. COURSE_BACKEND=gpu python3 experiments/tc_6_stream_k.py   # stream-K at two small
         shapes, for compute-sanitizer (experiments/run_on_gpu.sh sanitize)
@@ -75,11 +75,6 @@ def compile_variant(timeline: bool = False, use_cache: bool = True) -> compiler.
     flags = [*tc.NVCC_FLAGS, *(["-DTC_TIMELINE"] if timeline else [])]
     return compiler.compile_cubin(SOURCE, "sm_90a", flags, include_dirs=INCLUDE, use_cache=use_cache,
                                   name="tc_6_stream_k" + ("_timeline" if timeline else ""))
-
-
-# ---- the stream-K schedule in Python: the course's model (tc_stream_k.cuh is the course's now) ------
-stream_k_work = tc.stream_k_work
-stream_k_contributors = tc.stream_k_contributors
 
 
 # ---- a run for compute-sanitizer ----------------------------------------------------------------------

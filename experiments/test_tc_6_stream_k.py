@@ -14,6 +14,7 @@ import pytest  # noqa: E402
 
 import course_lib  # noqa: E402
 from course_lib import compiler  # noqa: E402
+from course_lib.model.schedules import stream_k_work  # noqa: E402
 
 import tc_6_stream_k as variant  # noqa: E402
 
@@ -22,7 +23,7 @@ on_gpu = pytest.mark.skipif(not course_lib.backend.get().is_gpu, reason="needs t
 
 # ---- the stream-K schedule (the model itself is tested in tests/test_tensor_cores.py) -------------
 def test_without_stream_k_every_tile_is_whole():
-    work = variant.stream_k_work(256, 66, 64, stream_k=False)
+    work = stream_k_work(256, 66, 64, stream_k=False)
     assert all(b == 0 and e == 64 for units in work for _, b, e in units)
     assert sorted(t for units in work for t, _, _ in units) == list(range(256))
 
