@@ -31,10 +31,8 @@ sentence (``describe``); the exercises' feedback reads the fields, never the sen
 from __future__ import annotations
 
 import contextlib
-import functools
 import linecache
 import math
-import os
 import re
 import sys
 import threading
@@ -45,6 +43,8 @@ import numpy as np
 import torch
 
 from course_lib import backend
+from course_lib.instruments import current, patches
+from course_lib.instruments.current import active, kernel_frame
 
 # Elements of margin on each side of every guarded array. A masked load that forgets the K tail
 # reads up to BLOCK_K rows past the end of B (BLOCK_K x N elements); 2^16 covers every tile the
@@ -299,30 +299,16 @@ class Violation:
                 f"which is {self.shape_text}")
 
 
-_ACTIVE: Guard | None = None
-
-
-def active() -> Guard | None:
-    """The guard of the GEMM call now running under :func:`guarded`, if any."""
-    return _ACTIVE
-
-
 @contextlib.contextmanager
 def guarded() -> Iterator[Guard]:
     """Within this block, operands placed with :meth:`Guard.place` and outputs made by
     ``new_output`` lie in guarded buffers, and Triton's interpreter reports stray accesses."""
-    from course_lib.instruments import patches  # noqa: PLC0415 - patches imports this module
-
-    global _ACTIVE
-    if _ACTIVE is not None:
+    if current.active() is not None:
         raise RuntimeError("guarded() does not nest: one GEMM call is checked at a time")
     if not backend.get().is_gpu:  # on a GPU the interpreter is not used
         patches.TRITON_INTERPRETER.apply()
-    _ACTIVE = Guard()
-    try:
-        yield _ACTIVE
-    finally:
-        _ACTIVE = None
+    with current.activated(Guard()) as g:
+        yield g
 
 
 # ---- numba's simulator ----------------------------------------------------------------------
@@ -434,24 +420,6 @@ def _who(thread: tuple[int, ...], block: tuple[int, ...]) -> str:
     """``thread (x, y) of block (x, y) `` (three numbers each where z is used)."""
     n = 3 if thread[2] or block[2] else 2
     return f"thread {tuple(int(v) for v in thread[:n])} of block {tuple(int(v) for v in block[:n])} "
-
-
-@functools.cache
-def _simulator_dir() -> str:
-    from numba.cuda import simulator  # noqa: PLC0415 - numba loads after the backend choice
-
-    return os.path.dirname(simulator.__file__)
-
-
-def kernel_frame(frame, *own_files: str):
-    """The first frame from ``frame`` outward that is neither in ``own_files`` (the instrument's
-    own modules) nor in numba's simulator: the kernel's (or device function's) line that made an
-    access or reached a barrier. None if there is none; in a notebook its line counts from the top
-    of the cell."""
-    sim_dir = _simulator_dir()
-    while frame is not None and (frame.f_code.co_filename in own_files or frame.f_code.co_filename.startswith(sim_dir)):
-        frame = frame.f_back
-    return frame
 
 
 _SIM_PREFIX = re.compile(r"^tid=\[(\d+), (\d+), (\d+)\] ctaid=\[(\d+), (\d+), (\d+)\]:?\s*")

@@ -66,7 +66,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from course_lib.instruments import guard, shared_memory
+from course_lib.instruments import current, shared_memory
 
 
 class PatchBroken(RuntimeError):
@@ -173,7 +173,7 @@ def _install_triton() -> None:
     load, store = builder.create_masked_load, builder.create_masked_store
 
     def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
-        g = guard.active()
+        g = current.active()
         if g is not None:
             g.note(_active_lanes(ptrs, mask), "read")
             dtype = interpreter._get_np_dtype(ptrs.get_element_ty())
@@ -189,7 +189,7 @@ def _install_triton() -> None:
         return load(self, ptrs, mask, other, *args, **kwargs)
 
     def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
-        g = guard.active()
+        g = current.active()
         if g is not None:
             g.note(_active_lanes(ptrs, mask), "write")
         return store(self, ptrs, value, mask, *args, **kwargs)
@@ -291,7 +291,7 @@ def _install_shared_arrays() -> None:
             n = getattr(self, "course_lib_barriers", 0)
             blk = ledger.block(tuple(int(v) for v in self.blockIdx))
             if n not in blk.barrier_lines:
-                f = guard.kernel_frame(sys._getframe(1), __file__)
+                f = current.kernel_frame(sys._getframe(1), __file__)
                 blk.barrier_lines[n] = f.f_lineno if f is not None else 0
             self.course_lib_barriers = n + 1
             blk.max_barriers = max(blk.max_barriers, n + 1)

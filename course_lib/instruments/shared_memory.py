@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from course_lib.instruments import guard
+from course_lib.instruments import current
 
 # A float32 quiet NaN (0x7FC00000) with bit 21 set marks a value that came from unwritten shared
 # memory; bits 14-20 number the array (course_lib's count of shared arrays, modulo 128), bits 0-13
@@ -249,7 +249,7 @@ def _only_return_line(fn) -> int:
 
 def ledger() -> SharedLedger | None:
     """The ledger of the ``course_lib.check`` run now active (made on first use), or None."""
-    g = guard.active()
+    g = current.active()
     if g is None:
         return None
     if g.shared_ledger is None:
