@@ -177,8 +177,8 @@ class Failure:
     shape: Shape
     seed: int
     dtype: str
-    why: str
-    reproduce: str = ""  # the call that makes these inputs again (default: course_lib.random_inputs)
+    finding: str
+    reproduce: str  # the call that makes these inputs again
     note: str = ""
     stray: tuple[guard.Violation, ...] = ()
     out_of_bounds: bool = False
@@ -197,16 +197,13 @@ class Failure:
         return bool(self.elements) and self.never_written == self.elements and not self.stray
 
     @property
-    def finding(self) -> str:
-        """What was wrong at this shape, without the note that explains it."""
-        if self.note and self.why.endswith(f"; {self.note}"):
-            return self.why[: -len(self.note) - 2]
-        return self.why
+    def why(self) -> str:
+        """What ``check`` prints for the shape: the finding, then the note that explains it."""
+        return _join([self.finding], self.note)
 
     def line(self) -> str:
         M, N, K = self.shape
-        how = self.reproduce or f"course_lib.random_inputs({M}, {N}, {K}, {self.dtype!r}, seed={self.seed})"
-        return f"M={M}, N={N}, K={K} (reproduce with {how}): {self.why}"
+        return f"M={M}, N={N}, K={K} (reproduce with {self.reproduce}): {self.why}"
 
 
 class CheckFailure(AssertionError):
@@ -355,8 +352,8 @@ def check_one(
     what = t.arithmetic
 
     def fail(finding: str, note: str = "", **found) -> CheckFailure:
-        why = _join([s.describe() for s in found.get("stray", ())] + [finding], note)
-        return CheckFailure(label, what, [Failure(shape, seed, what, why, t.reproduce(M, N, K, seed), note=note,
+        finding = _join([s.describe() for s in found.get("stray", ())] + [finding], "")
+        return CheckFailure(label, what, [Failure(shape, seed, what, finding, t.reproduce(M, N, K, seed), note=note,
                                                   **found)], 1)
 
     operands = t.inputs(M, N, K, seed=seed)

@@ -238,8 +238,8 @@ class TritonPuzzle(Puzzle):
     ``check(kernel)`` calls ``launch(kernel, *inputs)`` (the course's wrapper with your kernel in it;
     it allocates the output with ``course_lib.gemm.new_array``) for every case of ``cases``, on the
     named inputs ``inputs(case, generator)`` (CPU tensors, moved to the backend's device), and
-    compares the output with ``reference(*inputs)`` (float64) element by element within
-    ``bound(reference, *inputs)``, the error rounding can explain. The inputs' guard regions hold
+    compares the output with ``expected(*inputs)`` (what it must be, in float64) element by element
+    within ``bound(expected, *inputs)``, the error rounding can explain. The inputs' guard regions hold
     :data:`course_lib.instruments.guard.INPUT_GUARD`, so on a GPU what a kernel computes from them shows.
     ``layouts(case)`` names the inputs that the case hands over in another layout than row-major
     (:func:`place`): ``{"x": TRANSPOSED}``."""
@@ -247,7 +247,7 @@ class TritonPuzzle(Puzzle):
     title: str
     launch: Callable
     inputs: Callable[[Any, torch.Generator], dict]
-    reference: Callable[..., torch.Tensor]
+    expected: Callable[..., torch.Tensor]  # the output the inputs must give, in float64 (not a kernel)
     bound: Callable[..., torch.Tensor]
     cases: Sequence
     show: Callable[[Any], str]  # how one case reads in a message: "n = 129"
@@ -305,7 +305,7 @@ class TritonPuzzle(Puzzle):
             violations = tuple(g.violations())
             undefined = g.undefined_note()
         stray = _strays(violations, {stored_name(name, COLUMN_SLICE) for name in inputs})
-        ref = self.reference(*(t.double().cpu() for t in inputs.values()))
+        ref = self.expected(*(t.double().cpu() for t in inputs.values()))
         unwritten = guard.never_written(out.detach().cpu())
         got = out.detach().double().cpu()
         problems = list(stray)

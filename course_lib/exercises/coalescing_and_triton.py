@@ -47,7 +47,7 @@ vector_add = TritonPuzzle(
     title="Your vector add",
     launch=lambda kernel, x, y: c04.vector_add(x, y, block=VECTOR_PUZZLE_BLOCK, kernel=kernel),
     inputs=lambda n, gen: {"x": torch.randn(n, generator=gen), "y": torch.randn(n, generator=gen)},
-    reference=lambda x, y: x + y,
+    expected=lambda x, y: x + y,
     # fp32 rounds x + y once: within one unit roundoff of the exact sum.
     bound=lambda ref, x, y: FP32_UNIT_ROUNDOFF * ref.abs(),
     cases=VECTOR_SIZES,
@@ -101,7 +101,7 @@ row_sums = TritonPuzzle(
     title="Your row sums",
     launch=lambda kernel, x: c04.row_sums(x, kernel, block_r=c04.ROW_BLOCK, block_c=c04.COL_BLOCK),
     inputs=lambda case, gen: {"x": torch.randn(case[0], case[1], generator=gen)},
-    reference=lambda x: x.sum(dim=1),
+    expected=lambda x: x.sum(dim=1),
     bound=_row_sums_bound,
     cases=ROW_SUMS_SHAPES + ROW_SUMS_STRIDED,
     show=_show_row_sums_case,
