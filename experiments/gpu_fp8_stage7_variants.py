@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from course_lib import backend, correctness, fp8
+from course_lib import backend, compiler, correctness, fp8
 from course_lib.gemm import relative_error
 from course_lib.kernels import tensor_cores as tc
 from course_lib.timing import time_fn
@@ -52,7 +52,7 @@ ROUNDS = 3
 def build(name: str, defines: list[str]):
     _, flags, _ = tc.build_plan(backend.get().capability)
     module = "course_tc_7_" + name.replace(" ", "_")
-    return tc.load_extension(module, [tc.CSRC / tc.FP8_STAGE.source, BINDING], flags + defines, (tc.CSRC,))
+    return compiler.load_extension(module, [tc.CSRC / tc.FP8_STAGE.source, BINDING], flags + defines, (tc.CSRC,))
 
 
 def gemm(ext, fast: bool = False):

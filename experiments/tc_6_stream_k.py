@@ -46,7 +46,7 @@ def extension(timeline: bool = False, verbose: bool = False):
         _, flags, _ = tc.build_plan(b.capability)
         name = "course_tc_6_stream_k" + ("_timeline" if timeline else "")
         defines = ["-DTC_TIMELINE"] if timeline else []
-        _EXTENSIONS[timeline] = tc.load_extension(name, [SOURCE, BINDING], flags + defines, INCLUDE, verbose=verbose)
+        _EXTENSIONS[timeline] = compiler.load_extension(name, [SOURCE, BINDING], flags + defines, INCLUDE, verbose=verbose)
     return _EXTENSIONS[timeline]
 
 
@@ -72,7 +72,7 @@ def as_measured() -> Callable:
 
 def compile_variant(timeline: bool = False, use_cache: bool = True) -> compiler.CompileResult:
     """The variant compiled for sm_90a without a GPU (ptxas's report and the cubin)."""
-    flags = [*tc.NVCC_FLAGS, *(["-DTC_TIMELINE"] if timeline else [])]
+    flags = [*compiler.NVCC_FLAGS, *(["-DTC_TIMELINE"] if timeline else [])]
     return compiler.compile_cubin(SOURCE, "sm_90a", flags, include_dirs=INCLUDE, use_cache=use_cache,
                                   name="tc_6_stream_k" + ("_timeline" if timeline else ""))
 

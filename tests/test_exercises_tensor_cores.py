@@ -15,7 +15,7 @@ from course_lib.exercises import hopper_tensor_cores as ex07
 from course_lib.exercises import summary as ex08
 from course_lib.exercises import tensor_cores as ex06
 from course_lib.kernels import tensor_cores as tc
-from course_lib.model import banks, waves
+from course_lib.model import banks, layout, waves
 from course_lib.model.fragments import fragment_map
 from course_lib.model_shapes import bytes_moved
 
@@ -152,7 +152,7 @@ def test_swizzle_reference_and_solution(capsys):
     assert (ex07.BOX_ROWS, ex07.BOX_COLS) == (128, 64)  # A's box in the kernels: BLOCK_M x 64 bf16
     for r in range(128):
         for c in range(64):
-            assert ex07.swizzle_offset(r, c) == tc.tma_box_offset(r, c)
+            assert ex07.swizzle_offset(r, c) == layout.tma_box_offset(r, c)
     ok, out = _check(ex07.swizzle, ex07.swizzle_offset, capsys)
     assert ok and "solved — right on all 8192 cases" in out and "first row" not in out
 
@@ -175,7 +175,7 @@ def test_swizzle_names_realistic_mistakes(mine, words, capsys):
 
 
 def test_swizzle_without_a_known_mistake_lists_cases(capsys):
-    ok, out = _check(ex07.swizzle, lambda row, col: tc.tma_box_offset(row, col) if row < 63 else 0, capsys)
+    ok, out = _check(ex07.swizzle, lambda row, col: layout.tma_box_offset(row, col) if row < 63 else 0, capsys)
     assert not ok and "wrong on 4160 of 8192 cases" in out and "element (63, 1): yours gives 0" in out
     assert "the first row where yours differs: row 63 of the box's 128 (rows 0-62 are right)" in out
 
@@ -184,7 +184,7 @@ def test_swizzle_without_a_known_mistake_lists_cases(capsys):
     # the whole box of 128 rows: rows 64-127 of A's box are where a formula that wraps at 64 fails
     (lambda row, col: (row % 64) * 128 + (((col * 2) // 16) ^ (row % 8)) * 16 + (col * 2) % 16,
      "start again at row 64: the kernels' box of A has 128 rows", 64),
-    (lambda row, col: tc.tma_box_offset(row & 63, col), "start again at row 64", 64),
+    (lambda row, col: layout.tma_box_offset(row & 63, col), "start again at row 64", 64),
     (lambda row, col: (row % 8) * 128 + (((col * 2) // 16) ^ (row % 8)) * 16 + (col * 2) % 16,
      "the row's start takes row % 8", 8),
     (lambda row, col: row * 128 + (((col * 2) // 16) ^ (row % 16)) * 16 + (col * 2) % 16, None, 8),
@@ -239,7 +239,7 @@ def test_stage3_prediction_in_the_notebook_compares_with_the_recording(capsys):
 # ---- 07: the questions ---------------------------------------------------------------------------
 
 def test_swizzled_offset_question(capsys):
-    assert ex07.swizzled_offset.expected() == tc.tma_box_offset(5, 20) == 760
+    assert ex07.swizzled_offset.expected() == layout.tma_box_offset(5, 20) == 760
     for answer, words in [(680, "without the swizzle"), (685, "not the byte offset"), (640, "4 bytes"),
                           (752, "start of the right chunk"), (120, "5 rows of 128 bytes earlier")]:
         ok, out = _answer(ex07.swizzled_offset, answer, capsys)

@@ -17,6 +17,7 @@ import torch
 from course_lib.kernels import tensor_cores as tc
 from course_lib.kernels.coalescing_and_triton import common, fast
 from course_lib.kernels.tensor_cores import model
+from course_lib.model import schedules
 
 # (cluster tiles, clusters, K slices): the stream-K shapes that went wrong from a graph on the H200
 # (3000^3: 12 x 12 cluster tiles; 768 x 2304 x 16384: 27; 1000 x 1000 x 8192: 16), and small ones where
@@ -26,7 +27,7 @@ INTERLEAVINGS = 20
 
 
 def _work(tiles, clusters, slices):
-    return tc.stream_k_work(tiles, clusters, slices)
+    return schedules.stream_k_work(tiles, clusters, slices)
 
 
 def _orders():

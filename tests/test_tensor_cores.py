@@ -16,7 +16,7 @@ import torch
 
 import course_lib
 from course_lib import compiler, features
-from course_lib.model import hardware
+from course_lib.model import hardware, layout, schedules
 from course_lib.kernels import tensor_cores as tc
 
 STAGE_NAMES = [d.stage for d in tc.ALL_DESIGNS]
@@ -90,7 +90,7 @@ def test_other_dtypes_are_rejected():
 
 def test_build_plan_reads_the_architecture():
     sources, flags, name = tc.build_plan((9, 0))
-    assert tc.SM90A in flags and "-DTC_WITH_SM90A" in flags and name.endswith("sm90a")
+    assert compiler.SM90A in flags and "-DTC_WITH_SM90A" in flags and name.endswith("sm90a")
     assert {s.name for s in sources} == {d.source for d in tc.ALL_DESIGNS} | {tc.FP8_STAGE.source, tc.BINDING}
     mma_sync_only = ["tc_0_mma_sync_minimal.cu", "tc_1_mma_sync.cu", tc.BINDING]
     sources, flags, name = tc.build_plan((8, 6))
@@ -127,7 +127,7 @@ def _a_mismatches(sbo: int = tc.A_SBO) -> int:
         if sbo != tc.A_SBO:
             desc = tc.make_descriptor(tc.decode_descriptor(desc)["start"], tc.A_LBO, sbo)
         for r, k in itertools.product(range(64), range(16)):
-            want = BASE + tc.tma_box_offset(64 * wg + r, 16 * k16 + k)
+            want = BASE + layout.tma_box_offset(64 * wg + r, 16 * k16 + k)
             bad += tc.wgmma_k_major_address(desc, r, k) != want
     return bad
 
@@ -145,7 +145,7 @@ def _b_mismatches(block_n: int, lbo: int = tc.B_LBO, sbo: int = tc.B_SBO) -> int
         start = tc.decode_descriptor(tc.b_descriptor(BASE, k16))["start"]
         desc = tc.make_descriptor(start, lbo, sbo)
         for n, k in itertools.product(range(block_n), range(16)):
-            want = BASE + (n // 64) * 64 * 64 * 2 + tc.tma_box_offset(16 * k16 + k, n % 64)
+            want = BASE + (n // 64) * 64 * 64 * 2 + layout.tma_box_offset(16 * k16 + k, n % 64)
             bad += tc.wgmma_mn_major_address(desc, n, k) != want
     return bad
 
@@ -181,7 +181,7 @@ def test_stmatrix_puts_each_accumulator_where_the_tma_store_reads_it():
             addr = row_addr + 2 * mcol
             col_in_half = col - 128 * half
             assert 0 <= col_in_half < 128
-            want = (col_in_half // 64) * 8192 + tc.tma_box_offset(row, col_in_half % 64)
+            want = (col_in_half // 64) * 8192 + layout.tma_box_offset(row, col_in_half % 64)
             assert addr == want, (half, j, t, matrix, e)
             written[(half, addr)] = written.get((half, addr), 0) + 1
     assert len(written) == 2 * 64 * 128 and set(written.values()) == {1}
@@ -189,7 +189,7 @@ def test_stmatrix_puts_each_accumulator_where_the_tma_store_reads_it():
 
 @pytest.mark.parametrize("rows,cols,group", [(1, 1, 8), (5, 3, 2), (32, 32, 8), (7, 11, 8), (9, 4, 1)])
 def test_grouped_tile_order_visits_every_tile_once(rows, cols, group):
-    order = tc.grouped_tile_order(rows, cols, group)
+    order = schedules.grouped_tile_order(rows, cols, group)
     assert sorted(order) == [(r, c) for r in range(rows) for c in range(cols)]
     if rows >= group:  # the first `group` tiles are one column of `group` rows
         assert order[:group] == [(r, 0) for r in range(group)]
@@ -198,7 +198,7 @@ def test_grouped_tile_order_visits_every_tile_once(rows, cols, group):
 @pytest.mark.parametrize("tiles,clusters,slices", [(256, 66, 64), (1024, 66, 128), (58, 66, 64), (3, 66, 1),
                                                     (3, 66, 4), (70, 66, 5), (132, 66, 8), (1, 1, 1), (7, 3, 9)])
 def test_stream_k_covers_every_slice_once_and_owners_find_their_contributors(tiles, clusters, slices):
-    work = tc.stream_k_work(tiles, clusters, slices)
+    work = schedules.stream_k_work(tiles, clusters, slices)
     done = collections.Counter((t, k) for units in work for t, b, e in units for k in range(b, e))
     assert set(done) == {(t, k) for t in range(tiles) for k in range(slices)} and set(done.values()) == {1}
     per_cluster = [sum(e - b for _, b, e in units) for units in work]
@@ -211,7 +211,7 @@ def test_stream_k_covers_every_slice_once_and_owners_find_their_contributors(til
             if b == 0 and e < slices:  # an owner: its last unit; it adds exactly the other holders of t
                 assert i == len(units) - 1
                 holders = sorted(c2 for c2, u2 in enumerate(work) for t2, b2, _ in u2 if t2 == t and b2 > 0)
-                assert tc.stream_k_contributors(tiles, clusters, slices, c, t) == holders
+                assert schedules.stream_k_contributors(tiles, clusters, slices, c, t) == holders
 
 
 def test_stage6_uses_stream_k_only_when_whole_tiles_leave_clusters_idle():
@@ -224,18 +224,7 @@ def test_stage6_uses_stream_k_only_when_whole_tiles_leave_clusters_idle():
     # a decode step, M <= 128: the operands swapped, whatever N and K
     for m in (1, 16, 64, 100, 128):
         assert tc.stage6_schedule(m, 4096, 4096) == tc.stage6_schedule(m, 64, 64) == "swapped"
-    assert tc.whole_tile_efficiency(66, 66) == 1.0 and tc.whole_tile_efficiency(67, 66) == 67 / 132
     # the launcher's own rule (use_stream_k) is held to this one in tests/test_tensor_cores_cxx.py
-
-
-def test_persistent_grid_has_no_ragged_last_wave():
-    assert tc.persistent_ctas(1024, 66, 2) == 128  # 8192^2 with 128x256 tiles: 16 waves of 64 pairs
-    assert tc.persistent_ctas(256, 66, 2) == 128  # 4096^2: 4 waves
-    assert tc.persistent_ctas(3, 66, 2) == 6
-    for tiles in range(1, 400):
-        ctas = tc.persistent_ctas(tiles, 66, 2)
-        waves = -(-tiles // 66)
-        assert ctas <= 132 and -(-tiles // (ctas // 2)) == waves
 
 
 # ---- stage 0's fragment formulas -----------------------------------------------------------------
@@ -300,7 +289,7 @@ def test_stage0_fragment_functions_compiled_for_the_cpu_agree(tmp_path):
     main.write_text(f'#include "{TC0.name}"\n#include <cstdio>\nint main() {{\n  using namespace tc::stage0;\n'
                     f"  for (int lane = 0; lane < 32; ++lane) {{\n{calls}\n  }}\n}}\n")
     exe = tmp_path / "print_fragments"
-    proc = subprocess.run([str(nvcc), *tc.NVCC_FLAGS, compiler.gencode("sm_80"), "-I", str(tc.CSRC), "-o", str(exe),
+    proc = subprocess.run([str(nvcc), *compiler.NVCC_FLAGS, compiler.gencode("sm_80"), "-I", str(tc.CSRC), "-o", str(exe),
                            str(main)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
@@ -518,7 +507,7 @@ def test_the_primer_spells_the_numba_tiled_kernel_instruction_for_instruction():
         pytest.skip(why)
     import json
 
-    r = compiler.compile_cubin(tc.CSRC / "primer_fp32.cu", "sm_90", tc.NVCC_FLAGS, include_dirs=[tc.CSRC])
+    r = compiler.compile_cubin(tc.CSRC / "primer_fp32.cu", "sm_90", compiler.NVCC_FLAGS, include_dirs=[tc.CSRC])
     assert {k.name for k in r.kernels} == {"primer::naive_kernel", "primer::tiled_kernel<32>"}
     assert not any(k.spills for k in r.kernels) and r.warnings == ()
     mix = tc.sass_mix_by_kernel(r.cubin)["primer::tiled_kernel<32>"]
@@ -541,7 +530,7 @@ def test_stage_objects_link_into_one_library(tmp_path):
     objects = [tmp_path / f"{d.source}.o" for d in tc.ALL_DESIGNS]
 
     def compile_one(design, obj):
-        return subprocess.run([str(nvcc), *tc.NVCC_FLAGS, tc.SM90A, "-Xcompiler", "-fPIC", "-c", "-I", str(tc.CSRC),
+        return subprocess.run([str(nvcc), *compiler.NVCC_FLAGS, compiler.SM90A, "-Xcompiler", "-fPIC", "-c", "-I", str(tc.CSRC),
                                "-o", str(obj), str(tc.CSRC / design.source)], capture_output=True, text=True)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:

@@ -12,7 +12,7 @@ import pytest
 from course_lib import compiler
 from course_lib.kernels import tensor_cores as tc
 from course_lib.kernels.tensor_cores import csrc
-from course_lib.model import fragments, hardware, layout
+from course_lib.model import fragments, hardware, layout, schedules, waves
 
 HEADERS = ("tc_hopper.cuh", "tc_schedule.cuh", "tc_stream_k.cuh")
 BASES = (0x8000, 0x8000 + 64 * layout.SWIZZLE_ROW, 0x1C400)  # a tile, its second warpgroup's rows, another tile
@@ -104,7 +104,7 @@ def _order_checks() -> list[str]:
     lines = []
     for rows, cols, group in ORDERS:
         name = f"order_{rows}_{cols}_{group}"
-        pairs = ", ".join(f"{{{r}, {c}}}" for r, c in tc.grouped_tile_order(rows, cols, group))
+        pairs = ", ".join(f"{{{r}, {c}}}" for r, c in schedules.grouped_tile_order(rows, cols, group))
         lines += [
             f"constexpr int {name}_expected[][2] = {{{pairs}}};",
             f"constexpr bool {name}() {{",
@@ -120,7 +120,7 @@ def _order_checks() -> list[str]:
             f'course_lib.model.schedules.grouped_order");',
         ]
     for tiles, max_clusters in itertools.product((1, 3, 64, 67, 256, 1024, 2047), (1, 7, 66)):
-        want = tc.persistent_ctas(tiles, max_clusters, 2)
+        want = waves.persistent_ctas(tiles, max_clusters, 2)
         lines.append(f"static_assert(tc::trimmed_ctas({tiles}, {max_clusters}, 2) == {want}, "
                      f'"{tiles} cluster tiles on at most {max_clusters} clusters: Python says {want} CTAs");')
     return lines

@@ -2,7 +2,7 @@
 address, a descriptor's LBO for another box, and the register budget of warp specialisation.
 
 Every expected answer comes from the course's Python model of TMA and ``wgmma``
-(``course_lib.kernels.tensor_cores``: ``tma_box_offset``, ``make_descriptor``,
+(``course_lib.model.layout.tma_box_offset``; ``course_lib.kernels.tensor_cores``: ``make_descriptor``,
 ``wgmma_mn_major_address``) or from the register arithmetic of ``setmaxnreg``.
 """
 
@@ -16,10 +16,11 @@ from course_lib import learn
 from course_lib.exercises import FunctionPuzzle, Question
 from course_lib.kernels import tensor_cores as tc
 from course_lib.learn import Verdict, say
+from course_lib.model import layout
 
 # The largest swizzled box the kernels copy: A's BLOCK_M rows of 64 bf16 (128 bytes each), 16 KB.
 BOX_ROWS, BOX_COLS = max(d.block[0] for d in tc.DESIGNS), 64
-ROW_BYTES, CHUNK = tc.SWIZZLE_ROW, 16
+ROW_BYTES, CHUNK = layout.SWIZZLE_ROW, 16
 
 
 # ---- the puzzle: the 128-byte swizzle -------------------------------------------------------------
@@ -60,7 +61,7 @@ def _col_as_bytes(row, col):
 
 
 def _wraps_at_64(row, col):
-    return tc.tma_box_offset(row % 64, col)
+    return layout.tma_box_offset(row % 64, col)
 
 
 def _row_start_mod_8(row, col):
@@ -99,7 +100,7 @@ def _first_wrong_row(fn, reference) -> int | None:
 
 swizzle = _BoxPuzzle(
     title="Your swizzle",
-    reference=tc.tma_box_offset,
+    reference=layout.tma_box_offset,
     cases=lambda: [(r, c) for r in range(BOX_ROWS) for c in range(BOX_COLS)],
     show=lambda case: f"element ({case[0]}, {case[1]})",
     known_wrong=[
@@ -163,7 +164,7 @@ ELEMENT = (5, 20)
 
 swizzled_offset = Question(
     what="offset of element (5, 20)",
-    expected=lambda: tc.tma_box_offset(*ELEMENT),
+    expected=lambda: layout.tma_box_offset(*ELEMENT),
     hint="find the 16-byte chunk of the unswizzled offset, XOR it with the row mod 8",
     wrong=[
         (_no_xor(*ELEMENT), "that is the offset without the swizzle: XOR its 16-byte chunk with row % 8."),
@@ -172,7 +173,7 @@ swizzled_offset = Question(
         (_four_bytes(*ELEMENT), "that counts 4 bytes an element; bf16 is 2."),
         (_chunk_start_only(*ELEMENT), "that is the start of the right chunk; add the element's byte "
                                       "inside it."),
-        (tc.tma_box_offset(*ELEMENT) - ROW_BYTES * ELEMENT[0], "that is the offset inside row 5; the "
+        (layout.tma_box_offset(*ELEMENT) - ROW_BYTES * ELEMENT[0], "that is the offset inside row 5; the "
                                                                 "box's start is 5 rows of 128 bytes earlier."),
     ],
 )
@@ -191,7 +192,7 @@ def _misread(lbo: int, box_rows: int):
     box_bytes = box_rows * ROW_BYTES
     for n in [*range(64, 256), *range(64)]:
         for k in range(16):
-            yield tc.wgmma_mn_major_address(desc, n, k) != (n // 64) * box_bytes + tc.tma_box_offset(k, n % 64)
+            yield tc.wgmma_mn_major_address(desc, n, k) != (n // 64) * box_bytes + layout.tma_box_offset(k, n % 64)
 
 
 def lbo_mismatches(lbo: int, box_rows: int = SLICE_ROWS) -> int:

@@ -39,16 +39,16 @@ The package, by job:
 * :mod:`.model` - a pure-Python model of the address and schedule arithmetic the kernels rely on
   (descriptors, wgmma's reads, stmatrix, stage 6's schedule, stream-K's fix-up), checked by the
   tests; the swizzle, the tile order, stream-K's work units and waves it uses are
-  :mod:`course_lib.model`'s, and the notebooks call them as ``tc.<name>`` too;
+  :mod:`course_lib.model`'s (``layout``, ``schedules``, ``waves``), where every caller imports them;
 * :mod:`.inspection` - compiling without a GPU, SASS tables, the excerpts the notebooks print;
 * :mod:`.csrc` - the stages the binding lists and the constants the Python side reads by name from
   the C++ sources.
 
-Everything a notebook calls as ``tc.<name>`` (``from course_lib.kernels import tensor_cores as tc``)
-is importable from here.
+What a notebook calls as ``tc.<name>`` (``from course_lib.kernels import tensor_cores as tc``) is
+this package's own: its stages, their designs and build, its model of the kernels' addresses and
+schedules, and the inspection of their machine code.
 """
 
-from course_lib.compiler import NVCC_FLAGS, SM90A, load_extension
 from course_lib.kernels.tensor_cores import csrc, inspection, model, stages
 from course_lib.kernels.tensor_cores.csrc import BINDING, CSRC
 from course_lib.kernels.tensor_cores.inspection import (
@@ -71,7 +71,6 @@ from course_lib.kernels.tensor_cores.model import (
     A_SBO,
     B_LBO,
     B_SBO,
-    ELEM,
     STREAM_K_BELOW,
     STREAM_K_MIN_SLICES,
     TC0_ELEMENTS,
@@ -88,9 +87,6 @@ from course_lib.kernels.tensor_cores.model import (
     wgmma_k_major_address,
     wgmma_mn_major_address,
 )
-from course_lib.model.layout import SWIZZLE_ATOM, SWIZZLE_ROW, swizzle_128b, tma_box_offset
-from course_lib.model.schedules import grouped_tile_order, stream_k_contributors, stream_k_work
-from course_lib.model.waves import persistent_ctas, whole_tile_efficiency
 from course_lib.kernels.tensor_cores.stages import (
     ALL_DESIGNS,
     DESIGN,

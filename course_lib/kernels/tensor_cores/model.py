@@ -22,7 +22,6 @@ from course_lib.model.layout import SWIZZLE_ROW, cdiv, swizzle_128b
 from course_lib.model.schedules import stream_k_contributors
 from course_lib.model.waves import whole_tile_efficiency
 
-ELEM = BF16_BYTES  # bytes per element of A, B and C
 WGMMA_K = 16  # K of one wgmma.m64nNk16 for 16-bit inputs (PTX ISA 9.7.15.5)
 
 # ---- stage 0's fragments -------------------------------------------------------------------------
@@ -68,7 +67,7 @@ A_LBO, A_SBO, B_LBO, B_SBO = (csrc.constant("tc_hopper.cuh", n) for n in ("A_LBO
 def a_descriptor(tile_base: int, warpgroup_row0: int, k16: int) -> int:
     """Descriptor for a 64 x 16 slice of a K-major A tile with 128-byte rows (as in the kernels):
     the slice of k = 16 k16 .. 16 k16 + 15 starts 16 k16 elements into the warpgroup's first row."""
-    return make_descriptor(tile_base + warpgroup_row0 * SWIZZLE_ROW + k16 * WGMMA_K * ELEM, A_LBO, A_SBO)
+    return make_descriptor(tile_base + warpgroup_row0 * SWIZZLE_ROW + k16 * WGMMA_K * BF16_BYTES, A_LBO, A_SBO)
 
 
 def b_descriptor(tile_base: int, k16: int) -> int:
@@ -83,7 +82,7 @@ def wgmma_k_major_address(desc: int, row: int, k: int) -> int:
     the swizzle applied to the address."""
     d = decode_descriptor(desc)
     assert d["swizzle_mode"] == 1 and 0 <= k < WGMMA_K
-    linear = d["start"] + (row // 8) * d["sbo"] + (row % 8) * SWIZZLE_ROW + k * ELEM
+    linear = d["start"] + (row // 8) * d["sbo"] + (row % 8) * SWIZZLE_ROW + k * BF16_BYTES
     return swizzle_128b(linear)
 
 
@@ -92,7 +91,7 @@ def wgmma_mn_major_address(desc: int, n: int, k: int) -> int:
     ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)) in units of elements, T = 8 for bf16."""
     d = decode_descriptor(desc)
     assert d["swizzle_mode"] == 1 and 0 <= k < WGMMA_K
-    linear = d["start"] + (n % 64) * ELEM + (n // 64) * d["lbo"] + (k % 8) * SWIZZLE_ROW + (k // 8) * d["sbo"]
+    linear = d["start"] + (n % 64) * BF16_BYTES + (n // 64) * d["lbo"] + (k % 8) * SWIZZLE_ROW + (k // 8) * d["sbo"]
     return swizzle_128b(linear)
 
 
@@ -109,7 +108,7 @@ def stmatrix_staging_address(thread: int, j: int) -> int:
     row = warp * 16 + ((lane // 8) % 2) * 8 + lane % 8
     col = j * 16 + (lane // 16) * 8
     box, chunk = divmod(col, 64)
-    return box * 64 * 64 * ELEM + row * SWIZZLE_ROW + ((chunk // 8) ^ (row % 8)) * 16
+    return box * 64 * 64 * BF16_BYTES + row * SWIZZLE_ROW + ((chunk // 8) ^ (row % 8)) * 16
 
 
 def stmatrix_fragment_position(lane: int, matrix: int, element: int) -> tuple[int, int]:

@@ -24,8 +24,7 @@ from course_lib.features import BF16_TENSOR_CORES, HOPPER_SM90A, Feature
 from course_lib.gemm import new_output, planned, prepare
 from course_lib.kernels.tensor_cores import csrc
 from course_lib.kernels.tensor_cores.csrc import BINDING
-from course_lib.kernels.tensor_cores.model import ELEM
-from course_lib.model.hardware import TMA_ALIGN_BYTES, tma_elements
+from course_lib.model.hardware import BF16_BYTES, TMA_ALIGN_BYTES, tma_elements
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,10 +87,10 @@ class Design:
         alignment slack (dynamic; the .cu's SMEM_BYTES)."""
         c, (bm, bn, bk) = self.constants, self.block
         if not self.hopper:
-            return ELEM * (bm * c["A_PITCH"] + bk * c["B_PITCH"]) if "A_PITCH" in c else 0
+            return BF16_BYTES * (bm * c["A_PITCH"] + bk * c["B_PITCH"]) if "A_PITCH" in c else 0
         barriers = 8 * (2 * self.stages if "STAGES" in c else 1)  # full (and empty) per slot
-        staging = ELEM * c["CONSUMERS"] * c["C_HALF_BOXES"] * c["C_BOX"] ** 2 if "C_HALF_BOXES" in c else 0
-        return self.stages * (bm + bn) * bk * ELEM + barriers + staging + c["SMEM_SLACK"]
+        staging = BF16_BYTES * c["CONSUMERS"] * c["C_HALF_BOXES"] * c["C_BOX"] ** 2 if "C_HALF_BOXES" in c else 0
+        return self.stages * (bm + bn) * bk * BF16_BYTES + barriers + staging + c["SMEM_SLACK"]
 
 
 def design(stage: str) -> Design:
