@@ -14,6 +14,7 @@ from course_lib.gemm import prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.kernels.coalescing_and_triton import article, autotune, common, evidence, fast, fast_configs, fast_launch
 from course_lib.kernels.coalescing_and_triton.vector_add import VECTOR_BLOCK
+from course_lib.model import schedules
 
 STAGES = ["triton_tiled", "triton_tiled_transposed_b", "triton_tiled_descriptors", "triton_fast"]  # course order
 NOTEBOOKS = {"triton_tiled": "04_coalescing_and_triton", "triton_tiled_transposed_b": "04_coalescing_and_triton",
@@ -449,7 +450,7 @@ def _order_probe_kernel(out_ptr, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 def test_grouped_tile_matches_its_python_twin(m, n, g):
     out = torch.full((m * n, 2), -1, dtype=torch.int32)
     _order_probe_kernel[(m * n,)](out, m, n, GROUP_M=g)
-    want = [c04.grouped_order(p, m, n, g) for p in range(m * n)]
+    want = [schedules.grouped_order(p, m, n, g) for p in range(m * n)]
     assert [tuple(r) for r in out.tolist()] == want
 
 
@@ -487,14 +488,14 @@ def test_the_fast_kernels_file_holds_the_kernels_only():
 
 @pytest.mark.parametrize("m, n, g", [(5, 3, 2), (9, 4, 8), (7, 7, 3), (1, 1, 1)])
 def test_every_order_covers_every_tile_once(m, n, g):
-    for order in (c04.grouped_order, c04.row_major_order):
-        grid = c04.launch_order_grid(order, m, n, g)
+    for order in (schedules.grouped_order, schedules.row_major_order):
+        grid = schedules.launch_order_grid(order, m, n, g)
         assert sorted(grid.ravel().tolist()) == list(range(m * n))
 
 
 def test_grouping_reads_fewer_blocks():
-    grouped = c04.blocks_loaded(c04.grouped_order, 32, 32, 8, 132)
-    naive = c04.blocks_loaded(c04.row_major_order, 32, 32, 8, 132)
+    grouped = schedules.blocks_loaded(schedules.grouped_order, 32, 32, 8, 132)
+    naive = schedules.blocks_loaded(schedules.row_major_order, 32, 32, 8, 132)
     assert naive == {"programs": 132, "A block-rows": 5, "B block-columns": 32, "A + B": 37}
     assert grouped["A + B"] < naive["A + B"]
 

@@ -15,6 +15,7 @@ from course_lib.exercises import coalescing_and_triton as ex04
 from course_lib.exercises import triton_fast_kernel as ex05
 from course_lib.exercises._triton import COLUMN_SLICE, TRANSPOSED, GemmCase, dot_precisions
 from course_lib.kernels import coalescing_and_triton as c04
+from course_lib.model import schedules
 
 MAX_LINE = 100  # what JupyterLab's output area shows without wrapping (tests/test_notebook_structure.py)
 
@@ -908,7 +909,7 @@ def test_grouped_order_cases_include_groups_above_8():
 @pytest.mark.parametrize("fn, meaning", [
     (ex05._group_capped_at_8, "right while group_m <= 8; with larger groups (the course's TF32 configuration "
                               "uses 16) your bands stop at 8 tile rows"),
-    (c04.row_major_order, "this is row-major order"),
+    (schedules.row_major_order, "this is row-major order"),
     (ex05._column_major, "column-major order over the whole grid"),
     (ex05._band_not_shortened, "the last band has fewer than group_m rows"),
     (ex05._column_bands, "bands of group_m tile columns"),
@@ -988,7 +989,6 @@ def test_the_starters_tested_here_are_the_notebooks(notebook, cell, starter, nam
 
 def test_grouped_order_returned_the_wrong_way_round_is_named(capsys):
     from course_lib.exercises import triton_fast_kernel
-    from course_lib.kernels import coalescing_and_triton as c04
 
-    assert not triton_fast_kernel.grouped_order.check(lambda p, m, n, g: c04.grouped_order(p, m, n, g)[::-1])
+    assert not triton_fast_kernel.grouped_order.check(lambda p, m, n, g: schedules.grouped_order(p, m, n, g)[::-1])
     assert "returned the wrong way round" in " ".join(capsys.readouterr().out.split())

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from course_lib.exercises import FunctionPuzzle, Question, _same
 from course_lib.exercises._triton import fails_only_where
 from course_lib.kernels import coalescing_and_triton as c04
+from course_lib.model import schedules
 from course_lib.model.hardware import H200
 from course_lib.model.layout import cdiv
 from course_lib.learn import Verdict, say
@@ -36,7 +37,7 @@ def _band_not_shortened(pid, num_pid_m, num_pid_n, group_m):
 
 def _group_capped_at_8(pid, num_pid_m, num_pid_n, group_m):
     """Grouped order with bands of at most 8 tile rows (the group size of the prediction above)."""
-    return c04.grouped_order(pid, num_pid_m, num_pid_n, min(group_m, 8))
+    return schedules.grouped_order(pid, num_pid_m, num_pid_n, min(group_m, 8))
 
 
 def _column_bands(pid, num_pid_m, num_pid_n, group_m):
@@ -88,14 +89,14 @@ def _in_short_band(case) -> bool:
 
 grouped_order = _OrderPuzzle(
     title="Your grouped order",
-    reference=c04.grouped_order,
+    reference=schedules.grouped_order,
     cases=_cases,
     show=lambda c: f"program {c[0]} of a {c[1]} x {c[2]} grid of tiles, group_m = {c[3]}",
     known_wrong=[
         (_group_capped_at_8, "right while group_m <= 8; with larger groups (the course's TF32 "
          "configuration uses 16) your bands stop at 8 tile rows. A band is group_m tile rows, whatever "
          "group_m is."),
-        (c04.row_major_order, "this is row-major order: the programs sweep whole rows of tiles (walking "
+        (schedules.row_major_order, "this is row-major order: the programs sweep whole rows of tiles (walking "
          "along the rows inside a band gives the same). Grouped order walks down the columns of a band "
          "of group_m tile rows."),
         (_column_major, "this is column-major order over the whole grid: one band of all num_pid_m "
@@ -104,7 +105,7 @@ grouped_order = _OrderPuzzle(
          "fewer than group_m rows, and yours sends its programs to tiles below the grid."),
         (_column_bands, "these are bands of group_m tile columns, walked along their rows: grouped "
          "order turned around. The bands are group_m tile rows, walked down their columns."),
-        (lambda pid, num_pid_m, num_pid_n, group_m: c04.grouped_order(pid, num_pid_m, num_pid_n, group_m)[::-1],
+        (lambda pid, num_pid_m, num_pid_n, group_m: schedules.grouped_order(pid, num_pid_m, num_pid_n, group_m)[::-1],
          "the right tiles, returned the wrong way round: the function gives (pid_m, pid_n), the row first."),
     ],
     diagnoses=(
@@ -119,7 +120,7 @@ grouped_order = _OrderPuzzle(
             "there the band has num_pid_m - first_m tile rows, not group_m, and the walk down its "
             "columns must use that number."),
     ),
-    reveal=c04.grouped_order,
+    reveal=schedules.grouped_order,
 )
 
 # ---- exercise: who walks how far -----------------------------------------------------------------

@@ -11,7 +11,8 @@ all import, so a picture, an exercise's expected answer and the test of a kernel
 * :mod:`course_lib.model.tiles`            what a tiled block loads per step, global vs shared reads;
   register tiling's block, warp and thread tiles (02, 03)
 * :mod:`course_lib.model.banks`            shared-memory banks, conflict degree, padding and XOR swizzle (02, 04)
-* :mod:`course_lib.model.schedules`        the grouped tile order, stream-K's work units (05, 07)
+* :mod:`course_lib.model.schedules`        the grouped tile order against row-major order, what the
+  programs in flight read, stream-K's work units (05, 07)
 * :mod:`course_lib.model.fragments`        which lane holds which element for mma.m16n8k16 and wgmma (06, 07)
 * :mod:`course_lib.model.fp8_accumulator`  Hopper's FP8 tensor core adding in a narrow accumulator (09)
 

@@ -1,6 +1,7 @@
 """The orders and plans in which the course's kernels hand out their tiles: the grouped order of
-Triton's tutorial and of the tensor-core stages' ``GroupedTiles``, and stream-K's share of whole
-tiles and K slices among the persistent stages' clusters (``WorkCursor`` in csrc/tc_stream_k.cuh).
+Triton's tutorial and of the tensor-core stages' ``GroupedTiles``, row-major order against it and
+what the programs in flight read (notebook 05), and stream-K's share of whole tiles and K slices
+among the persistent stages' clusters (``WorkCursor`` in csrc/tc_stream_k.cuh).
 
 The kernels' wrappers and models, their tests, the exercises and :mod:`course_lib.viz.launch_order`
 read them here. When stage 6 takes stream-K, and its fix-up protocol, read stage 6's own constants
@@ -8,6 +9,10 @@ and stay with it (:mod:`course_lib.kernels.tensor_cores.model`).
 """
 
 from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
 
 
 # ---- the grouped order of tiles --------------------------------------------------------------------
@@ -22,6 +27,32 @@ def grouped_order(pid: int, num_pid_m: int, num_pid_n: int, group_m: int) -> tup
     first_m = band * group_m
     band_rows = min(num_pid_m - first_m, group_m)
     return first_m + (pid % tiles_per_band) % band_rows, (pid % tiles_per_band) // band_rows
+
+
+# ---- row-major order against it, and what the programs in flight read (notebook 05) ---------------
+def row_major_order(pid: int, num_pid_m: int, num_pid_n: int, group_m: int = 1) -> tuple[int, int]:
+    """The naive order: programs sweep C's tile rows one after another (``group_m`` is ignored, so
+    that every order takes the same arguments)."""
+    return pid // num_pid_n, pid % num_pid_n
+
+
+def launch_order_grid(order: Callable, num_pid_m: int, num_pid_n: int, group_m: int = 1) -> np.ndarray:
+    """num_pid_m x num_pid_n array: the program id that computes each tile of C under ``order``."""
+    grid = np.full((num_pid_m, num_pid_n), -1, dtype=np.int64)
+    for pid in range(num_pid_m * num_pid_n):
+        pm, pn = order(pid, num_pid_m, num_pid_n, group_m)
+        grid[pm, pn] = pid
+    return grid
+
+
+def blocks_loaded(order: Callable, num_pid_m: int, num_pid_n: int, group_m: int, programs: int) -> dict[str, int]:
+    """Distinct block-rows of A and block-columns of B that the first ``programs`` programs read
+    (the programs in flight together): fewer means more reuse from L2."""
+    tiles = [order(p, num_pid_m, num_pid_n, group_m) for p in range(min(programs, num_pid_m * num_pid_n))]
+    a_rows = len({pm for pm, _ in tiles})
+    b_cols = len({pn for _, pn in tiles})
+    return {"programs": len(tiles), "A block-rows": a_rows, "B block-columns": b_cols,
+            "A + B": a_rows + b_cols}
 
 
 # ---- the persistent stages' schedules --------------------------------------------------------------

@@ -5,17 +5,15 @@ Notebook 05 calls::
     from course_lib.viz.launch_order import draw_launch_order
     draw_launch_order(6, 8, 3, programs=12)   # 6 x 8 tiles, GROUP_M = 3, the first 12 programs shaded
 
-The orders themselves are plain data: the grouped order of the fast kernel is
-:func:`course_lib.model.schedules.grouped_order`, row-major order and the grid of program ids come from
-:mod:`course_lib.kernels.coalescing_and_triton.launch_order`; this module only draws them.
+The orders themselves are plain data: the grouped order of the fast kernel, row-major order and the
+grid of program ids come from :mod:`course_lib.model.schedules`; this module only draws them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from course_lib.kernels.coalescing_and_triton.launch_order import launch_order_grid, row_major_order
-from course_lib.model.schedules import grouped_order
+from course_lib.model.schedules import grouped_order, launch_order_grid, row_major_order
 
 
 def draw_launch_order(num_pid_m: int, num_pid_n: int, group_m: int, programs: int):

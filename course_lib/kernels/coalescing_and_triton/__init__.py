@@ -32,10 +32,11 @@ Also here: the first Triton kernel, a vector add (:mod:`.vector_add`), and the f
 with a tail mask, the sums of a matrix's rows (:mod:`.row_sums`): both are the course's kernels and
 the reference solutions of notebook 04's first two puzzles (the masked GEMM's solution is only a
 solution: it lives in :mod:`course_lib.exercises.coalescing_and_triton`); plain data that the
-notebooks compute with and :mod:`course_lib.viz` draws (:mod:`.launch_order`, whose grouped order
-solves notebook 05's puzzle; the addresses a warp reads from the article kernels' B tile in
-:mod:`.article`); :mod:`.evidence`, which compiles the article's kernels for sm_90a *without a GPU*
-(Triton's wheel ships ptxas) and counts what the compiler made of them.
+notebooks compute with and :mod:`course_lib.viz` draws (the addresses a warp reads from the article
+kernels' B tile, in :mod:`.article`); :mod:`.evidence`, which compiles the article's kernels for
+sm_90a *without a GPU* (Triton's wheel ships ptxas) and counts what the compiler made of them. The
+launch orders notebook 05 compares, row-major and grouped (:func:`grouped_tile`'s Python twin, which
+solves its puzzle), are models: :mod:`course_lib.model.schedules`.
 
 The package's face, ``__all__``, is what the notebooks, the exercises and the course manifest
 (:mod:`course_lib.registry`) use. Anything else - launchers, split-K helpers, tuning tables, the
@@ -75,12 +76,6 @@ from course_lib.kernels.coalescing_and_triton.fast_fp8 import (
     fp8_matmul_kernel,
     triton_fp8,
 )
-from course_lib.kernels.coalescing_and_triton.launch_order import (
-    blocks_loaded,
-    grouped_order,
-    launch_order_grid,
-    row_major_order,
-)
 from course_lib.kernels.coalescing_and_triton.row_sums import COL_BLOCK, ROW_BLOCK, row_sums, row_sums_kernel
 from course_lib.kernels.coalescing_and_triton.tiled import (
     TILED_CONFIG,
@@ -99,9 +94,8 @@ __all__ = [
     "tiled_matmul_transposed_b", "tiled_matmul_transposed_b_kernel", "article_b_tile_addresses",
     "hopper_compile_evidence",
     # notebook 05: descriptors, the launch order, the fast kernel and its tuning
-    "tiled_matmul_descriptors", "tiled_matmul_descriptor_kernel", "row_major_order", "grouped_order",
-    "launch_order_grid", "blocks_loaded", "grouped_tile", "persistent_matmul_kernel", "FastConfig",
-    "FAST_CONFIGS", "fast_matmul", "fast_matmul_autotuned", "autotuned_config", "shape_candidates",
+    "tiled_matmul_descriptors", "tiled_matmul_descriptor_kernel", "grouped_tile", "persistent_matmul_kernel",
+    "FastConfig", "FAST_CONFIGS", "fast_matmul", "fast_matmul_autotuned", "autotuned_config", "shape_candidates",
     "tuning_log",
     # notebooks 06 and 08
     "TILED_CONFIG", "split_k_matmul_kernel",
