@@ -32,8 +32,7 @@ from numba import cuda, float32, uint32
 
 from course_lib.gemm import new_output, prepare
 from course_lib.kernels._numba_support import cdiv, check_launch, kernel_array
-
-FLOAT32_BYTES = 4
+from course_lib.model.hardware import WARP_SIZE, itemsize
 
 # ---- the article's 2 x 2 idea, written correctly -------------------------------------------------
 COARSE_TILE = 32  # the block's tile of C is COARSE_TILE x COARSE_TILE
@@ -100,7 +99,7 @@ def launch_2x2(kernel, a, b, *, stage: str = "your kernel"):
     threads, one per 32 x 32 tile of C."""
     ops = prepare(a, b, stage=stage, dtypes=("fp32",))
     block = (COARSE_THREADS, COARSE_THREADS)
-    check_launch(stage, block, shared_bytes=2 * COARSE_TILE * COARSE_TILE * FLOAT32_BYTES)
+    check_launch(stage, block, shared_bytes=2 * COARSE_TILE * COARSE_TILE * itemsize("fp32"))
     c = new_output(ops.M, ops.N, torch.float32, ops.a.device)
     grid = (cdiv(ops.N, COARSE_TILE), cdiv(ops.M, COARSE_TILE))
     kernel[grid, block](kernel_array(ops.a), kernel_array(ops.b), kernel_array(c))
@@ -141,7 +140,7 @@ class RegisterTileConfig:
 
     @property
     def warp_tile(self) -> tuple[int, int]:
-        return (32 // self.lanes_n * self.TM, self.lanes_n * self.TN)
+        return (WARP_SIZE // self.lanes_n * self.TM, self.lanes_n * self.TN)
 
     @property
     def warps_n(self) -> int:
@@ -156,19 +155,20 @@ class RegisterTileConfig:
 
     @property
     def shared_bytes(self) -> int:
-        return (self.BK * self.a_stride + self.BK * self.BN) * FLOAT32_BYTES
+        return (self.BK * self.a_stride + self.BK * self.BN) * itemsize("fp32")
 
     def validate(self, stage: str = "register_tiling") -> None:
         for name, whole, part in (("BM", self.BM, self.TM), ("BN", self.BN, self.TN)):
             if whole % part:
                 raise ValueError(f"{stage}: {name}={whole} is not a multiple of the per-thread tile {part}")
-        if self.threads % 32 or 32 % self.lanes_n:
-            raise ValueError(f"{stage}: {self.threads} threads is not a whole number of warps, or lanes_n does not divide 32")
+        if self.threads % WARP_SIZE or WARP_SIZE % self.lanes_n:
+            raise ValueError(f"{stage}: {self.threads} threads is not a whole number of warps, "
+                             f"or lanes_n does not divide {WARP_SIZE}")
         wm, wn = self.warp_tile
-        if self.BM % wm or self.BN % wn or (self.BM // wm) * (self.BN // wn) != self.threads // 32:
+        if self.BM % wm or self.BN % wn or (self.BM // wm) * (self.BN // wn) != self.threads // WARP_SIZE:
             raise ValueError(
                 f"{stage}: warp tiles of {wm}x{wn} do not tile the {self.BM}x{self.BN} block with "
-                f"{self.threads // 32} warps; change lanes_n"
+                f"{self.threads // WARP_SIZE} warps; change lanes_n"
             )
         for name, n in (("A", self.BM * self.BK), ("B", self.BK * self.BN)):
             if n % self.threads:
@@ -211,8 +211,8 @@ def register_tiling_source(cfg: RegisterTileConfig) -> str:
     w(f"    a_slab = cuda.shared.array(({BK}, {cfg.a_stride}), float32)  # A's slab, transposed: [k, m]")
     w(f"    b_slab = cuda.shared.array(({BK}, {BN}), float32)  # B's slab: [k, n]")
     w("    tid = cuda.threadIdx.x")
-    w("    warp = tid // 32")
-    w("    lane = tid % 32")
+    w(f"    warp = tid // {WARP_SIZE}")
+    w(f"    lane = tid % {WARP_SIZE}")
     w(f"    # this thread's {TM}x{TN} outputs: lane (lane // {cfg.lanes_n}, lane % {cfg.lanes_n}) of a "
       f"{wm}x{wn} warp tile")
     # uint32: numba treats signed indices as possibly negative (Python's a[-1]) and adds a check
