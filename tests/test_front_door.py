@@ -110,3 +110,14 @@ def test_the_recording_plan_measures_each_fp8_stage_in_each_scaling():
         assert sorted(square) == sorted(get_stage(name).scalings)
     assert all(p.dtype == "e4m3" for p in plan)
     assert not recording.record_plan(["tc_7_fp8"], capability=(8, 0))  # no FP8 tensor cores before 8.9
+
+
+def test_a_shape_rule_may_differ_per_dtype_and_check_keeps_to_it():
+    """cuBLAS's FP8 GEMM (torch._scaled_mm) takes N and K in multiples of 16; its other dtypes any shape."""
+    cublas = get_stage("cublas")
+    assert cublas.shape_rule("e4m3") == fp8.SCALED_MM_SHAPE_MULTIPLE and cublas.shape_rule("bf16") == 1
+    t = target.resolve("cublas", "e4m3", "row")
+    assert t.shape_rule == (1, 16, 16)
+    qa, qw = fp8.fp8_inputs(3, 8, 16, "row", seed=0)
+    with pytest.raises(ValueError, match="multiples of 16, not N=8"):
+        fp8.cublas_fp8(qa, qw)

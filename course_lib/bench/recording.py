@@ -64,19 +64,20 @@ def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
             if sweep and st.name in FINAL_STAGES:
                 shapes += [s for s in MODEL_TABLE if s not in shapes]
             for shape in shapes:
-                if layout.fits(shape, st.shape_multiple):
+                if layout.fits(shape, st.shape_rule(dtype)):
                     plan += [Planned(st.name, dtype, shape, scaling) for scaling in st.scalings or (None,)]
     return plan
 
 
 def refused_shapes(selected: Sequence[str] | None = None) -> list[str]:
-    """One line per sweep or table shape a sweep stage refuses (its shape rule, shape_multiple)."""
+    """One line per sweep or table shape a sweep stage refuses in one of its dtypes (its shape rule)."""
     out = []
     for st in stages():
         if (st.sweep or st.name in FINAL_STAGES) and (not selected or st.name in selected):
             for shape in list(SWEEP_SHAPES if st.sweep else ()) + list(MODEL_TABLE if st.name in FINAL_STAGES else ()):
-                if not layout.fits(shape, st.shape_multiple):
-                    out.append(f"{st.name} at {shape[0]}x{shape[1]}x{shape[2]}: {layout.rule_text(st.shape_multiple)}")
+                for rule in dict.fromkeys(st.shape_rule(d) for d in st.dtypes):
+                    if not layout.fits(shape, rule):
+                        out.append(f"{st.name} at {shape[0]}x{shape[1]}x{shape[2]}: {layout.rule_text(rule)}")
     return out
 
 

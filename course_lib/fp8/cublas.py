@@ -5,7 +5,11 @@ from __future__ import annotations
 import torch
 
 from course_lib.fp8.formats import Quantized
-from course_lib.fp8.operands import scaling_of
+from course_lib.fp8.operands import check_gemm_operands, scaling_of
+
+# torch._scaled_mm takes N and K in multiples of 16 (it refuses "mat2 shape (16x8) must be divisible
+# by 16"; measured on the H200 with torch 2.11), any M: course_lib.model.layout's shape rule.
+SCALED_MM_SHAPE_MULTIPLE = (1, 16, 16)
 
 
 def scaled_mm_scales(qa: Quantized, qw: Quantized) -> tuple[torch.Tensor, torch.Tensor]:
@@ -26,7 +30,12 @@ def cublas_fp8(qa: Quantized, qw: Quantized, *, fast_accumulation: bool = False,
                out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     """cuBLAS's FP8 GEMM (``torch._scaled_mm``): C = A W^T in ``out_dtype``, each operand's scales
     passed as cuBLAS wants them (:func:`scaled_mm_scales`); partial sums promoted into fp32 unless
-    ``fast_accumulation``. Needs FP8 tensor cores (compute capability 8.9 or newer)."""
+    ``fast_accumulation``. Needs FP8 tensor cores (compute capability 8.9 or newer) and N and K in
+    multiples of 16 (:data:`SCALED_MM_SHAPE_MULTIPLE`)."""
+    _, N, K, _, _ = check_gemm_operands(qa, qw, "cublas_fp8", blocks=scaling_of(qa, qw) == "block")
+    if N % SCALED_MM_SHAPE_MULTIPLE[1] or K % SCALED_MM_SHAPE_MULTIPLE[2]:
+        raise ValueError(f"cublas_fp8: torch._scaled_mm takes N and K in multiples of 16, not N={N}, K={K}; "
+                         "pad W and the operands' K with zeros (exact), or use one of the course's FP8 kernels")
     sa, sw = scaled_mm_scales(qa, qw)
     return torch._scaled_mm(qa.values, qw.values.t(), scale_a=sa, scale_b=sw, out_dtype=out_dtype,
                             use_fast_accum=fast_accumulation)
