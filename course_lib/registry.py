@@ -37,9 +37,10 @@ class Stage:
     gemms: dict[str, GemmFn] = field(repr=False)  # course dtype name -> fn(a, b) -> c
     gpu_only: bool = False  # True: cannot run on the CPU backend at all
     needs: tuple[Feature, ...] = ()  # what its kernels use beyond CUDA 13 (course_lib.features)
-    # The shape rule (course_lib.model.layout.fits; 1: any shape), or one per dtype where they differ
-    # ({dtype: rule}; a dtype not named: any shape). Read it with shape_rule(dtype).
-    shape_multiple: int | tuple[int, int, int] | dict[str, int | tuple[int, int, int]] = 1
+    # The shape rule (course_lib.model.layout.fits; 1: any shape), or one per dtype (or per FP8
+    # dtype and scaling) where they differ: {dtype or (dtype, scaling): rule}, any shape where
+    # neither is named. Read it with shape_rule(dtype, scaling).
+    shape_multiple: int | tuple[int, int, int] | dict = 1
     sweep: bool = False  # recording runs measure this stage over the whole size sweep
     variant_of: str | None = None  # a parameter variant of another stage (recorded at one size only)
     order: int = 0  # position in the course manifest (set by it; charts sort by it)
@@ -57,10 +58,11 @@ class Stage:
     def dtypes(self) -> tuple[str, ...]:
         return tuple(self.gemms)
 
-    def shape_rule(self, dtype: str) -> int | tuple[int, int, int]:
-        """The shapes this stage takes in ``dtype`` (course_lib.model.layout's rule)."""
+    def shape_rule(self, dtype: str, scaling: str | None = None) -> int | tuple[int, int, int]:
+        """The shapes this stage takes in ``dtype`` (and FP8 ``scaling``): course_lib.model.layout's rule."""
         if isinstance(self.shape_multiple, dict):
-            return self.shape_multiple.get(dtypes.get(dtype).name, 1)
+            name = dtypes.get(dtype).name
+            return self.shape_multiple.get((name, scaling), self.shape_multiple.get(name, 1))
         return self.shape_multiple
 
     def gemm(self, dtype: str = "fp32") -> GemmFn:
@@ -173,7 +175,8 @@ def _manifest() -> list[Stage]:
     rows = [
         Stage(name="cublas", notebook="", backend="cublas", title="cuBLAS (torch.matmul; FP8: torch._scaled_mm)",
               gemms={**{d: _cublas(d) for d in four}, "e4m3": fp8.cublas_fp8}, rounds_partial_sums=True,
-              scalings=tuple(fp8.OPERAND_SCALING), shape_multiple={"e4m3": fp8.SCALED_MM_SHAPE_MULTIPLE}),
+              scalings=tuple(fp8.OPERAND_SCALING), shape_multiple={"e4m3": fp8.SCALED_MM_SHAPE_MULTIPLE,
+                                                                   ("e4m3", "block"): fp8.SCALED_MM_BLOCK_SHAPE_MULTIPLE}),
         # 01: one thread per element of C
         Stage(name="naive", notebook="01_naive", backend="numba", title="01 naive (x along columns)",
               gemms={"fp32": naive.naive}),

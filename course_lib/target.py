@@ -50,7 +50,7 @@ class Target:
 
     @property
     def shape_rule(self) -> int | tuple[int, int, int]:
-        return self.stage.shape_rule(self.dtype.name) if self.stage else 1
+        return self.stage.shape_rule(self.dtype.name, self.scaling) if self.stage else 1
 
     @property
     def rounds_partial_sums(self) -> bool:

@@ -121,3 +121,15 @@ def test_a_shape_rule_may_differ_per_dtype_and_check_keeps_to_it():
     qa, qw = fp8.fp8_inputs(3, 8, 16, "row", seed=0)
     with pytest.raises(ValueError, match="multiples of 16, not N=8"):
         fp8.cublas_fp8(qa, qw)
+
+
+def test_cublas_block_scaled_refuses_the_shapes_it_got_wrong_and_the_plan_skips_them():
+    """At K = 768 (6 blocks of 128) cuBLAS's block-scaled GEMM returned wrong results on the H200."""
+    assert get_stage("cublas").shape_rule("e4m3", "block") == fp8.SCALED_MM_BLOCK_SHAPE_MULTIPLE == (4, 16, 512)
+    for M, K in ((768, 768), (3, 1024)):
+        qa, qw = fp8.fp8_inputs(M, 256, K, "block", seed=0)
+        with pytest.raises(ValueError, match="M in multiples of 4 and K of 512"):
+            fp8.cublas_fp8(qa, qw)
+    plan = recording.record_plan(["tc_7_fp8"], capability=(9, 0))
+    assert (768, 768, 768) in {p.shape for p in plan if p.scaling == "row"}
+    assert (768, 768, 768) not in {p.shape for p in plan if p.scaling == "block"}

@@ -50,6 +50,7 @@ def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
     ``capability`` (and the GPU's real ``device`` capability, if it is treated as an older one), only
     what such a GPU can run: :func:`not_recordable` lists the rest."""
     plan = []
+    cublas = get_stage("cublas")
     for st in stages():
         if st.name == "cublas" or (selected and st.name not in selected):
             continue
@@ -63,9 +64,10 @@ def record_plan(selected: Sequence[str] | None = None, sweep: bool = True,
                 shapes += list(SWEEP_SHAPES)
             if sweep and st.name in FINAL_STAGES:
                 shapes += [s for s in MODEL_TABLE if s not in shapes]
-            for shape in shapes:
-                if layout.fits(shape, st.shape_rule(dtype)):
-                    plan += [Planned(st.name, dtype, shape, scaling) for scaling in st.scalings or (None,)]
+            for shape in shapes:  # where the stage and cuBLAS beside it both take the shape
+                plan += [Planned(st.name, dtype, shape, scaling) for scaling in st.scalings or (None,)
+                         if layout.fits(shape, st.shape_rule(dtype, scaling))
+                         and layout.fits(shape, cublas.shape_rule(dtype, scaling))]
     return plan
 
 
@@ -75,7 +77,7 @@ def refused_shapes(selected: Sequence[str] | None = None) -> list[str]:
     for st in stages():
         if (st.sweep or st.name in FINAL_STAGES) and (not selected or st.name in selected):
             for shape in list(SWEEP_SHAPES if st.sweep else ()) + list(MODEL_TABLE if st.name in FINAL_STAGES else ()):
-                for rule in dict.fromkeys(st.shape_rule(d) for d in st.dtypes):
+                for rule in dict.fromkeys(st.shape_rule(d, s) for d in st.dtypes for s in st.scalings or (None,)):
                     if not layout.fits(shape, rule):
                         out.append(f"{st.name} at {shape[0]}x{shape[1]}x{shape[2]}: {layout.rule_text(rule)}")
     return out

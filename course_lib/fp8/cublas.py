@@ -10,6 +10,12 @@ from course_lib.fp8.operands import check_gemm_operands, scaling_of
 # torch._scaled_mm takes N and K in multiples of 16 (it refuses "mat2 shape (16x8) must be divisible
 # by 16"; measured on the H200 with torch 2.11), any M: course_lib.model.layout's shape rule.
 SCALED_MM_SHAPE_MULTIPLE = (1, 16, 16)
+# With DeepSeek-V3's block scales cuBLAS wants M and the number of 128-wide K blocks in multiples of 4
+# (it pads its scale tensors so). Measured on the H200 (torch 2.11, experiments/JOURNAL.md, 2026-12-04):
+# at K = 768 and 1600 (6 and 13 K blocks) it returned results that differ from two kernels that pass
+# course_lib.check by a relative 0.39-1.0, without an error; at M = 1 it refused
+# (CUBLAS_STATUS_NOT_SUPPORTED). So the course asks it only for M a multiple of 4, K of 512.
+SCALED_MM_BLOCK_SHAPE_MULTIPLE = (4, 16, 512)
 
 
 def scaled_mm_scales(qa: Quantized, qw: Quantized) -> tuple[torch.Tensor, torch.Tensor]:
@@ -32,10 +38,15 @@ def cublas_fp8(qa: Quantized, qw: Quantized, *, fast_accumulation: bool = False,
     passed as cuBLAS wants them (:func:`scaled_mm_scales`); partial sums promoted into fp32 unless
     ``fast_accumulation``. Needs FP8 tensor cores (compute capability 8.9 or newer) and N and K in
     multiples of 16 (:data:`SCALED_MM_SHAPE_MULTIPLE`)."""
-    _, N, K, _, _ = check_gemm_operands(qa, qw, "cublas_fp8", blocks=scaling_of(qa, qw) == "block")
+    blocks = scaling_of(qa, qw) == "block"
+    M, N, K, _, _ = check_gemm_operands(qa, qw, "cublas_fp8", blocks=blocks)
     if N % SCALED_MM_SHAPE_MULTIPLE[1] or K % SCALED_MM_SHAPE_MULTIPLE[2]:
         raise ValueError(f"cublas_fp8: torch._scaled_mm takes N and K in multiples of 16, not N={N}, K={K}; "
                          "pad W and the operands' K with zeros (exact), or use one of the course's FP8 kernels")
+    if blocks and (M % SCALED_MM_BLOCK_SHAPE_MULTIPLE[0] or K % SCALED_MM_BLOCK_SHAPE_MULTIPLE[2]):
+        raise ValueError(f"cublas_fp8: with block scales cuBLAS takes M in multiples of 4 and K of 512 (it gave "
+                         f"wrong results at other K on the H200), not M={M}, K={K}; pad A's rows and both "
+                         "operands' K with zeros (exact), or use one of the course's FP8 kernels")
     sa, sw = scaled_mm_scales(qa, qw)
     return torch._scaled_mm(qa.values, qw.values.t(), scale_a=sa, scale_b=sw, out_dtype=out_dtype,
                             use_fast_accum=fast_accumulation)
