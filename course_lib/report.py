@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from course_lib import dtypes
 from course_lib.registry import stages
 from course_lib.results import DEFAULT_GPU_FILE, Results, load
 
@@ -32,10 +33,11 @@ def headline_table(res: Results) -> str:
     for st in stages():
         if st.variant_of:
             continue
-        for dtype in st.dtypes:
+        pairs = [(d, s) for d in st.dtypes for s in (st.scalings if dtypes.get(d).operands == "fp8" else (None,))]
+        for dtype, scaling in pairs:
             cells = []
             for n in SIZES:
-                rows = res.select(st.name, dtype, [(n, n, n)])
+                rows = res.select(st.name, dtype, [(n, n, n)], scaling=scaling)
                 if not rows:
                     cells.append("—")
                 elif st.name == "cublas":
@@ -44,7 +46,8 @@ def headline_table(res: Results) -> str:
                     cells.append(f"{rows[0]['tflops']:.1f} ({100 * rows[0]['ratio_to_cublas']:.0f} %)")
             if all(c == "—" for c in cells):
                 continue
-            lines.append(f"| {st.name} | {st.notebook or '—'} | {dtype} | " + " | ".join(cells) + " |")
+            what = f"{dtype}, per {scaling}" if scaling else dtype
+            lines.append(f"| {st.name} | {st.notebook or '—'} | {what} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

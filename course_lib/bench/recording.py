@@ -156,13 +156,17 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
 
 def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas: bool = False) -> Path:
     """Put the records of ``update`` (a recording of some stages, ``--stages``) into ``recording`` in
-    place of that recording's rows of the same stages, and of cuBLAS at the same (dtype, shape)
-    unless ``keep_cublas`` (a stage added to a recording whose cuBLAS rows the notebooks quote: each
-    new row still holds the cuBLAS time measured beside it); the provenance keeps every other row's
-    origin and lists the re-recording (``rerecorded``)."""
+    place of that recording's rows of the same stages, and of cuBLAS at the same (dtype, shape) in
+    the dtypes those stages compute, unless ``keep_cublas`` (a stage added to a recording whose cuBLAS
+    rows the notebooks quote: each new row still holds the cuBLAS time measured beside it). The
+    update's cuBLAS rows of other dtypes (a recording always times cuBLAS at the square sizes of
+    every dtype) are left out: re-recording the FP8 stages does not change what bf16's rows were
+    measured beside. The provenance keeps every other row's origin and lists the re-recording
+    (``rerecorded``)."""
     old, new = load(recording), load(update)
-    if keep_cublas:
-        new = Results(new.path, new.provenance, new.ceilings, tuple(r for r in new.records if r["stage"] != "cublas"))
+    stage_dtypes = {r["dtype"] for r in new.records if r["stage"] != "cublas"}
+    new = Results(new.path, new.provenance, new.ceilings, tuple(
+        r for r in new.records if r["stage"] != "cublas" or (r["dtype"] in stage_dtypes and not keep_cublas)))
     if old.provenance["gpu"] != new.provenance["gpu"]:
         raise ValueError(f"{update.name} was recorded on {new.provenance['gpu']}, {recording.name} on "
                          f"{old.provenance['gpu']}: only recordings of the same GPU are merged")
