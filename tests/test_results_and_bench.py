@@ -156,6 +156,22 @@ def test_replace_stages_can_keep_the_recordings_cublas_rows(tmp_path):
     assert merged.provenance["rerecorded"][0]["cublas_rows"] == "kept from the recording"
 
 
+def test_replace_stages_leaves_the_cublas_rows_of_other_dtypes(tmp_path):
+    """Re-recording an fp32 stage times cuBLAS at the squares of every dtype too: its bf16 row must not
+    replace the one the recording's bf16 stages were measured beside."""
+    old = _sample()
+    bf16 = dict(old["records"][0], dtype="bf16", ms=0.01, tflops=200.0, cublas_ms=0.01, cublas_tflops=200.0)
+    old["records"].append(bf16)
+    new = copy.deepcopy(_sample())
+    new["records"].append(dict(bf16, ms=0.02, tflops=100.0, cublas_ms=0.02, cublas_tflops=100.0))
+    new["records"][0].update(ms=0.04, tflops=53.7, cublas_ms=0.04, cublas_tflops=53.7)
+    results.save(results.validate(old), tmp_path / "rec.json")
+    results.save(results.validate(new), tmp_path / "upd.json")
+    merged = results.load(recording.replace_stages(tmp_path / "rec.json", tmp_path / "upd.json", "cmd"))
+    cublas = {r["dtype"]: r for r in merged.records if r["stage"] == "cublas"}
+    assert cublas["bf16"] == bf16 and cublas["fp32"]["ms"] == 0.04 and len(merged.records) == 3
+
+
 def test_committed_results_file_is_valid():
     r = results.load()
     assert r.provenance["gpu"].startswith("NVIDIA")
