@@ -8,7 +8,9 @@
 * :mod:`~course_lib.instruments.trace`: :func:`trace_kernel` records every memory access of a numba
   kernel on the simulator, grouped as warps issue them (``course_lib.viz.trace`` draws it);
 * :mod:`~course_lib.instruments.patches`: every patch of numba's or Triton's internals these need,
-  each naming what it patches, why, and the versions it was checked against.
+  each naming what it patches, why, and the versions it was checked against;
+* :mod:`~course_lib.instruments.current`: what the patched functions read while a kernel runs (the
+  active guard, the kernel's own line among the simulator's frames).
 """
 
 from course_lib.instruments.guard import (

@@ -28,10 +28,11 @@ from numba import cuda, float32
 
 from course_lib.gemm import new_output, prepare
 from course_lib.kernels._numba_support import cdiv, check_launch, kernel_array
+from course_lib.model.hardware import itemsize
 
 TILE_SIZES = (8, 16, 32)
 DEFAULT_TILE = 32
-FLOAT32_BYTES = 4
+FLOAT32_BYTES = itemsize("fp32")
 
 
 @lru_cache(maxsize=None)
