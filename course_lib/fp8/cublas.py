@@ -8,13 +8,13 @@ from course_lib.fp8.formats import Quantized
 from course_lib.fp8.operands import check_gemm_operands, scaling_of
 
 # torch._scaled_mm takes N and K in multiples of 16 (it refuses "mat2 shape (16x8) must be divisible
-# by 16"; measured on the H200 with torch 2.11), any M: course_lib.model.layout's shape rule.
+# by 16" on the H200 with torch 2.11), any M: course_lib.model.layout's shape rule.
 SCALED_MM_SHAPE_MULTIPLE = (1, 16, 16)
 # With DeepSeek-V3's block scales cuBLAS wants M and the number of 128-wide K blocks in multiples of 4
-# (it pads its scale tensors so). Measured on the H200 (torch 2.11, experiments/JOURNAL.md, 2026-12-04):
-# at K = 768 and 1600 (6 and 13 K blocks) it returned results that differ from two kernels that pass
-# course_lib.check by a relative 0.39-1.0, without an error; at M = 1 it refused
-# (CUBLAS_STATUS_NOT_SUPPORTED). So the course asks it only for M a multiple of 4, K of 512.
+# (it pads its scale tensors so). On the H200 with torch 2.11 (experiments/JOURNAL.md, "cuBLAS's
+# block-scaled GEMM wrong at some K"): at K = 768 and 1600 (6 and 13 K blocks) it returned results a
+# relative 0.39-1.0 away from two kernels that pass course_lib.check, without an error; at M = 1 it
+# refused (CUBLAS_STATUS_NOT_SUPPORTED). So the course asks it only for M a multiple of 4, K of 512.
 SCALED_MM_BLOCK_SHAPE_MULTIPLE = (4, 16, 512)
 
 
