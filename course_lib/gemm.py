@@ -7,10 +7,8 @@ arguments with :func:`prepare`, allocate the output with :func:`new_output`, lau
 
 from __future__ import annotations
 
-import contextlib
-import math
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 import torch
@@ -129,35 +127,17 @@ def prepare(
 
 
 # ---- output allocation -----------------------------------------------------------------------
-# course_lib.check poisons every output with NaN before a GEMM runs, so an element the kernel never
-# writes cannot pass by holding an old (perhaps correct) value left in recycled memory; it also
-# places the output inside guard regions (course_lib.instruments.guard), so a write outside it is seen.
-_poison_depth = 0
-
-
-@contextlib.contextmanager
-def poisoned_outputs() -> Iterator[None]:
-    """Within this block, :func:`new_output` fills every new output with NaN."""
-    global _poison_depth
-    _poison_depth += 1
-    try:
-        yield
-    finally:
-        _poison_depth -= 1
-
-
-def poisoning() -> bool:
-    return _poison_depth > 0 or guard.active() is not None
+# course_lib.check places every output inside guard regions (course_lib.instruments.guard), poisoned
+# with NaN, so an element the kernel never writes cannot pass by holding an old (perhaps correct)
+# value left in recycled memory, and a write outside it is seen.
 
 
 def new_array(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | str, name: str = "C") -> torch.Tensor:
-    """A kernel's output array: uninitialised; NaN while ``check`` runs, inside guard regions
-    while a guard is active."""
+    """A kernel's output array: uninitialised; while a guard is active (``check`` runs), inside its
+    guard regions and poisoned with NaN."""
     g = guard.active()
     if g is not None:
         return g.output(tuple(shape), dtype, device, name=name)
-    if poisoning():
-        return torch.full(tuple(shape), math.nan, dtype=dtype, device=device)
     return torch.empty(tuple(shape), dtype=dtype, device=device)
 
 

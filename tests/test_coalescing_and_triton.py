@@ -25,14 +25,14 @@ DTYPES = ["fp32", "tf32", "fp16", "bf16"]
 # ---- the first kernel: a vector add --------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_vector_add_matches_torch(dtype):
-    from course_lib.gemm import poisoned_outputs
+    from course_lib.instruments import guarded
 
     device = backend.get().torch_device
     gen = torch.Generator(device=device).manual_seed(int(torch.randint(0, 2**31, (1,)).item()))  # fresh inputs
     for n in (1, 7, 255, 1001, 4097):  # never a multiple of the block: the last program is masked
         x = torch.randn(n, generator=gen, device=device).to(dtype)
         y = torch.randn(n, generator=gen, device=device).to(dtype)
-        with poisoned_outputs():  # the output starts as NaN: an element the kernel skips cannot pass
+        with guarded():  # the output starts as NaN: an element the kernel skips cannot pass
             for block in (VECTOR_BLOCK, 64):
                 got = c04.vector_add(x, y, block=block)
                 assert got.dtype == dtype and got.shape == (n,)
@@ -40,9 +40,9 @@ def test_vector_add_matches_torch(dtype):
 
 
 def test_vector_add_writes_every_element_of_a_poisoned_output():
-    from course_lib.gemm import poisoned_outputs
+    from course_lib.instruments import guarded
 
-    with poisoned_outputs():
+    with guarded():
         assert not torch.isnan(c04.vector_add(torch.zeros(300), torch.zeros(300), block=128)).any()
     assert c04.vector_add(torch.zeros(0), torch.zeros(0)).shape == (0,)
 

@@ -14,7 +14,7 @@ import torch
 
 import course_lib
 from course_lib import backend, check, features, registry
-from course_lib.gemm import LaunchPlans, new_output, plan_key, planned, poisoned_outputs, prepare, random_inputs
+from course_lib.gemm import LaunchPlans, new_output, plan_key, planned, prepare, random_inputs
 from course_lib.instruments.guard import guarded
 from course_lib.kernels import tensor_cores as tc
 from course_lib.kernels.coalescing_and_triton import autotune, common, fast_launch
@@ -104,16 +104,13 @@ def test_planned_resolves_once_per_key_and_keeps_no_plan_for_a_failure():
     assert len(gemm.plans) == 2
 
 
-@pytest.mark.parametrize("mode", ["plain", "poisoned", "guarded"])
+@pytest.mark.parametrize("mode", ["plain", "guarded"])
 def test_new_output_starts_on_a_16_byte_boundary(mode):
     # FastPlan relies on it: its descriptor choice and Triton's specialisation read C's alignment.
     for M, N in ((1, 1), (3, 5), (33, 17)):
         for dtype in (torch.float32, torch.float16, torch.bfloat16):
             if mode == "guarded":
                 with guarded():
-                    c = new_output(M, N, dtype, "cpu")
-            elif mode == "poisoned":
-                with poisoned_outputs():
                     c = new_output(M, N, dtype, "cpu")
             else:
                 c = new_output(M, N, dtype, "cpu")
