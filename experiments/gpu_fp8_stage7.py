@@ -2,7 +2,7 @@
 
     python experiments/gpu_fp8_stage7.py --out $OUT/fp8_stage7.json
 
-* **check**: ``course_lib.correctness.check_fp8`` of ``tc_7_fp8`` scaled per tensor, per row and per
+* **check**: ``course_lib.check`` in e4m3 of ``tc_7_fp8`` scaled per tensor, per row and per
   block (A 1 x 128, W 128 x 128), promoted, and per tensor with fast accumulation, on shapes that cut
   its tiles and the K blocks; each shape's relative error against the float64 product of the
   dequantized operands.

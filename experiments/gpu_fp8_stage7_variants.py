@@ -19,7 +19,7 @@ commit named to run them again): ``ordered`` (the consumers take turns to issue,
 ``ordered every2`` - at commit 42758af; ``ordered after`` (the other consumer's turn only once this
 one's wgmmas are done) - at commit 819d41e. None helped enough to keep (experiments/JOURNAL.md).
 
-For each: correctness (``check_fp8`` per tensor and per block, a few shapes), then GPU time
+For each: correctness (``course_lib.check`` in e4m3 per tensor and per block, a few shapes), then GPU time
 (``time_fn``, alternating rounds, median of three) at 4096^3, 8192^3 and 4096 x 14336 x 4096 per
 tensor and per block, beside cuBLAS per tensor (promoted); and the accumulation error at K = 16,384
 (uniform data on [0, 1], M = N = 256, per tensor) for each promotion interval.

@@ -2,7 +2,7 @@
 
     python experiments/gpu_fp8_triton.py --out $OUT/fp8_triton.json
 
-* **check**: ``course_lib.correctness.check_fp8`` of ``fast_fp8.fp8_matmul`` on the GPU's FP8 shapes,
+* **check**: ``course_lib.check`` in e4m3 of ``fast_fp8.fp8_matmul`` on the GPU's FP8 shapes,
   scaled per tensor and per row, with the configuration by the shape, with fast accumulation, and
   each through tensor descriptors;
 * **sweep**: every configuration of ``CANDIDATES`` (promoted sums, and the best again with fast

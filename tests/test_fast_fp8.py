@@ -60,7 +60,7 @@ def test_matches_the_float64_product_of_the_dequantized_operands(shape, scalings
 
 
 @pytest.mark.parametrize("scaling", ["tensor", "row"])
-def test_passes_the_course_check_fp8(scaling):
+def test_passes_the_course_check_in_e4m3(scaling):
     report = correctness.check(fp8_matmul, "e4m3", scaling=scaling, seed=0)
     assert len(report.results) == len(correctness.FP8_CPU_SHAPES if not backend.get().is_gpu
                                       else correctness.FP8_GPU_SHAPES)
@@ -79,7 +79,7 @@ def test_other_configs_give_the_same_product(config):
 
 
 @pytest.mark.parametrize("scaling", ["tensor", "row"])
-def test_the_descriptor_kernel_passes_check_fp8_and_falls_back_where_tma_cannot_go(scaling, monkeypatch):
+def test_the_descriptor_kernel_passes_check_and_falls_back_where_tma_cannot_go(scaling, monkeypatch):
     """fp8_matmul_tma_kernel (tensor descriptors) where every operand's rows are 16-byte multiples;
     where C's are not (N = 37: 74 bytes), the pointer kernel, with the same result."""
     from course_lib.kernels.coalescing_and_triton import fast_fp8
@@ -257,7 +257,7 @@ def test_refuses_scales_other_than_per_tensor_or_per_row(operand, scaling, block
 
 
 @pytest.mark.parametrize("config", [None, Fp8Config(32, 64, 128, group_m=2), Fp8Config(16, 256, 128)])
-def test_the_block_scaled_kernel_passes_check_fp8(config):
+def test_the_block_scaled_kernel_passes_check(config):
     """DeepSeek-V3's scales: A per 1 x 128, W per 128 x 128, applied to each K-slice's sum; shapes
     that cut the blocks (K = 257, N = 129) and the tiles."""
     from course_lib.kernels.coalescing_and_triton.fast_fp8 import fp8_matmul_blockscaled

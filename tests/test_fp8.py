@@ -123,7 +123,7 @@ def _right(qa, qw):
 
 
 @pytest.mark.parametrize("scaling", sorted(fp8.OPERAND_SCALING))
-def test_check_fp8_passes_a_right_gemm_and_fails_wrong_ones(scaling):
+def test_check_in_e4m3_passes_a_right_gemm_and_fails_wrong_ones(scaling):
     report = correctness.check(_right, "e4m3", scaling=scaling)
     shapes = correctness.FP8_GPU_SHAPES if backend.get().is_gpu else correctness.FP8_CPU_SHAPES
     assert len(report.results) == len(shapes) and report.max_rel_error < dtypes.E4M3.tolerance
@@ -145,7 +145,7 @@ def test_check_fp8_passes_a_right_gemm_and_fails_wrong_ones(scaling):
             correctness.check(wrong, "e4m3", scaling=scaling)
 
 
-def test_check_fp8_names_a_wrong_output_type_and_cublas_refuses_mixed_scalings():
+def test_check_in_e4m3_names_a_wrong_output_type_and_cublas_refuses_mixed_scalings():
     with pytest.raises(AssertionError, match="returned torch.float32, expected torch.bfloat16"):
         correctness.check(lambda qa, qw: _right(qa, qw).float(), "e4m3", scaling="tensor")
     qa, _ = fp8.fp8_inputs(4, 8, 16, "tensor", seed=0)
@@ -331,7 +331,7 @@ def test_the_fp8_questions_know_their_answers():
 
 
 @pytest.mark.parametrize("name", ["qa", "qw"])
-def test_check_fp8_guards_each_operand_s_scales(name):
+def test_check_in_e4m3_guards_each_operand_s_scales(name):
     """A write one past an operand's scales is named too: the scales are guarded like A, W and C."""
     def writes_past_scales(qa, qw):
         scales = (qa if name == "qa" else qw).scales
@@ -350,7 +350,7 @@ def test_fp8_tolerance_grows_with_the_square_root_of_k_beyond_4096():
     assert correctness.tolerance("e4m3", 16384) == pytest.approx(2 * dtypes.E4M3.tolerance)
 
 
-def test_check_fp8_guards_the_operands_and_the_output():
+def test_check_in_e4m3_guards_the_operands_and_the_output():
     """check places A, W, their scales and C in guard regions: a write past C is named."""
     def writes_past_c(qa, qw):
         c = _right(qa, qw)
