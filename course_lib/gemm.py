@@ -245,7 +245,11 @@ def random_inputs(
     They are drawn on that device (on a GPU, an 8192 x 8192 pair takes milliseconds rather than
     the seconds of the CPU), so a seed gives the same inputs again on the same backend.
     """
-    torch_dtype = course_dtypes.get(dtype).torch_dtype
+    record = course_dtypes.get(dtype)
+    if record.operands != "matrix":
+        raise ValueError(f"{record.name} GEMMs take quantized operands with their scales: make them with "
+                         f"course_lib.fp8.fp8_inputs(M, N, K, scaling)")
+    torch_dtype = record.torch_dtype
     device = backend.get().torch_device
     gen = torch.Generator(device=device)
     gen.manual_seed(int(seed) if seed is not None else int(torch.randint(0, 2**62, (1,)).item()))

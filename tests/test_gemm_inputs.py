@@ -4,16 +4,24 @@ import numpy as np
 import pytest
 import torch
 
-from course_lib import backend, stages
+from course_lib import backend, dtypes, stages
 from course_lib.gemm import random_inputs
 
-RUNNABLE = [s for s in stages() if not (s.gpu_only and not backend.get().is_gpu)]
+# The stages of the one signature fn(a, b) -> c; the FP8 stages' operand checks (quantized operands)
+# are tests/test_fp8.py's and tests/test_fast_fp8.py's.
+RUNNABLE = [s for s in stages() if not (s.gpu_only and not backend.get().is_gpu)
+            and dtypes.get(s.dtypes[0]).operands == "matrix"]
 IDS = [s.name for s in RUNNABLE]
 
 
 def _ok_dtype(stage):
     d = stage.dtypes[0]
     return "fp32" if d == "tf32" else d
+
+
+def test_random_inputs_of_fp8_say_where_fp8_operands_come_from():
+    with pytest.raises(ValueError, match="course_lib.fp8.fp8_inputs"):
+        random_inputs(4, 5, 6, "e4m3")
 
 
 @pytest.mark.parametrize("stage", RUNNABLE, ids=IDS)
