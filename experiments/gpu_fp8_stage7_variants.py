@@ -11,7 +11,18 @@ course_lib/csrc/tc_7_fp8.cu built with other -D values (its own extension):
 
 * ``base``: as the course builds it (promote every slice, consumers free-running);
 * ``fast n128``: fast accumulation on the promoted kernels' 128 x 128 tile (no promotion at all), to
-  part the tile's cost from the promotion's (``ONLY="base,fast n128"``).
+  part the tile's cost from the promotion's (``ONLY="base,fast n128"``);
+* ``halves`` (``-DTC7_LOOP=1``): the promoted tile's 128 columns as two accumulator halves of 64
+  (m64n64k32), one half's wgmmas in flight while the other half is promoted (wait_group 1);
+* ``two sets`` (``-DTC7_LOOP=2``): two accumulator sets of the whole tile, slice k + 1 in flight while
+  slice k is promoted, the epilogue no longer overlapped with the next tile (no registers for it);
+* ``before`` / ``before fast n128``: the same two built from another copy of course_lib/csrc, named by
+  ``$BEFORE_CSRC`` (a folder holding an earlier tc_7_fp8.cu and its headers), to measure a rewrite of
+  the mainloop against the kernel it replaces in the same run (``$BASE_CSRC``, if set, is where the
+  other variants are built from).
+
+``PROBE=<variant>:<scaling> python experiments/gpu_fp8_stage7_variants.py`` (no ``--out``) launches that
+variant twice at 4096^3 and exits, for Nsight Compute (``--kernel-name regex:stage7 --launch-skip 1``).
 
 Measured and removed since (the -D knobs are gone from tc_7_fp8.cu; build the file as it was at the
 commit named to run them again): ``ordered`` (the consumers take turns to issue, named barriers),
@@ -43,7 +54,10 @@ from course_lib.timing import time_fn
 import runlog  # this folder is on sys.path
 
 BINDING = Path(__file__).resolve().parent / "kernels" / "tc_7_variants_binding.cu"
-VARIANTS = {"base": [], "fast n128": ["-DTC7_FAST_BLOCK_N=128"]}
+VARIANTS = {"base": [], "fast n128": ["-DTC7_FAST_BLOCK_N=128"], "halves": ["-DTC7_LOOP=1"], "two sets": ["-DTC7_LOOP=2"]}
+BEFORE = os.environ.get("BEFORE_CSRC")
+if BEFORE:
+    VARIANTS.update({"before": [], "before fast n128": ["-DTC7_FAST_BLOCK_N=128"]})
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096)]
 CHECK_SHAPES = [(37, 72, 208), (300, 1000, 528), (1000, 1032, 4096)]
 ROUNDS = 3
@@ -52,7 +66,19 @@ ROUNDS = 3
 def build(name: str, defines: list[str]):
     _, flags, _ = tc.build_plan(backend.get().capability)
     module = "course_tc_7_" + name.replace(" ", "_")
-    return compiler.load_extension(module, [tc.CSRC / tc.FP8_STAGE.source, BINDING], flags + defines, (tc.CSRC,))
+    csrc = Path(BEFORE if name.startswith("before") else os.environ.get("BASE_CSRC", tc.CSRC)).resolve()
+    return compiler.load_extension(module, [csrc / tc.FP8_STAGE.source, BINDING], flags + defines, (csrc,))
+
+
+def probe(spec: str) -> int:
+    """Launch variant ``name`` twice at 4096^3 in ``scaling`` (``name:scaling``), for Nsight Compute."""
+    name, scaling = spec.rsplit(":", 1)
+    ext = build(name, VARIANTS[name])
+    qa, qw = fp8.fp8_inputs(4096, 4096, 4096, scaling, seed=0)
+    for _ in range(2):
+        gemm(ext, fast=name.endswith("fast n128"))(qa, qw)
+    torch.cuda.synchronize()
+    return 0
 
 
 def gemm(ext, fast: bool = False):
@@ -87,7 +113,7 @@ def main() -> int:
         for scaling in ("tensor", "block"):
             row = {"variant": name, "scaling": scaling}
             try:
-                fn = gemm(ext, fast=name.startswith("fast") and scaling == "tensor")
+                fn = gemm(ext, fast=name.endswith("fast n128") and scaling == "tensor")
                 r = correctness.check(fn, "e4m3", CHECK_SHAPES, scaling=scaling, seed=3, label=f"{name} {scaling}")
                 row["worst rel_error"] = max(x.rel_error for x in r.results)
             except Exception as e:  # noqa: BLE001
@@ -107,7 +133,7 @@ def main() -> int:
         for name, ext in exts.items():
             if name in broken:
                 continue
-            if name.startswith("fast"):
+            if name.endswith("fast n128"):
                 calls[f"{name} tensor fast"] = (lambda f=gemm(ext, fast=True): f(*ops["tensor"]))
                 continue
             for s in ("tensor", "block"):
@@ -133,7 +159,7 @@ def main() -> int:
         r = {"K": K, "data": "uniform 0-1", "M": 256, "N": 256, "out": "bf16"}
         for name, ext in exts.items():
             if name not in broken:
-                r[name] = relative_error(gemm(ext, fast=name.startswith("fast"))(qa, qw), ref)
+                r[name] = relative_error(gemm(ext, fast=name.endswith("fast n128"))(qa, qw), ref)
         r["base fast"] = relative_error(gemm(exts["base"], fast=True)(qa, qw), ref)
         out["accumulation"].append(r)
         print(f"accumulation K={K}: " + ", ".join(f"{k} {v:.2e}" for k, v in r.items() if isinstance(v, float)), flush=True)
@@ -143,4 +169,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if os.environ.get("PROBE"):
+        raise SystemExit(probe(os.environ["PROBE"]))
     runlog.run(main)
