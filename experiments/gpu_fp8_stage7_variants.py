@@ -12,10 +12,6 @@ course_lib/csrc/tc_7_fp8.cu built with other -D values (its own extension):
 * ``base``: as the course builds it (promote every slice, consumers free-running);
 * ``fast n128``: fast accumulation on the promoted kernels' 128 x 128 tile (no promotion at all), to
   part the tile's cost from the promotion's (``ONLY="base,fast n128"``);
-* ``halves`` (``-DTC7_LOOP=1``): the promoted tile's 128 columns as two accumulator halves of 64
-  (m64n64k32), one half's wgmmas in flight while the other half is promoted (wait_group 1);
-* ``two sets`` (``-DTC7_LOOP=2``): two accumulator sets of the whole tile, slice k + 1 in flight while
-  slice k is promoted, the epilogue no longer overlapped with the next tile (no registers for it);
 * ``before`` / ``before fast n128``: the same two built from another copy of course_lib/csrc, named by
   ``$BEFORE_CSRC`` (a folder holding an earlier tc_7_fp8.cu and its headers), to measure a rewrite of
   the mainloop against the kernel it replaces in the same run (``$BASE_CSRC``, if set, is where the
@@ -28,7 +24,10 @@ Measured and removed since (the -D knobs are gone from tc_7_fp8.cu; build the fi
 commit named to run them again): ``ordered`` (the consumers take turns to issue, named barriers),
 ``every2`` / ``every4`` (per tensor or row, promote every 2 / 4 slices, one batch queued in between),
 ``ordered every2`` - at commit 42758af; ``ordered after`` (the other consumer's turn only once this
-one's wgmmas are done) - at commit 819d41e. None helped enough to keep (experiments/JOURNAL.md).
+one's wgmmas are done) - at commit 819d41e; ``halves`` (-DTC7_LOOP=1: the tile's columns as two
+m64n64 accumulator halves, one in flight while the other is promoted) and ``two sets`` (-DTC7_LOOP=2:
+two whole accumulator sets, slice k + 1 in flight while k is promoted) - at commit 55f9656, both
+serialised by ptxas (C7514). None helped enough to keep (experiments/JOURNAL.md).
 
 For each: correctness (``course_lib.check`` in e4m3 per tensor and per block, a few shapes), then GPU time
 (``time_fn``, alternating rounds, median of three) at 4096^3, 8192^3 and 4096 x 14336 x 4096 per
@@ -54,7 +53,7 @@ from course_lib.timing import time_fn
 import runlog  # this folder is on sys.path
 
 BINDING = Path(__file__).resolve().parent / "kernels" / "tc_7_variants_binding.cu"
-VARIANTS = {"base": [], "fast n128": ["-DTC7_FAST_BLOCK_N=128"], "halves": ["-DTC7_LOOP=1"], "two sets": ["-DTC7_LOOP=2"]}
+VARIANTS = {"base": [], "fast n128": ["-DTC7_FAST_BLOCK_N=128"]}
 BEFORE = os.environ.get("BEFORE_CSRC")
 if BEFORE:
     VARIANTS.update({"before": [], "before fast n128": ["-DTC7_FAST_BLOCK_N=128"]})

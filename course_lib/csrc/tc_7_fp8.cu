@@ -11,9 +11,14 @@
 //   a long sum left in wgmma's accumulator loses digits ("fast accumulation", cuBLAS's
 //   use_fast_accum). By default each slice's wgmmas start from zero, and once they are done the
 //   consumer adds the slice's sums into a second set of fp32 registers (`total`): promotion, every
-//   128 of K, as DeepGEMM does. acc + total must fit a consumer's registers, so a promoting tile is
-//   128 x 128 (64 + 64 accumulators per thread); fast accumulation keeps stage 6's 128 x 256 tile
-//   and its one wgmma batch in flight.
+//   128 of K, as DeepGEMM does (tc_fp8.cuh). acc + total must fit a consumer's registers, so a
+//   promoting tile is 128 x 128 (64 + 64 accumulators per thread); fast accumulation keeps stage 6's
+//   128 x 256 tile and its one wgmma batch in flight.
+// * The promoting loop is short because every instruction in it runs 32 times per tile: `total`
+//   starts at zero once per tile (no test per slice), the operand descriptors are built once and each
+//   wgmma's is one add, block scales are loaded a slice ahead. The two consumers promote while the
+//   other's wgmmas run; keeping a consumer's own next slice in flight while it promotes would need a
+//   third set of 64 accumulators (or halves of the tile), and ptxas then serialises the wgmmas.
 // * Scales per tensor or per row (and column) of C do not change along K: the epilogue multiplies
 //   each sum by scale_a[row] * scale_w[column] as it converts it to bf16.
 // * Block scales (DeepSeek-V3's recipe: A per 1 x 128, W per 128 x 128 blocks) change every 128 of
@@ -62,30 +67,6 @@ static_assert(smem_bytes<BLOCK_N>() <= 227 * 1024, "Hopper's per-block shared-me
 static_assert(smem_bytes<BLOCK_N_PROMOTED>() <= 227 * 1024, "Hopper's per-block shared-memory limit");
 
 using fp8::Scales;
-
-// EXPERIMENT (removed once measured): TC7_LOOP 1 = the promoted tile's columns as two halves of 64
-// (m64n64k32), one half's wgmmas in flight while the other is promoted; 2 = two accumulator sets of
-// the whole tile, the next slice in flight while this one is promoted (no epilogue overlap).
-#ifndef TC7_LOOP
-#define TC7_LOOP 0
-#endif
-__device__ __forceinline__ void wgmma_fp8_n64(float (&d)[32], uint64_t desc_a, uint64_t desc_w, bool accumulate) {
-#define D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3\n"
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
-      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
-      : D4(0), D4(4), D4(8), D4(12), D4(16), D4(20), D4(24), D4(28)
-      : "l"(desc_a), "l"(desc_w), "r"(int(accumulate)));
-#undef D4
-}
-template <bool BLOCKS, int R, int Q>
-__device__ __forceinline__ void promote_part(float (&total)[R], const float (&d)[Q], int first, float lo, float hi) {
-#pragma unroll
-  for (int i = 0; i < Q; ++i)
-    total[first + i] = BLOCKS ? fmaf(d[i], fp8::on_high_row(i) ? hi : lo, total[first + i]) : total[first + i] + d[i];
-}
 
 // A descriptor's start address is its low 14 bits, in 16-byte units (tc_hopper.cuh): moving it by
 // `bytes` inside shared memory (addresses below 2^18) adds bytes / 16 to the low word and never
@@ -143,11 +124,6 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     const uint64_t desc_a0 = kmajor_descriptor(s.a[0] + cw * 64 * BLOCK_K, 0);
     const uint64_t desc_w0 = kmajor_descriptor(s.w[0], 0);
     float acc[BN / 2];
-#if TC7_LOOP == 1
-    float half0[32], half1[32];
-#elif TC7_LOOP == 2
-    float acc1[BN / 2];
-#endif
     float total[PROMOTE ? BN / 2 : 1];  // the promoted fp32 sums
     uint32_t staged[BN / 4];            // the finished tile as bf16 pairs, stored during the next tile
     bool staged_waiting = false;
@@ -158,10 +134,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       int m0, n0;
       tiles.origin<CLUSTER, BLOCK_M, BN>(t, rank, m0, n0);
       const int row0 = m0 + cw * 64;
-      // The thread's two rows of C, kept inside A for reading scales: a row past M is computed from
-      // TMA's zeros and never stored.
-      const int row_lo = min(row0 + fp8::fragment_row(warp, lane, false), M - 1);
-      const int row_hi = min(row0 + fp8::fragment_row(warp, lane, true), M - 1);
+      const fp8::ThreadRows rows = fp8::thread_rows(row0, warp, lane, M);  // the thread's two rows of C
       const int store_at = k_slices > 1 ? 1 : 0;                 // as stage 6: the staged tile's halves
       const int store_at2 = k_slices > 3 ? 3 : k_slices - 1;     // go out behind slices 2 and 4
       // [excerpt fp8-slice]
@@ -187,123 +160,11 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       const auto next_slot = [&] {
         if (++slot == SLOTS) slot = 0, phase ^= 1;
       };
-      // EXPERIMENT helpers: the slice's block scales, read when needed.
-      const auto slice_scales = [&](int ks, float& lo, float& hi) {
-        lo = hi = 1.f;
-        if constexpr (BLOCKS) {
-          const float sw = scales.w[(n0 / BN) * scales.k_blocks + ks];
-          lo = scales.a[size_t(row_lo) * scales.k_blocks + ks] * sw;
-          hi = scales.a[size_t(row_hi) * scales.k_blocks + ks] * sw;
-        }
-      };
-      const auto stores_after = [&](int ks) {
-        if (staged_waiting && ks == store_at)
-          store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
-        if (staged_waiting && ks == store_at2) {
-          store_tile_tma<HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
-          staged_waiting = false;
-        }
-      };
-      (void)slice_scales, (void)stores_after;
-#if TC7_LOOP == 1
-      if constexpr (PROMOTE && BN == 128) {
-        const auto issue_half = [&](float (&d)[32], int half) {
-          const uint32_t a_at = slot * uint32_t(sizeof(s.a[0]));
-          const uint32_t w_at = slot * uint32_t(sizeof(s.w[0])) + half * 64 * BLOCK_K;
-          wgmma_fence();
-#pragma unroll
-          for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32)
-            wgmma_fp8_n64(d, descriptor_moved(desc_a0, a_at + k32 * FP8_WGMMA_K),
-                          descriptor_moved(desc_w0, w_at + k32 * FP8_WGMMA_K), k32 > 0);
-          wgmma_commit();
-        };
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) total[i] = 0.f;
-        int held = slot;  // the slot of slice ks
-        mbar_wait(&s.full[slot], phase);
-        issue_half(half0, 0);
-        issue_half(half1, 1);
-        stores_after(0);
-        next_slot();
-        for (int ks = 0; ks < k_slices; ++ks) {
-          float lo, hi;
-          slice_scales(ks, lo, hi);
-          wgmma_wait<1>();  // half 0 of slice ks is done; half 1 still runs
-          fence_accumulators(half0);
-          promote_part<BLOCKS>(total, half0, 0, lo, hi);
-          const bool more = ks + 1 < k_slices;
-          if (more) {
-            mbar_wait(&s.full[slot], phase);
-            issue_half(half0, 0);  // slice ks + 1's half 0 runs while half 1 of ks is promoted
-            wgmma_wait<1>();
-          } else {
-            wgmma_wait<0>();
-          }
-          fence_accumulators(half1);
-          if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[held]);
-          promote_part<BLOCKS>(total, half1, BN / 4, lo, hi);
-          if (more) {
-            issue_half(half1, 1);
-            stores_after(ks + 1);
-            held = slot;
-            next_slot();
-          }
-        }
-      } else
-#elif TC7_LOOP == 2
-      if constexpr (PROMOTE) {
-        const auto issue_into = [&](float (&d)[BN / 2]) {
-          mbar_wait(&s.full[slot], phase);
-          const uint32_t a_at = slot * uint32_t(sizeof(s.a[0])), w_at = slot * uint32_t(sizeof(s.w[0]));
-          wgmma_fence();
-#pragma unroll
-          for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32)
-            wgmma_fp8<BN>(d, descriptor_moved(desc_a0, a_at + k32 * FP8_WGMMA_K),
-                          descriptor_moved(desc_w0, w_at + k32 * FP8_WGMMA_K), k32 > 0);
-          wgmma_commit();
-        };
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) total[i] = 0.f;
-        int held = slot;
-        issue_into(acc);
-        next_slot();
-        for (int ks = 0; ks < k_slices; ks += 2) {
-          float lo, hi;
-          slice_scales(ks, lo, hi);
-          int next_held = slot;
-          if (ks + 1 < k_slices) {
-            issue_into(acc1);
-            next_slot();
-            wgmma_wait<1>();
-          } else {
-            wgmma_wait<0>();
-          }
-          fence_accumulators(acc);
-          if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[held]);
-          held = next_held;
-          promote_part<BLOCKS>(total, acc, 0, lo, hi);
-          if (ks + 1 >= k_slices) break;
-          slice_scales(ks + 1, lo, hi);
-          next_held = slot;
-          if (ks + 2 < k_slices) {
-            issue_into(acc);
-            next_slot();
-            wgmma_wait<1>();
-          } else {
-            wgmma_wait<0>();
-          }
-          fence_accumulators(acc1);
-          if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[held]);
-          held = next_held;
-          promote_part<BLOCKS>(total, acc1, 0, lo, hi);
-        }
-      } else
-#endif
       if constexpr (PROMOTE) {
         // [excerpt promote]
         // Each slice from zero; once its wgmmas are done, the slot is free and the sums are promoted
         // (tc_fp8.cuh: total += acc, times the slice's block scales if any).
-        fp8::promoted_sum<BLOCKS>(total, acc, k_slices, fp8::block_scale_rows(scales, row_lo, row_hi, n0 / BN),
+        fp8::promoted_sum<BLOCKS>(total, acc, k_slices, fp8::block_scale_rows(scales, rows, n0 / BN),
                                   [&](int ks) {
                                     issue_slice(ks, true);
                                     wgmma_wait<0>();  // this slice's sums are needed now
@@ -329,7 +190,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       // [excerpt epilogue-scales]
       // Scales per tensor or row: C[row][col] = sum * scale_a[row] * scale_w[col], as it turns bf16.
       const auto scale_and_stage = [&](const float (&sums)[BN / 2]) {
-        const float a_lo = scales.a[row_lo * scales.a_step], a_hi = scales.a[row_hi * scales.a_step];
+        const float a_lo = scales.a[rows.lo * scales.a_step], a_hi = scales.a[rows.hi * scales.a_step];
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {  // columns col, col + 1 of C (N is a multiple of 8)
           const int col = min(n0 + 8 * j + 2 * (lane % 4), N - 2);
@@ -348,12 +209,6 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         scale_and_stage(acc);
       }
       staged_waiting = true, staged_row0 = row0, staged_col0 = n0;
-#if TC7_LOOP == 2
-      if constexpr (PROMOTE) {  // EXPERIMENT: no registers to keep the tile through the next one's mainloop
-        store_tile_tma<HALF_COLS, 0, 2>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
-        staged_waiting = false;
-      }
-#endif
     }
     if (staged_waiting) store_tile_tma<HALF_COLS, 0, 2>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it

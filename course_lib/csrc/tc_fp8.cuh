@@ -26,6 +26,16 @@ __host__ __device__ constexpr int fragment_row(int warp, int lane, bool high) {
 }
 __host__ __device__ constexpr bool on_high_row(int i) { return i % 4 >= 2; }
 
+// Those two rows of C for a warpgroup whose first row is row0, kept inside A (row M - 1 at most) for
+// reading scales: a row past M is computed from TMA's zeros and never stored.
+struct ThreadRows {
+  int lo, hi;
+};
+__host__ __device__ constexpr ThreadRows thread_rows(int row0, int warp, int lane, int M) {
+  return {row0 + fragment_row(warp, lane, false) < M ? row0 + fragment_row(warp, lane, false) : M - 1,
+          row0 + fragment_row(warp, lane, true) < M ? row0 + fragment_row(warp, lane, true) : M - 1};
+}
+
 // Where one thread's block scales lie: its two rows of scale_a and the row of scale_w for W's
 // 128-row block `w_block`. Slice ks reads element ks of each.
 struct BlockScaleRows {
@@ -33,8 +43,8 @@ struct BlockScaleRows {
   const float* hi;
   const float* w;
 };
-__host__ __device__ inline BlockScaleRows block_scale_rows(const Scales& s, int row_lo, int row_hi, int w_block) {
-  return {s.a + size_t(row_lo) * s.k_blocks, s.a + size_t(row_hi) * s.k_blocks, s.w + size_t(w_block) * s.k_blocks};
+__host__ __device__ inline BlockScaleRows block_scale_rows(const Scales& s, ThreadRows rows, int w_block) {
+  return {s.a + size_t(rows.lo) * s.k_blocks, s.a + size_t(rows.hi) * s.k_blocks, s.w + size_t(w_block) * s.k_blocks};
 }
 
 // Promotion: the slice's sums, fresh from the tensor core, added into fp32 registers. With block
