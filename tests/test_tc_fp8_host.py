@@ -70,7 +70,7 @@ PLANTED = [
     ("each slice scaled by the previous slice's scales", "next_w = scales.w[ks + 1];", "next_w = scales.w[ks];"),
     ("accumulators d2, d3 taken for the first row", "return i % 4 >= 2;", "return i % 4 >= 3;"),
     ("total not cleared for the tile", "for (int i = 0; i < R; ++i) total[i] = 0.f;", "for (int i = 0; i < R; ++i) total[i] = 1.f;"),
-    ("rows past M not kept inside A", "? row0 + fragment_row(warp, lane, true) : M - 1", "? row0 + fragment_row(warp, lane, true) : M"),
+    ("rows past M not kept inside A", "min(row0 + fragment_row(warp, lane, true), M - 1)", "row0 + fragment_row(warp, lane, true)"),
 ]
 
 

@@ -31,9 +31,8 @@ __host__ __device__ constexpr bool on_high_row(int i) { return i % 4 >= 2; }
 struct ThreadRows {
   int lo, hi;
 };
-__host__ __device__ constexpr ThreadRows thread_rows(int row0, int warp, int lane, int M) {
-  return {row0 + fragment_row(warp, lane, false) < M ? row0 + fragment_row(warp, lane, false) : M - 1,
-          row0 + fragment_row(warp, lane, true) < M ? row0 + fragment_row(warp, lane, true) : M - 1};
+__host__ __device__ inline ThreadRows thread_rows(int row0, int warp, int lane, int M) {
+  return {min(row0 + fragment_row(warp, lane, false), M - 1), min(row0 + fragment_row(warp, lane, true), M - 1)};
 }
 
 // Where one thread's block scales lie: its two rows of scale_a and the row of scale_w for W's
