@@ -27,7 +27,10 @@ commit named to run them again): ``ordered`` (the consumers take turns to issue,
 one's wgmmas are done) - at commit 819d41e; ``halves`` (-DTC7_LOOP=1: the tile's columns as two
 m64n64 accumulator halves, one in flight while the other is promoted) and ``two sets`` (-DTC7_LOOP=2:
 two whole accumulator sets, slice k + 1 in flight while k is promoted) - at commit 55f9656, both
-serialised by ptxas (C7514). None helped enough to keep (experiments/JOURNAL.md).
+serialised by ptxas (C7514); ``turns after`` / ``turns issued`` (-DTC7_TURNS=1 / 2: the turn-taking
+above again on the shorter loop, the other's turn once this one's wgmmas are done / issued) - in the
+working tree of commit 7c956ba, not committed (runs/2026-12-04_0940_fp8_stage7_loop/turns/). None
+helped enough to keep (experiments/JOURNAL.md).
 
 For each: correctness (``course_lib.check`` in e4m3 per tensor and per block, a few shapes), then GPU time
 (``time_fn``, alternating rounds, median of three) at 4096^3, 8192^3 and 4096 x 14336 x 4096 per
