@@ -626,6 +626,18 @@ def fp8_speedup(shape, key: str, over: str = "bf16") -> float:
     return fp8_tflops(shape, key) / fp8_tflops(shape, over)
 
 
+def fp8_speedup_span(key: str, over: str = "bf16", shapes=None) -> tuple[float, float]:
+    """fp8_speedup's lowest and highest over the large shapes (or ``shapes``)."""
+    return span(*(fp8_speedup(s, key, over) for s in (shapes or FP8_LARGE)))
+
+
+def fp8_scaling_cost_span(key: str, shapes=None) -> tuple[float, float]:
+    """% of its per-tensor speed cuBLAS loses with scaling ``key`` ("row", "block"), least and most
+    over the large shapes (or ``shapes``)."""
+    lo, hi = fp8_speedup_span(key, "tensor", shapes)
+    return (100 * (1 - hi), 100 * (1 - lo))
+
+
 def fp8_accum(data: str, K: int, fast: bool) -> float:
     """cuBLAS's recorded relative error at K (fp32 output), data "normal" or "uniform 0-1"."""
     rows = [r for r in results.summary("fp8")["accumulation"] if r["data"] == data and r["K"] == K]
@@ -666,6 +678,29 @@ def fp8_triton_accum(K: int, fast: bool) -> float:
     return rows[0][f"fast={fast}"]
 
 
+def fp8_model_split(data: str, K: int, pieces: int, size: int = 32) -> float:
+    """The model's relative error (course_lib.model.fp8_accumulator, no promotion) when K is cut into
+    ``pieces`` ranges of whole 128-wide slices, each summed on its own and the sums added exactly:
+    split-K. The inputs are notebook 09's (``size`` x K and K x ``size``, seeded with K); pieces=1 is
+    the notebook's "model, fast" column."""
+    import torch
+
+    from course_lib import fp8
+    from course_lib.gemm import relative_error
+    from course_lib.model import fp8_accumulator
+
+    if pieces < 1 or K % 128:
+        raise ValueError(f"fp8_model_split cuts K (a multiple of 128) into pieces >= 1; got K={K}, pieces={pieces}")
+    g = torch.Generator().manual_seed(K)
+    draw = torch.randn if data == "normal" else torch.rand
+    a = fp8.quantize(draw(size, K, generator=g)).values.double()
+    b = fp8.quantize(draw(K, size, generator=g)).values.double()
+    step = 128 * -(-K // 128 // pieces)
+    parts = [fp8_accumulator.limited_sum_matmul(a[:, k:k + step], b[k:k + step]) for k in range(0, K, step)]
+    assert len(parts) == pieces, f"K={K} does not cut into {pieces} pieces of whole slices"
+    return relative_error(sum(parts), a @ b)
+
+
 def fp8_accum_max(fast: bool) -> float:
     """The largest of cuBLAS's recorded accumulation errors, both kinds of data, every K."""
     return max(r[f"fast_accum={fast}"] for r in results.summary("fp8")["accumulation"])
@@ -699,6 +734,27 @@ def fp8_block_pct_span() -> tuple[float, float]:
 
 def fp8_large() -> list:
     return FP8_LARGE
+
+
+def fp8_triton_tma_gain_span() -> tuple[float, float]:
+    """% the sweep's best configuration with tensor descriptors (``_tma``) gains over its best with
+    pointer loads, at the large shapes (deep_dives/fp8_lab)."""
+    gains = []
+    for r in results.summary("fp8")["triton"]["shapes"]:
+        if tuple(r["shape"]) in FP8_LARGE:
+            tma = max(v for k, v in r["configs tflops"].items() if k.endswith("_tma"))
+            pointers = max(v for k, v in r["configs tflops"].items() if not k.endswith("_tma"))
+            gains.append(100 * (tma / pointers - 1))
+    return span(gains)
+
+
+def fp8_recorded_pct(stage: str, scaling: str, shape) -> float:
+    """% of cuBLAS with the same scaling, as ``bench`` recorded ``stage`` in e4m3 (GPU time): the
+    stage with its default configuration."""
+    rows = recording().select(stage, "e4m3", [_shape(shape)], scaling=scaling)
+    if len(rows) != 1:
+        raise KeyError(f"{len(rows)} records of {stage} (e4m3, {scaling}) at {_shape(shape)} in the H200 recording")
+    return 100 * rows[0]["ratio_to_cublas"]
 
 
 # ---- stage 7: the CUDA FP8 kernel (results.summary("fp8")["stage7"]) ------------------------------
@@ -736,6 +792,23 @@ def tc7_accum(data: str, K: int, who: str = "tc_7", fast: bool = False) -> float
     return rows[0][f"{who} fast_accum={fast}"]
 
 
-def tc7_fast_gain_span() -> tuple[float, float]:
-    """% faster stage 7 runs with fast accumulation than promoted (per tensor), at the large shapes."""
-    return span(*(100 * (tc7(s, "tc_7 tensor fast tflops") / tc7(s, "tc_7 tensor tflops") - 1) for s in FP8_LARGE))
+def tc7_constant(name: str) -> int | float:
+    """A constexpr of stage 7's source (tc_7_fp8.cu and its headers), as the build compiles it."""
+    from course_lib.kernels.tensor_cores import csrc
+
+    return csrc.constant(csrc.CSRC / "tc_7_fp8.cu", name)
+
+
+def tc7_same_as_cublas_up_to(fast: bool = True) -> int:
+    """The largest K up to which stage 7's recorded errors equal cuBLAS's exactly, on both kinds of
+    data and at every recorded K below it (stage 7's accumulation run)."""
+    rows = sorted(results.summary("fp8")["stage7"]["accumulation"], key=lambda r: r["K"])
+    same = 0
+    for K in sorted({r["K"] for r in rows}):
+        at_k = [r for r in rows if r["K"] == K]
+        if any(r[f"tc_7 fast_accum={fast}"] != r[f"cublas fast_accum={fast}"] for r in at_k):
+            break
+        same = K
+    return same
+
+
