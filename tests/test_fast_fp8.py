@@ -12,7 +12,15 @@ from course_lib import backend, correctness, fp8
 from course_lib.instruments import guard
 from course_lib.gemm import new_output, relative_error
 from course_lib.instruments import guarded
+from course_lib.kernels.coalescing_and_triton import fast_fp8, fast_launch
 from course_lib.kernels.coalescing_and_triton.fast_fp8 import Fp8Config, fp8_config, fp8_matmul
+from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import (
+    BLOCKSCALED_CONFIGS,
+    SCALES_CONFIGS,
+    SHAPE_CLASSES,
+    fp8_blockscaled_config,
+    shape_class,
+)
 
 DEVICE = backend.get().torch_device
 # C is rounded once to bf16 (8 significant bits): to nearest, each element moves by at most 2^-8 of
@@ -27,6 +35,18 @@ TOLERANCE = 4e-3
 # to 128); one row; several K slices.
 SHAPES = [(1, 40, 64), (37, 72, 200), (130, 136, 256)]
 SCALINGS = [("tensor", "tensor"), ("row", "row"), ("tensor", "row"), ("row", "tensor")]
+
+
+@pytest.fixture(autouse=True)
+def fresh_plans():
+    """Every test starts without the wrappers' launch plans (some replace a kernel, which a plan from
+    an earlier test would bypass) and leaves none behind."""
+    wrappers = (fast_fp8.fp8_matmul, fast_fp8.fp8_matmul_blockscaled, fast_fp8.triton_fp8)
+    for w in wrappers:
+        w.plans.clear()
+    yield
+    for w in wrappers:
+        w.plans.clear()
 
 
 def operands(M: int, N: int, K: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -100,14 +120,22 @@ def test_the_descriptor_kernel_passes_check_and_falls_back_where_tma_cannot_go(s
 
 
 class _Recording:
-    """A stand-in for a Triton kernel that notes its name at every launch and launches it."""
+    """A stand-in for a Triton kernel that notes its name (or its arguments) at every launch and
+    launches it."""
 
-    def __init__(self, kernel, name, log):
-        self.kernel, self.name, self.log = kernel, name, log
+    def __init__(self, kernel, name, log, arguments=False):
+        self.kernel, self.name, self.log, self.arguments = kernel, name, log, arguments
 
     def __getitem__(self, grid):
-        self.log.append(self.name)
-        return self.kernel[grid]
+        if not self.arguments:
+            self.log.append(self.name)
+            return self.kernel[grid]
+
+        def launch(*args, **meta):
+            self.log.append(args)
+            return self.kernel[grid](*args, **meta)
+
+        return launch
 
 
 def test_forgotten_or_misplaced_scales_fail_by_far():
@@ -195,6 +223,28 @@ def test_block_shapes_that_cover_a_row_or_the_tensor_are_accepted():
     assert relative_error(fp8_matmul(qa, qw), exact(qa, qw)) < TOLERANCE
 
 
+def test_the_shape_classes():
+    assert shape_class(64, 14336, 4096, sms=132) == "decode" and shape_class(65, 14336, 4096, sms=132) == "few_tiles"
+    assert shape_class(8192, 2304, 768, sms=132) == "short_k" and shape_class(8192, 2304, 1040, sms=132) == "large"
+    # 4 x 32 = 128 tiles of 256 x 128: fewer than 132 SMs, a wave on 114 (an H100 PCIe)
+    assert shape_class(1024, 4096, 4096, sms=132) == "few_tiles" and shape_class(1024, 4096, 4096, sms=114) == "large"
+    assert set(SCALES_CONFIGS) == set(BLOCKSCALED_CONFIGS) == set(SHAPE_CLASSES)
+
+
+def test_the_block_scaled_default_keeps_its_two_accumulators_in_registers():
+    """The block-scaled kernels hold two fp32 tiles per thread (each slice's sum and the total): at
+    more than 64 elements of each per thread ptxas spills (256 x 128 on 8 warps: 128, the per-tensor
+    kernel's large tile, which ran at 17-29 % of cuBLAS block-scaled). No class's configuration may
+    be that; at the large shapes it is 64 x 128 x 128, 4 warps, 4 stages, the tile that ran at 55-61 %."""
+    for cls, cfg in BLOCKSCALED_CONFIGS.items():
+        assert cfg.block_k == 128 and cfg.block_m * cfg.block_n // (32 * cfg.num_warps) <= 64, (cls, cfg)
+    for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096), (2048, 3584, 18944)]:
+        cfg = fp8_blockscaled_config(*shape, sms=132)
+        assert (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps, cfg.num_stages) == (64, 128, 128, 4, 4), shape
+        assert (cfg.block_m, cfg.block_n) != (fp8_config(*shape, sms=132).block_m, fp8_config(*shape, sms=132).block_n)
+    assert fp8_blockscaled_config(16, 4096, 4096, sms=132).block_k == 128  # never cut to K: the blocks' length
+
+
 def test_the_config_rule_and_its_checks():
     small, short, large = fp8_config(16, 4096, 4096), fp8_config(2048, 2304, 768), fp8_config(4096, 4096, 4096)
     assert (small.block_m, small.block_n, small.block_k) == (64, 64, 128)
@@ -256,10 +306,14 @@ def test_refuses_scales_other_than_per_tensor_or_per_row(operand, scaling, block
         fp8_matmul(qa, qw)
 
 
-@pytest.mark.parametrize("config", [None, Fp8Config(32, 64, 128, group_m=2), Fp8Config(16, 256, 128)])
+@pytest.mark.parametrize("config", [None, Fp8Config(32, 64, 128, group_m=2), Fp8Config(16, 256, 128),
+                                    Fp8Config(32, 64, 128, group_m=2, descriptors=True),
+                                    Fp8Config(16, 256, 128, descriptors=True)], ids=lambda c: c and c.label)
 def test_the_block_scaled_kernel_passes_check(config):
     """DeepSeek-V3's scales: A per 1 x 128, W per 128 x 128, applied to each K-slice's sum; shapes
-    that cut the blocks (K = 257, N = 129) and the tiles."""
+    that cut the blocks (K = 257, N = 129) and the tiles. Tiles at most 128 wide read one scale of W
+    per slice, 256-wide ones a scale per column; with descriptors, the TMA kernel where every row is a
+    multiple of 16 bytes (N = 8, 300) and the pointer kernel where C's is not (N = 129)."""
     from course_lib.kernels.coalescing_and_triton.fast_fp8 import fp8_matmul_blockscaled
 
     correctness.check(lambda qa, qw: fp8_matmul_blockscaled(qa, qw, config), "e4m3",
@@ -316,6 +370,181 @@ def test_refuses_what_is_not_quantized():
     _, qw = quantized(8, 16, 32, seed=1)
     with pytest.raises(TypeError, match="must be a course_lib.fp8.Quantized"):
         fp8_matmul(torch.zeros(8, 32), qw)
+
+
+# ---- launch plans: checked and decided once per key, then only launched -----------------------------
+def _counting(monkeypatch, name: str) -> list:
+    """Calls of fast_fp8's ``name`` (the one check every checked path runs first), noted."""
+    calls, real = [], getattr(fast_fp8, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args[2] if len(args) > 2 else kwargs.get("stage"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fast_fp8, name, counted)
+    return calls
+
+
+def _fresh(q: fp8.Quantized, seed: int) -> fp8.Quantized:
+    """Other values and scales, of the same dtype, shape, strides and alignment: a later call's operand."""
+    gen = torch.Generator().manual_seed(seed)
+    values = torch.randn(q.values.shape, generator=gen).clamp(-400, 400).to(q.values.dtype).to(DEVICE)
+    scales = (torch.rand(q.scales.shape, generator=gen) + 0.5).to(q.scales.dtype).to(DEVICE)
+    return dataclasses.replace(q, values=values, scales=scales)
+
+
+WRAPPERS = {  # name: (wrapper, scaling)
+    "fp8_matmul tensor": (fast_fp8.fp8_matmul, "tensor"),
+    "fp8_matmul row": (fast_fp8.fp8_matmul, "row"),
+    "fp8_matmul_blockscaled": (fast_fp8.fp8_matmul_blockscaled, "block"),
+    "triton_fp8 tensor": (fast_fp8.triton_fp8, "tensor"),
+    "triton_fp8 row": (fast_fp8.triton_fp8, "row"),
+    "triton_fp8 block": (fast_fp8.triton_fp8, "block"),
+}
+
+
+@pytest.mark.parametrize("name", WRAPPERS)
+def test_each_wrapper_checks_and_decides_once_per_key(monkeypatch, name):
+    """The second call with operands of the first's key (other values and scales) takes the plan: no
+    check, no choice, no new plan - and its C is the product of its own operands."""
+    fn, scaling = WRAPPERS[name]
+    checks = _counting(monkeypatch, "check_gemm_operands")
+    plans = []
+    real_plan = fast_fp8.Fp8Plan
+    monkeypatch.setattr(fast_fp8, "Fp8Plan", lambda *a, **k: plans.append(a[0].fn.__name__) or real_plan(*a, **k))
+    qa, qw = fp8.fp8_inputs(37, 136, 272, scaling, seed=1)
+    first = fn(qa, qw)
+    qa2, qw2 = _fresh(qa, 2), _fresh(qw, 3)
+    assert fast_fp8.fp8_plan_key(qa2, qw2) == fast_fp8.fp8_plan_key(qa, qw)
+    second = fn(qa2, qw2)
+    assert len(checks) == 1 and len(plans) == 1 and len(fn.plans) == 1
+    assert plans == ["fp8_blockscaled_kernel" if scaling == "block" else "fp8_matmul_kernel"]
+    assert relative_error(first, exact(qa, qw)) < TOLERANCE and relative_error(second, exact(qa2, qw2)) < TOLERANCE
+    assert not torch.equal(first, second)
+
+
+def test_another_key_makes_another_plan(monkeypatch):
+    """Shape, scaling, the scales' dtype and layout, the values' alignment and the configuration are
+    each part of the key: each makes a plan of its own, and each computes its own operands' product."""
+    checks = _counting(monkeypatch, "check_gemm_operands")
+    qa, qw = quantized(37, 72, 200, seed=5)
+    fp8_matmul(qa, qw)
+    moved = torch.empty(qa.values.numel() + 1, dtype=torch.uint8, device=DEVICE)[1:].view(torch.float8_e4m3fn)
+    moved.copy_(qa.values.reshape(-1))
+    variants = [
+        quantized(38, 72, 200, seed=5),  # shape
+        quantized(37, 72, 200, seed=5, scalings=("tensor", "row")),  # scaling
+        (dataclasses.replace(qa, scales=qa.scales.double()), qw),  # the scales' dtype: converted on every call
+        (dataclasses.replace(qa, scales=qa.scales.repeat(1, 2)[:, :1]), qw),  # the scales' strides (2, 1)
+        (dataclasses.replace(qa, values=moved.view(qa.values.shape)), qw),  # A starts 1 byte into its allocation
+    ]
+    for x, y in variants:
+        assert relative_error(fp8_matmul(x, y), exact(x, y)) < TOLERANCE
+        assert relative_error(fp8_matmul(_fresh(x, 7), _fresh(y, 8)), exact(_fresh(x, 7), _fresh(y, 8))) < TOLERANCE
+    fp8_matmul(qa, qw, Fp8Config(32, 32, 64))  # the configuration
+    assert len(checks) == len(fp8_matmul.plans) == 2 + len(variants)
+
+
+def test_the_plan_passes_fp32_contiguous_scales_as_they_are(monkeypatch):
+    """No copy of scales that are already what the kernel reads; other scales converted on every call."""
+    seen = []
+    for name in ("fp8_matmul_kernel", "fp8_blockscaled_kernel"):
+        monkeypatch.setattr(fast_fp8, name, _Recording(getattr(fast_fp8, name), name, seen, arguments=True))
+    for fn, scaling in ((fp8_matmul, "row"), (fast_fp8.fp8_matmul_blockscaled, "block")):
+        qa, qw = fp8.fp8_inputs(37, 136, 272, scaling, seed=1)
+        for _ in range(2):  # the checked path, then the plan
+            fn(qa, qw)
+            assert seen[-1][3] is qa.scales and seen[-1][4] is qw.scales
+        double = dataclasses.replace(qa, scales=qa.scales.double())
+        for _ in range(2):
+            c = fn(double, qw)
+            assert seen[-1][3].dtype == torch.float32 and seen[-1][3].is_contiguous() and seen[-1][4] is qw.scales
+        assert relative_error(c, exact(double, qw)) < TOLERANCE
+
+
+def test_bad_input_after_a_plan_is_still_refused():
+    """Whatever the checked path refuses, a call after a plan was made refuses too, with its message."""
+    qa, qw = quantized(8, 16, 32, seed=1)
+    fp8_matmul(qa, qw)
+    a, w = operands(8, 16, 32, seed=1)
+    with pytest.raises(ValueError, match=r"qa is in e5m2 .* e4m3 only"):
+        fp8_matmul(fp8.quantize(a, "e5m2", "row"), qw)
+    with pytest.raises(ValueError, match=r"qa.values is not contiguous along K"):
+        fp8_matmul(dataclasses.replace(qa, values=qa.values.T.contiguous().T), qw)
+    with pytest.raises(ValueError, match=r"different devices .*qw.scales on meta"):
+        fp8_matmul(qa, dataclasses.replace(qw, scales=qw.scales.to("meta")))
+    with pytest.raises(ValueError, match=r"qa.scales has shape \(4, 1\).*need \(8, 1\)"):
+        fp8_matmul(dataclasses.replace(qa, scales=qa.scales[:4]), qw)
+    with pytest.raises(ValueError, match=r"qa is 8 x 32 and qw is 16 x 16"):
+        fp8_matmul(qa, dataclasses.replace(qw, values=qw.values[:, :16].contiguous()))
+    with pytest.raises(TypeError, match="must be a course_lib.fp8.Quantized"):
+        fp8_matmul(qa.values, qw)
+    with pytest.raises(TypeError, match="config must be an Fp8Config"):
+        fp8_matmul(qa, qw, {"block_m": 64})
+    ba, bw = fp8.fp8_inputs(8, 16, 256, "block", seed=1)
+    fast_fp8.triton_fp8(ba, bw)  # triton_fp8's plan for block scales is not fp8_matmul's
+    with pytest.raises(ValueError, match=r"one scale per .* block.*fp8_matmul_blockscaled takes those"):
+        fp8_matmul(ba, bw)
+    assert len(fp8_matmul.plans) == 1 and len(fast_fp8.triton_fp8.plans) == 1
+
+
+class _FakeCompiled:
+    """Stands for Triton's CompiledKernel, as in tests/test_launch_plans.py: ``self[grid]`` is a runner
+    that takes every parameter of the kernel positionally in its signature's order, constexprs too,
+    and hands them to the interpreter by name (a parameter in the wrong place computes a wrong C)."""
+
+    runs = 0
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        assert len(grid) == 3
+
+        def runner(*args):
+            assert len(args) == len(self.kernel.arg_names), (args, self.kernel.arg_names)
+            _FakeCompiled.runs += 1
+            self.kernel[grid](**dict(zip(self.kernel.arg_names, args)))
+
+        return runner
+
+
+class _Jit:
+    """A kernel whose launch through the JIT returns a (fake) compiled kernel, as on a GPU."""
+
+    def __init__(self, kernel, launches: list):
+        self.kernel, self.launches, self.arg_names = kernel, launches, kernel.arg_names
+
+    def __getitem__(self, grid):
+        def launch(*args, **meta):
+            self.launches.append(grid)
+            self.kernel[grid](*args, **meta)
+            return _FakeCompiled(self.kernel)
+
+        return launch
+
+
+@pytest.mark.skipif(backend.get().is_gpu, reason="plays the GPU's part on the CPU backend")
+@pytest.mark.parametrize("scaling, config", [
+    ("tensor", Fp8Config(32, 64, 64)), ("row", Fp8Config(32, 64, 64, descriptors=True, fast_accumulation=True)),
+    ("block", Fp8Config(32, 64, 128)), ("block", Fp8Config(16, 256, 128, descriptors=True)),
+], ids=lambda x: getattr(x, "label", x))
+def test_later_launches_go_through_the_compiled_kernel_with_every_parameter_in_order(monkeypatch, scaling, config):
+    """Where Triton's JIT returns a compiled kernel (a GPU), the plan launches it directly from the
+    second call on (fast_launch.KernelLaunch), with every parameter in the kernel's signature order."""
+    launches = []
+    for name in ("fp8_matmul_kernel", "fp8_matmul_tma_kernel", "fp8_blockscaled_kernel", "fp8_blockscaled_tma_kernel"):
+        monkeypatch.setattr(fast_fp8, name, _Jit(getattr(fast_fp8, name), launches))
+    monkeypatch.setattr(fast_launch, "CompiledKernel", _FakeCompiled)
+    fn = fast_fp8.fp8_matmul_blockscaled if scaling == "block" else fp8_matmul
+    qa, qw = fp8.fp8_inputs(37, 80, 272, scaling, seed=1)
+    fn(qa, qw, config)
+    for seed in (2, 3):
+        x, y = _fresh(qa, seed), _fresh(qw, seed + 10)
+        runs = _FakeCompiled.runs
+        c = fn(x, y, config)
+        assert _FakeCompiled.runs == runs + 1 and len(launches) == 1  # the runner, not the JIT
+        assert relative_error(c, exact(x, y)) < TOLERANCE
 
 
 # ---- on a GPU ---------------------------------------------------------------------------------------

@@ -17,7 +17,11 @@ needs no copy of the weight.
   for FP8 on Hopper instead: the tensor core's accumulator runs over the whole of K.
 * One program per tile, in grouped order (:func:`fast.grouped_tile`); pointer loads with masks at
   every edge, K's tail included, or (``Fp8Config.descriptors``, where every row is a multiple of 16
-  bytes) ``fp8_matmul_tma_kernel``, which reads A and W through tensor descriptors (TMA).
+  bytes) ``fp8_matmul_tma_kernel`` and ``fp8_blockscaled_tma_kernel``, which read A and W through
+  tensor descriptors (TMA).
+* The configurations, and the rule that picks one per shape, are in :mod:`.fast_fp8_configs`. The
+  wrappers check the operands and choose once per kind of operands (:func:`fp8_plan_key`) and keep
+  that as a plan (:class:`Fp8Plan`), which later calls launch into a new C without Triton's JIT.
 
 On a GPU the kernel needs compute capability 8.9 or newer (Triton compiles e4m3 ``tl.dot`` for
 sm_89 and later: ``mma`` on Ada, ``wgmma`` on Hopper). On the CPU backend it runs, unchanged, in
@@ -33,19 +37,17 @@ to nearest even itself (``ROUND_BF16_BY_HAND``), as a GPU's conversion does.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-
 import torch
 import triton
 import triton.language as tl
 
 from course_lib import backend, features
 from course_lib.fp8 import BLOCK_SCALES, Quantized, check_gemm_operands
-from course_lib.gemm import new_output
+from course_lib.gemm import LaunchPlans, new_output, plan_key
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, ensure_allocator, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast import grouped_tile
-from course_lib.model.hardware import device_sms
+from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import Fp8Config, fp8_blockscaled_config, fp8_config
+from course_lib.kernels.coalescing_and_triton.fast_launch import KernelLaunch
 
 STAGE = "fp8_matmul"
 
@@ -184,9 +186,7 @@ def fp8_blockscaled_kernel(
     ks = tl.arange(0, BLOCK_K)
     a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :]
     w_ptrs = w_ptr + cols[:, None] * stride_wn + ks[None, :]
-    # Where each row's and column's scales start: A's row m, W's block row n // 128.
-    sa_ptrs = scale_a_ptr + rows * stride_sam
-    sw_ptrs = scale_w_ptr + (cols // 128) * stride_swn
+    sa_ptrs = scale_a_ptr + rows * stride_sam  # where each row's scales start
 
     # ---- mainloop: one block of scales per K-slice -------------------------------------------------
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -195,8 +195,7 @@ def fp8_blockscaled_kernel(
         w = tl.load(w_ptrs, mask=(cols[:, None] < N) & (ks[None, :] < K - kb * BLOCK_K), other=0.0)
         part = tl.dot(a, tl.trans(w))                                    # this K-slice alone, fp32
         sa = tl.load(sa_ptrs + kb, mask=rows < M, other=0.0)
-        sw = tl.load(sw_ptrs + kb, mask=cols < N, other=0.0)
-        acc += part * sa[:, None] * sw[None, :]
+        acc += part * sa[:, None] * block_scales_of_w(scale_w_ptr, stride_swn, kb, pid_n * BLOCK_N, N, BLOCK_N)
         a_ptrs += BLOCK_K
         w_ptrs += BLOCK_K
 
@@ -206,129 +205,213 @@ def fp8_blockscaled_kernel(
              mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-@dataclass(frozen=True)
-class Fp8Config:
-    """One launch configuration of :func:`fp8_matmul_kernel`.
+@triton.jit
+def block_scales_of_w(scale_w_ptr, stride_swn, kb, col0, N, BLOCK_N: tl.constexpr):
+    """W's scales of K-block ``kb`` for the tile whose first column is ``col0``, as a row (1 x BLOCK_N)
+    to multiply the tile by. A tile at most 128 wide lies in one block row of W (its first column is
+    a multiple of its width, which divides 128): then one scale serves the whole tile, one load."""
+    if BLOCK_N <= 128:
+        sw = tl.load(scale_w_ptr + (col0 // 128) * stride_swn + kb)
+    else:
+        cols = col0 + tl.arange(0, BLOCK_N)
+        sw = tl.load(scale_w_ptr + (cols // 128) * stride_swn + kb, mask=cols < N, other=0.0)[None, :]
+    return sw
 
-    ``fast_accumulation``: False adds the tensor core's partial sum into the fp32 accumulator once
-    per BLOCK_K slice (``max_num_imprecise_acc=BLOCK_K``: at 128, every four 32-deep instructions,
-    DeepSeek-V3's interval); True leaves Triton's default for FP8 on Hopper, where the tensor core's
-    narrow accumulator runs over the whole of K (cuBLAS's ``use_fast_accum``). Other GPUs and the
-    interpreter accumulate in fp32 either way.
+
+@triton.jit
+def fp8_blockscaled_tma_kernel(
+    # Pointers to matrices: A (M x K) and W (N x K) in e4m3, each K-major; C (M x N) in bf16
+    a_ptr, w_ptr, c_ptr,
+    # Pointers to the scales (fp32, row-major): A's M x KB, W's ceil(N / 128) x KB
+    scale_a_ptr, scale_w_ptr,
+    # Matrix dimensions
+    M, N, K,
+    # Strides: rows of A, W and C, rows of the two scale matrices
+    stride_am, stride_wn, stride_cm, stride_sam, stride_swn,
+    # Meta-parameters (BLOCK_K is the scales' block along K: 128)
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    ROUND_BF16_BY_HAND: tl.constexpr,
+):
+    """fp8_blockscaled_kernel with A and W read, and C written, through tensor descriptors (TMA on
+    Hopper), as fp8_matmul_tma_kernel reads them; the scales through pointers."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
+
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    row0, col0 = pid_m * BLOCK_M, pid_n * BLOCK_N
+    rows = row0 + tl.arange(0, BLOCK_M)
+    sa_ptrs = scale_a_ptr + rows * stride_sam
+
+    # ---- mainloop: one block of scales per K-slice -------------------------------------------------
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([row0, kb * BLOCK_K])
+        w = w_desc.load([col0, kb * BLOCK_K])
+        part = tl.dot(a, w.T)
+        sa = tl.load(sa_ptrs + kb, mask=rows < M, other=0.0)
+        acc += part * sa[:, None] * block_scales_of_w(scale_w_ptr, stride_swn, kb, col0, N, BLOCK_N)
+
+    # ---- epilogue -----------------------------------------------------------------------------------
+    c = round_to_bf16(acc) if ROUND_BF16_BY_HAND else acc.to(tl.bfloat16)
+    c_desc.store([row0, col0], c)
+
+
+# ---- the launch plans: check and decide once per key of operands, then only launch ------------------
+def fp8_plan_key(qa: object, qw: object, config: Fp8Config | None = None) -> tuple | None:
+    """What the FP8 wrappers' checks and choices depend on in their operands and ``config``, as a dict
+    key; None for anything but two :class:`~course_lib.fp8.Quantized` of torch tensors (those take the
+    checked path on every call, which says what is wrong).
+
+    It holds :func:`course_lib.gemm.plan_key` of the values and of the scales - shape, strides,
+    element type, device and 16-byte alignment of each of the four tensors -, the operands' blocks
+    (the scaling), their formats' names and the configuration: everything
+    :func:`~course_lib.fp8.check_gemm_operands`, the choice of kernel and configuration and Triton's
+    specialisation read. Equal keys pass and fail the same checks and lead to the same launch. The
+    backend is watched by :class:`course_lib.gemm.LaunchPlans` instead."""
+    if type(qa) is not Quantized or type(qw) is not Quantized or type(qa.block) is not tuple or type(qw.block) is not tuple:
+        return None
+    values, scales = plan_key(qa.values, qw.values), plan_key(qa.scales, qw.scales)
+    if values is None or scales is None:
+        return None
+    return values, scales, qa.block, qw.block, getattr(qa.fmt, "name", None), getattr(qw.fmt, "name", None), config
+
+
+class Fp8Plan:
+    """One FP8 kernel and configuration, decided for operands of one key (:func:`fp8_plan_key`) and
+    launched into ``c``; ``plan(qa, qw)`` launches it again, into a new C, on operands of that key.
+
+    Decided once: the kernel, its grid, and every argument but the tensors (sizes, strides,
+    constexprs), launched again without Triton's JIT on a GPU (:class:`.fast_launch.KernelLaunch`).
+    ``rest`` is the kernel's arguments after the five tensors, where "sa rows" and "sw rows" stand for
+    the row strides of the scales as the kernel gets them. Scales that are fp32 and contiguous go to
+    the kernel as they are; others are converted on every call (their values may change between
+    calls; their dtype and layout, which the key holds, do not). ``flatten``: one scale per tensor or
+    per row, which the kernel reads as a flat list.
     """
 
-    block_m: int
-    block_n: int
-    block_k: int
-    group_m: int = 8
-    num_warps: int = 4
-    num_stages: int = 4
-    fast_accumulation: bool = False
-    descriptors: bool = False  # fp8_matmul_tma_kernel where the operands allow tensor descriptors
+    def __init__(self, kernel, qa: Quantized, qw: Quantized, c: torch.Tensor, rest: tuple, cfg: Fp8Config,
+                 flatten: bool, **constexprs) -> None:
+        self.M, self.N, self.device, self.cfg, self.flatten = c.shape[0], c.shape[1], c.device, cfg, flatten
+        self.convert_a, self.convert_w = (not (q.scales.dtype == torch.float32 and q.scales.is_contiguous())
+                                          for q in (qa, qw))
+        grid = (triton.cdiv(self.M, cfg.block_m) * triton.cdiv(self.N, cfg.block_n),)
+        meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m, **constexprs,
+                    ROUND_BF16_BY_HAND=not backend.get().is_gpu, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        sa, sw = self.scales(qa, qw)
+        strides = {"sa rows": sa.stride(0), "sw rows": sw.stride(0)}
+        rest = tuple(strides[r] if isinstance(r, str) else r for r in rest)
+        self.kernel = KernelLaunch(kernel, grid, (qa.values, qw.values, c, sa, sw), rest, meta)
 
-    def __post_init__(self) -> None:
-        for name, least in (("block_m", 16), ("block_n", 16), ("block_k", 32)):
-            v = getattr(self, name)
-            # tl.arange needs powers of two; an FP8 mma is 32 deep in K and at least 16 wide
-            if v < least or v & (v - 1):
-                raise ValueError(f"Fp8Config: {name} must be a power of two >= {least}, not {v}")
-        if self.group_m < 1:
-            raise ValueError(f"Fp8Config: group_m is a number of tile rows >= 1, not {self.group_m}")
+    def fp32(self, s: torch.Tensor) -> torch.Tensor:
+        return (s.reshape(-1) if self.flatten else s).to(torch.float32).contiguous()
 
-    @property
-    def max_num_imprecise_acc(self) -> int | None:
-        """tl.dot's argument: products along K summed by the tensor core before an fp32 add."""
-        return None if self.fast_accumulation else self.block_k
+    def scales(self, qa: Quantized, qw: Quantized) -> tuple[torch.Tensor, torch.Tensor]:
+        """The operands' scales as the kernel reads them: fp32, one after another (a contiguous fp32
+        tensor is that already)."""
+        sa, sw = qa.scales, qw.scales
+        return (self.fp32(sa) if self.convert_a else sa), (self.fp32(sw) if self.convert_w else sw)
 
-
-def fp8_config(M: int, N: int, K: int, sms: int | None = None) -> Fp8Config:
-    """The configuration :func:`fp8_matmul` launches for an M x N x K product on a GPU of ``sms`` SMs
-    (default: this GPU's; the recorded H200's on the CPU): the best of a sweep on the H200
-    (experiments/gpu_fp8_triton.py; experiments/JOURNAL.md), as a rule:
-
-    * 256 x 128 tiles, BLOCK_K 128, 8 warps, 4 stages, operands through tensor descriptors, where
-      they make at least one wave (one tile per SM: 132 on the H200) and K is longer than 1,024:
-      915-1046 TFLOP/s at the large shapes of the sweep, 4-8 % above pointer loads. (128 x 256 tiles, the bf16 kernel's, reached
-      374-393 with pointer loads: with promoted sums the tile's second accumulator does not fit);
-    * 64 x 64 tiles, 4 warps, 4 stages, pointer loads otherwise - decode, and short or few tiles:
-      many programs to share the weight's bytes (M = 64 x N = 14336: cuBLAS's 282 TFLOP/s;
-      2048 x 2304 x 768: 372).
-
-    BLOCK_K is 128, or K rounded up to a power of two (at least 32) when K is shorter.
-    """
-    block_k = min(128, max(32, triton.next_power_of_2(K)))
-    sms = device_sms() if sms is None else sms
-    if M > 64 and K > 1024 and triton.cdiv(M, 256) * triton.cdiv(N, 128) >= sms:
-        return Fp8Config(256, 128, block_k, num_warps=8, num_stages=4, descriptors=True)
-    return Fp8Config(64, 64, block_k, num_warps=4, num_stages=4)
+    def __call__(self, qa: Quantized, qw: Quantized) -> torch.Tensor:
+        c = new_output(self.M, self.N, torch.bfloat16, self.device)
+        self.kernel.launch(qa.values, qw.values, c, *self.scales(qa, qw))
+        return c
 
 
-# ---- the wrapper: check the operands, allocate C, launch -----------------------------------------
-def fp8_matmul(qa: Quantized, qw: Quantized, config: Fp8Config | None = None) -> torch.Tensor:
-    """C = A @ W^T (M x N, bf16) from A = ``qa`` (M x K) and W = ``qw`` (N x K, the weight of
-    nn.Linear), each e4m3 with one scale per tensor or per row; ``config``: :func:`fp8_config`'s
-    choice when None."""
-    M, N, K, rows_a, rows_w = check_gemm_operands(qa, qw, STAGE)
+def _planned(plans: LaunchPlans, checked, qa: object, qw: object, config: Fp8Config | None) -> torch.Tensor:
+    """``plans``' plan for these operands launched into a new C; the first call with their key takes
+    the ``checked`` path, which checks, decides, launches and returns (C, plan). A call that raises
+    keeps no plan."""
+    if config is not None and type(config) is not Fp8Config:
+        raise TypeError(f"{STAGE}: config must be an Fp8Config, or None for the rule's choice; "
+                        f"not {type(config).__name__}")
+    key = fp8_plan_key(qa, qw, config)
+    plan = plans.get(key)
+    if plan is not None:  # operands like these passed every check of the checked path
+        return plan(qa, qw)
+    c, plan = checked(qa, qw, config)
+    plans.keep(key, plan)
+    return c
+
+
+def _require_fp8_tensor_cores() -> None:
     # Triton's CUDA backend compiles e4m3 dots for sm_89 and newer (its supported_fp8_dtypes).
     why = features.why_not_here(f"stage '{STAGE}'", (features.FP8_TENSOR_CORES,))
     if why is not None:
         raise features.NotOnThisGPU(why)
+
+
+def _descriptors_fit(qa: Quantized, qw: Quantized, c: torch.Tensor) -> bool:
+    return all(descriptor_problem(t, n) is None for t, n in ((qa.values, "A"), (qw.values, "W"), (c, "C")))
+
+
+# ---- the wrappers: check the operands, allocate C, launch ----------------------------------------
+def _checked_scales(qa: object, qw: object, config: Fp8Config | None) -> tuple[torch.Tensor, Fp8Plan]:
+    """fp8_matmul's checked path: check, choose the configuration and the kernel, launch."""
+    M, N, K, rows_a, rows_w = check_gemm_operands(qa, qw, STAGE)
+    _require_fp8_tensor_cores()
     c = new_output(M, N, torch.bfloat16, qa.values.device)
     require_32bit_offsets(STAGE, qa.values, qw.values, c)
-
     cfg = config or fp8_config(M, N, K)
-    # One fp32 scale after another: the kernel steps through them with its own stride (1 or 0).
-    sa = qa.scales.reshape(-1).to(torch.float32).contiguous()
-    sw = qw.scales.reshape(-1).to(torch.float32).contiguous()
-    grid = (triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n),)
-    if cfg.descriptors and all(descriptor_problem(t, n) is None for t, n in ((qa.values, "A"), (qw.values, "W"), (c, "C"))):
+    acc = dict(MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc)
+    # The scales' strides last: 1 for one per row, 0 for one per tensor (a row that every row shares).
+    if cfg.descriptors and _descriptors_fit(qa, qw, c):
         ensure_allocator()
-        fp8_matmul_tma_kernel[grid](
-            qa.values, qw.values, c, sa, sw, M, N, K,
-            qa.values.stride(0), qw.values.stride(0), c.stride(0), int(rows_a), int(rows_w),
-            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-            MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc, ROUND_BF16_BY_HAND=not backend.get().is_gpu,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-        )
-        return c
-    fp8_matmul_kernel[grid](
-        qa.values, qw.values, c, sa, sw, M, N, K,
-        qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), int(rows_a), int(rows_w),
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-        MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc, ROUND_BF16_BY_HAND=not backend.get().is_gpu,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )
-    return c
+        rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), int(rows_a), int(rows_w))
+        return c, Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc)
+    rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), int(rows_a), int(rows_w))
+    return c, Fp8Plan(fp8_matmul_kernel, qa, qw, c, rest, cfg, True, **acc)
+
+
+def _checked_blocks(qa: object, qw: object, config: Fp8Config | None) -> tuple[torch.Tensor, Fp8Plan]:
+    """fp8_matmul_blockscaled's checked path."""
+    M, N, K, _, _ = check_gemm_operands(qa, qw, STAGE, blocks=True)
+    _require_fp8_tensor_cores()
+    if config is not None and config.block_k != 128:
+        raise ValueError(f"{STAGE}: block scales cover 128 of K, so BLOCK_K must be 128, not {config.block_k}")
+    cfg = config or fp8_blockscaled_config(M, N, K)
+    c = new_output(M, N, torch.bfloat16, qa.values.device)
+    require_32bit_offsets(STAGE, qa.values, qw.values, c)
+    if cfg.descriptors and _descriptors_fit(qa, qw, c):
+        ensure_allocator()
+        rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), "sa rows", "sw rows")
+        return c, Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False)
+    rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), "sa rows", "sw rows")
+    return c, Fp8Plan(fp8_blockscaled_kernel, qa, qw, c, rest, cfg, False)
+
+
+def _checked_either(qa: object, qw: object, config: None) -> tuple[torch.Tensor, Fp8Plan]:
+    """triton_fp8's checked path: the block-scaled kernel for DeepSeek-V3's blocks, else fp8_matmul's."""
+    if isinstance(qa, Quantized) and isinstance(qw, Quantized) and (tuple(qa.block), tuple(qw.block)) == BLOCK_SCALES:
+        return _checked_blocks(qa, qw, config)
+    return _checked_scales(qa, qw, config)
+
+
+def fp8_matmul(qa: Quantized, qw: Quantized, config: Fp8Config | None = None) -> torch.Tensor:
+    """C = A @ W^T (M x N, bf16) from A = ``qa`` (M x K) and W = ``qw`` (N x K, the weight of
+    nn.Linear), each e4m3 with one scale per tensor or per row; ``config``: :func:`fp8_config`'s
+    choice when None.
+
+    The first call with operands of a key (:func:`fp8_plan_key`, ``config`` included) checks them,
+    chooses and launches; later calls with that key launch its plan into a new C (:class:`Fp8Plan`)."""
+    return _planned(_SCALES_PLANS, _checked_scales, qa, qw, config)
 
 
 def fp8_matmul_blockscaled(qa: Quantized, qw: Quantized, config: Fp8Config | None = None) -> torch.Tensor:
     """C = A @ W^T (M x N, bf16) from A = ``qa`` in 1 x 128 blocks and W = ``qw`` in 128 x 128 blocks
-    (each e4m3, one fp32 scale per block); ``config``'s BLOCK_K must be 128, the blocks' length."""
-    M, N, K, _, _ = check_gemm_operands(qa, qw, STAGE, blocks=True)
-    why = features.why_not_here(f"stage '{STAGE}'", (features.FP8_TENSOR_CORES,))
-    if why is not None:
-        raise features.NotOnThisGPU(why)
-    if config is not None and config.block_k != 128:
-        raise ValueError(f"{STAGE}: block scales cover 128 of K, so BLOCK_K must be 128, not {config.block_k}")
-    cfg = config or dataclasses.replace(fp8_config(M, N, K), block_k=128)
-    c = new_output(M, N, torch.bfloat16, qa.values.device)
-    require_32bit_offsets(STAGE, qa.values, qw.values, c)
-    sa = qa.scales.to(torch.float32).contiguous()
-    sw = qw.scales.to(torch.float32).contiguous()
-    grid = (triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n),)
-    fp8_blockscaled_kernel[grid](
-        qa.values, qw.values, c, sa, sw, M, N, K,
-        qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), sa.stride(0), sw.stride(0),
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=128, GROUP_M=cfg.group_m,
-        ROUND_BF16_BY_HAND=not backend.get().is_gpu, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )
-    return c
+    (each e4m3, one fp32 scale per block); ``config``: :func:`fp8_blockscaled_config`'s choice when
+    None, else its BLOCK_K must be 128, the blocks' length. Planned per key as :func:`fp8_matmul`."""
+    return _planned(_BLOCK_PLANS, _checked_blocks, qa, qw, config)
 
 
 def triton_fp8(qa: Quantized, qw: Quantized) -> torch.Tensor:
     """The course's Triton FP8 GEMM as the manifest lists it: :func:`fp8_matmul_blockscaled` for
     DeepSeek-V3's block scales (A per 1 x 128, W per 128 x 128), :func:`fp8_matmul` for one scale per
-    tensor or per row; each with its default configuration."""
-    if isinstance(qa, Quantized) and isinstance(qw, Quantized) and (tuple(qa.block), tuple(qw.block)) == BLOCK_SCALES:
-        return fp8_matmul_blockscaled(qa, qw)
-    return fp8_matmul(qa, qw)
+    tensor or per row; each with its default configuration, planned per key."""
+    return _planned(_EITHER_PLANS, _checked_either, qa, qw, None)
+
+
+# Each wrapper's plans (course_lib.gemm.LaunchPlans: dropped when the backend changes), also the
+# wrapper's attribute ``plans``.
+_SCALES_PLANS, _BLOCK_PLANS, _EITHER_PLANS = LaunchPlans(), LaunchPlans(), LaunchPlans()
+fp8_matmul.plans, fp8_matmul_blockscaled.plans, triton_fp8.plans = _SCALES_PLANS, _BLOCK_PLANS, _EITHER_PLANS

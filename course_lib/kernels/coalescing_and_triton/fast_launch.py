@@ -4,8 +4,9 @@
   launch (or, where no candidate fits the GPU's shared memory, launch the portable configuration);
 * :class:`FastPlan`, one configuration decided once for operands of one key and launched again
   without Triton's JIT (the launch plan :mod:`.autotune` keeps per key). Its later launches go
-  through Triton's compiled kernel directly, which is not a public API: the plan checks the first
-  time it does so that the internals it relies on are there (:func:`require_triton_runner`);
+  through Triton's compiled kernel directly, which is not a public API: :class:`KernelLaunch`, which
+  the Triton FP8 GEMM's plans (:mod:`.fast_fp8`) use too, checks the first time it does so that the
+  internals it relies on are there (:func:`require_triton_runner`);
 * split-K's ranges and its per-launch workspace (:func:`split_k_workspace`);
 * :func:`transpose`, which copies B^T for the configurations that read B K-major.
 """
@@ -78,10 +79,46 @@ def require_triton_runner() -> None:
     problems = triton_runner_problems()
     if problems:
         raise TritonRunnerChanged(
-            f"triton_fast's launch plan calls Triton's compiled kernel directly, and {'; '.join(problems)}. "
+            f"The launch plans of the course's Triton kernels (triton_fast, triton_fp8) call Triton's compiled "
+            f"kernel directly, and {'; '.join(problems)}. "
             f"The plan was checked against {TRITON_CHECKED_AGAINST}; installed here: Triton {triton.__version__}. "
-            "See FastPlan in course_lib/kernels/coalescing_and_triton/fast_launch.py."
+            "See KernelLaunch in course_lib/kernels/coalescing_and_triton/fast_launch.py."
         )
+
+
+# ---- a kernel launched again with new leading arguments, without the JIT -----------------------------
+class KernelLaunch:
+    """A Triton kernel launched once through its JIT, ``kernel[grid](*front, *rest, **meta)``, and then
+    again on the same grid with new ``front`` arguments (the tensors) and the same ``rest`` and ``meta``
+    (sizes, strides, constexprs, warps, stages): ``launch(*front)``.
+
+    On a GPU the first launch returns the ``CompiledKernel``, and later launches call it directly:
+    ``compiled[grid]`` gives a runner that takes every parameter of the kernel positionally in its
+    signature's order, constexprs included (what ``JITFunction.run`` passes it, ``*bound_args.values()``;
+    :func:`require_triton_runner` checks these internals before the first runner is made, against
+    :data:`TRITON_CHECKED_AGAINST`). That skips the JIT's keyword binding, specialisation and cache
+    look-up, and is right while the specialisation would come out the same: it reads each integer
+    argument (1, a multiple of 16) and each pointer's 16-byte alignment, so the caller launches again
+    only with front tensors of the same element types and alignment (a plan's key holds them). The
+    interpreter (the CPU backend) returns no compiled kernel: there every launch is ``kernel[grid]``.
+    The kernel's parameters after ``front`` and ``rest`` must all be constexprs given in ``meta``.
+    """
+
+    def __init__(self, kernel, grid: tuple, front: tuple, rest: tuple, meta: dict) -> None:
+        self.kernel, self.grid, self.rest, self.meta = kernel, grid, tuple(rest), meta
+        self.compiled = kernel[grid](*front, *self.rest, **meta)
+        self.runner = None
+        if isinstance(self.compiled, CompiledKernel):  # a GPU
+            require_triton_runner()
+            self.runner = self.compiled[grid + (1,) * (3 - len(grid))]  # the runner reads three axes
+            self.tail = self.rest + tuple(meta[name] for name in kernel.arg_names[len(front) + len(self.rest):])
+
+    def launch(self, *front) -> None:
+        """Launch again with ``front`` in place of the first launch's front arguments."""
+        if self.runner is not None:
+            self.runner(*front, *self.tail)
+        else:
+            self.kernel[self.grid](*front, *self.rest, **self.meta)
 
 
 # ---- B^T: the transpose kernel's launch ----------------------------------------------------------
@@ -107,7 +144,7 @@ def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_war
 
 
 # ---- the launch plan: one configuration, decided once per key of operands ------------------------
-class FastPlan:
+class FastPlan(KernelLaunch):
     """One configuration of the fast kernels on operands of one key (:func:`course_lib.gemm.plan_key`),
     made by launching it into ``c``; ``plan(a, b, c)`` launches it again on operands of that key.
 
@@ -116,18 +153,11 @@ class FastPlan:
     the plan: every launch takes its own (:func:`split_k_workspace`), so that two streams, or a CUDA
     graph and the stream it was captured on, never share them.
 
-    The first launch goes through Triton's JIT, ``kernel[grid](*args, **meta)``, which binds the
-    arguments, specialises, finds (or compiles) the kernel and launches it. On a GPU it returns the
-    ``CompiledKernel``, and later launches call it directly: ``compiled[grid]`` gives a runner that
-    takes every parameter of the kernel positionally in its signature's order, constexprs included
-    (what ``JITFunction.run`` passes it, ``*bound_args.values()``; :func:`require_triton_runner`
-    checks these internals before the first runner is made, against :data:`TRITON_CHECKED_AGAINST`). That skips
-    the JIT's keyword binding, specialisation and cache look-up, and is right while the
-    specialisation would come out the same: it reads each integer argument (1, a multiple of 16) and
-    each pointer's 16-byte alignment. The key holds A's and B's shapes, strides and alignment; C
+    The first launch goes through Triton's JIT, later ones on a GPU through the compiled kernel
+    (:class:`KernelLaunch`, whose front arguments are A, B and C, and split-K's workspace and
+    counters). The key holds A's and B's shapes, strides and alignment; C
     (:func:`course_lib.gemm.new_output`), B^T (the transpose kernel's output) and the workspace are
     new allocations, whose alignment is far more than 16 bytes (a test holds new_output to this).
-    The interpreter (the CPU backend) returns no compiled kernel: there every launch is ``kernel[grid]``.
     """
 
     def __init__(self, ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor) -> None:
@@ -162,14 +192,11 @@ class FastPlan:
             else:
                 kernel, grid = fast_matmul_kernel, (tiles,)
             rest = args[3:]
-        self.kernel, self.grid, self.rest, self.meta = kernel, grid, rest, meta
-        self.split_k = kernel is split_k_matmul_kernel  # rest starts with the workspace and the counters
-        self.compiled = kernel[grid](*args[:3], *rest, **meta)
-        self.runner = None
-        if isinstance(self.compiled, CompiledKernel):  # a GPU
-            require_triton_runner()
-            self.runner = self.compiled[grid + (1,) * (3 - len(grid))]  # the runner reads three axes
-            self.tail = rest + tuple(meta[name] for name in kernel.arg_names[3 + len(rest):])  # the constexprs
+        self.split_k = kernel is split_k_matmul_kernel  # its rest starts with the workspace and the counters
+        # Split-K's workspace and counters are new on every launch: front arguments, like A, B and C.
+        self.workspace_shape = rest[0].shape if self.split_k else None
+        front_count = 5 if self.split_k else 3
+        super().__init__(kernel, grid, args[:3] + rest[:front_count - 3], rest[front_count - 3:], meta)
 
     def b_arg(self, b: torch.Tensor) -> torch.Tensor:
         """B as the kernel reads it: as given ("kn"), or B^T, N x K row-major ("nk")."""
@@ -186,14 +213,10 @@ class FastPlan:
     def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
         """Launch again, into a new ``c``, on operands ``a`` and ``b`` of the plan's key."""
         a, b_view = self.kernel_operands(a, self.b_arg(b))
-        rest, tail = self.rest, getattr(self, "tail", ())
-        if self.split_k:  # this launch's own workspace and counters, in place of the first launch's
-            ws = split_k_workspace(self.rest[0].shape, self.grid[0], c.device)
-            rest, tail = ws + rest[2:], ws + tail[2:]
-        if self.runner is not None:
-            self.runner(a, b_view, c, *tail)
+        if self.split_k:  # this launch's own workspace and counters
+            self.launch(a, b_view, c, *split_k_workspace(self.workspace_shape, self.grid[0], c.device))
         else:
-            self.kernel[self.grid](a, b_view, c, *rest, **self.meta)
+            self.launch(a, b_view, c)
 
 
 # ---- split-K: the ranges of K and each launch's workspace ----------------------------------------
