@@ -3,7 +3,8 @@ launched on two streams at once, and through ``torch.compile(mode="reduce-overhe
 
 Each schedule a final stage can take is forced once (stage 6: whole tiles, stream-K, the swapped
 decode schedule with and without split-K; ``triton_fast``: one program per tile, persistent, split-K;
-stage 7 in each scaling; the Triton FP8 kernels), and every result is compared with a float64 product
+stage 7 in each scaling, and its swapped decode schedule with and without split-K; the Triton FP8
+kernels), and every result is compared with a float64 product
 of that call's own inputs, C filled with NaN first. A kernel that keeps state between launches in the
 wrong place - a launch number baked into a graph, a buffer two streams share - gives a wrong C here.
 
@@ -207,9 +208,14 @@ def test_a_graph_replays_while_its_capture_stream_runs_the_same_stage_eagerly(na
     the same shape run on the stream the graph was captured on (flags, counters, Triton's
     descriptors: the graph must have its own)."""
     _needs(name)
-    call = make_call()
     M, N, K = shape
-    make = _bf16_maker(M, N, K)
+    errors = _beside_eager_errors(make_call(), _bf16_maker(M, N, K), _bf16_error)
+    _record(RESULTS, f"{name} {M}x{N}x{K}", "graph beside eager", errors)
+    assert max(errors) < _bf16_tolerance(K), errors
+
+
+def _beside_eager_errors(call, make, error) -> list[float]:
+    """The graph's result, then each of STREAM_LAUNCHES eager results, each against its own inputs."""
     static, eager_in = make(0), make(7)
     call(*static)
     torch.cuda.synchronize()
@@ -225,9 +231,7 @@ def test_a_graph_replays_while_its_capture_stream_runs_the_same_stage_eagerly(na
         with torch.cuda.stream(capture):
             eager_out.append(call(*eager_in))
     torch.cuda.synchronize()
-    errors = [_bf16_error(out, *static)] + [_bf16_error(c, *eager_in) for c in eager_out]
-    _record(RESULTS, f"{name} {M}x{N}x{K}", "graph beside eager", errors)
-    assert max(errors) < _bf16_tolerance(K), errors
+    return [error(out, *static)] + [error(c, *eager_in) for c in eager_out]
 
 
 # ---- torch.compile(mode="reduce-overhead") ------------------------------------------------------------
@@ -277,6 +281,17 @@ def test_stages_are_right_under_torch_compile_reduce_overhead(name, make_call, s
 
 
 # ---- FP8: stage 7 and the Triton kernels ---------------------------------------------------------------
+def _tc7(schedule: int, fast_accumulation: bool = False):
+    """Stage 7 with its schedule forced (tc_launch.h's SCHEDULE_*), through the wrapper's checks."""
+    from course_lib.kernels import tensor_cores as tc  # noqa: PLC0415
+
+    def call(qa, qw):
+        args = tc.tc_7_fp8_arguments(qa, qw, fast_accumulation)
+        tc.extension().tc_7_fp8(*args, 8, backend.sm_count(), schedule)
+        return args[4]
+    return call
+
+
 def _fp8_paths():
     from course_lib.kernels import tensor_cores as tc  # noqa: PLC0415
     from course_lib.kernels.coalescing_and_triton import fast_fp8  # noqa: PLC0415
@@ -286,15 +301,31 @@ def _fp8_paths():
         ("tc_7 row", "row", tc.tc_7_fp8),
         ("tc_7 block", "block", tc.tc_7_fp8),
         ("tc_7 tensor fast", "tensor", lambda qa, qw: tc.tc_7_fp8(qa, qw, fast_accumulation=True)),
+        ("tc_7 swapped + split-K tensor", "tensor", _tc7(SCHEDULE_SWAPPED)),
+        ("tc_7 swapped + split-K row", "row", _tc7(SCHEDULE_SWAPPED)),
+        ("tc_7 swapped + split-K block", "block", _tc7(SCHEDULE_SWAPPED)),
+        ("tc_7 swapped + split-K tensor fast", "tensor", _tc7(SCHEDULE_SWAPPED, fast_accumulation=True)),
+        ("tc_7 swapped block", "block", _tc7(SCHEDULE_SWAPPED)),
+        ("tc_7 swapped tensor fast", "tensor", _tc7(SCHEDULE_SWAPPED, fast_accumulation=True)),
         ("triton fp8 tensor", "tensor", fast_fp8.fp8_matmul),
         ("triton fp8 row", "row", fast_fp8.fp8_matmul),
         ("triton fp8 block", "block", fast_fp8.fp8_matmul_blockscaled),
     ]
 
 
+# (1, 4096, 4096) takes stage 7's swapped decode schedule as called. The forced swapped paths have
+# shapes of their own (tests/test_tc_fp8.py holds them to the split-K rule on the CPU): K split into
+# ranges (M = 16, 7 with N = 1000 and K = 1040 ending in a partial slice; M = 300 in three token tiles
+# of 128), or not (K of 4 slices or fewer).
 FP8_SHAPES = [(1000, 1032, 4096), (1, 4096, 4096), (2048, 2048, 2048)]
-FP8_NAMES = ["tc_7 tensor", "tc_7 row", "tc_7 block", "tc_7 tensor fast", "triton fp8 tensor", "triton fp8 row",
-             "triton fp8 block"]
+DECODE_SPLIT_SHAPES = [(16, 2048, 7168), (7, 1000, 1040), (300, 1000, 1040)]
+DECODE_WHOLE_K_SHAPES = [(64, 14336, 512), (33, 136, 208)]
+FP8_PATH_SHAPES = {name: DECODE_SPLIT_SHAPES if "split-K" in name else DECODE_WHOLE_K_SHAPES
+                   for name in ("tc_7 swapped + split-K tensor", "tc_7 swapped + split-K row",
+                                "tc_7 swapped + split-K block", "tc_7 swapped + split-K tensor fast",
+                                "tc_7 swapped block", "tc_7 swapped tensor fast")}
+FP8_NAMES = ["tc_7 tensor", "tc_7 row", "tc_7 block", "tc_7 tensor fast", *FP8_PATH_SHAPES, "triton fp8 tensor",
+             "triton fp8 row", "triton fp8 block"]
 
 
 def _fp8_maker(M, N, K, scaling):
@@ -314,7 +345,7 @@ def test_fp8_paths_are_right_replayed_and_on_two_streams(name):
     if name.startswith("tc_"):
         _hopper()
     _, scaling, call = {p[0]: p for p in _fp8_paths()}[name]
-    for M, N, K in FP8_SHAPES:
+    for M, N, K in FP8_PATH_SHAPES.get(name, FP8_SHAPES):
         make = _fp8_maker(M, N, K, scaling)
         tol = correctness.tolerance("e4m3", K)
         replayed = _replayed_errors(call, make, _fp8_error)
@@ -323,6 +354,21 @@ def test_fp8_paths_are_right_replayed_and_on_two_streams(name):
         _record(RESULTS, f"{name} {M}x{N}x{K}", "two streams", streams)
         assert max(replayed) < tol, f"{name} at {M} x {N} x {K} from a graph: {replayed}"
         assert max(streams) < tol, f"{name} at {M} x {N} x {K} on two streams: worst {max(streams):.3g}"
+
+
+FP8_BESIDE_EAGER = [("tc_7 swapped + split-K block", (16, 2048, 7168)),
+                    ("tc_7 swapped + split-K tensor fast", (7, 1000, 1040))]
+
+
+@pytest.mark.parametrize("name, shape", FP8_BESIDE_EAGER, ids=[p[0] for p in FP8_BESIDE_EAGER])
+def test_fp8_split_k_replays_while_its_capture_stream_runs_it_eagerly(name, shape):
+    """Stage 7's decode split-K counters, shared as above: the graph's set beside the capture stream's."""
+    _hopper()
+    _, scaling, call = {p[0]: p for p in _fp8_paths()}[name]
+    M, N, K = shape
+    errors = _beside_eager_errors(call, _fp8_maker(M, N, K, scaling), _fp8_error)
+    _record(RESULTS, f"{name} {M}x{N}x{K}", "graph beside eager", errors)
+    assert max(errors) < correctness.tolerance("e4m3", K), errors
 
 
 def fp8_available() -> bool:

@@ -1,6 +1,11 @@
-"""Stage 7 (tc_7_fp8, course_lib/csrc/tc_7_fp8.cu): its refusals on any machine, what nvcc makes of
-it for sm_90a where nvcc is installed, and - on a Hopper GPU - correctness against the float64
-product of the dequantized operands for every scaling it takes."""
+"""Stage 7 (tc_7_fp8, course_lib/csrc/tc_7_fp8.cu, and its decode path tc_7_decode.cuh): its
+refusals on any machine, what nvcc makes of it for sm_90a where nvcc is installed, and - on a Hopper
+GPU - correctness against the float64 product of the dequantized operands for every scaling it takes,
+on each schedule (whole tiles; the operands swapped for decode, with K split into ranges and not)."""
+
+import collections
+import re
+import subprocess
 
 import pytest
 import torch
@@ -9,6 +14,9 @@ from course_lib import backend, compiler, correctness, fp8
 from course_lib.kernels import tensor_cores as tc
 
 SHAPES = tc.FP8_SHAPES  # shapes the stage takes that cut its tiles and the K blocks
+# tc_launch.h's schedules, by name (stage 7 takes AUTO, WHOLE_TILES and SWAPPED).
+SCHEDULE = {name: tc.csrc.constant("tc_launch.h", f"SCHEDULE_{name}") for name in ("AUTO", "WHOLE_TILES", "STREAM_K",
+                                                                                   "SWAPPED")}
 
 
 # ---- refusals (any machine) ---------------------------------------------------------------------
@@ -52,24 +60,106 @@ def compiled():
     return r, tc.sass_mix_by_kernel(r.cubin)
 
 
+# The kernels of the file by their mangled names: the whole-tile kernel<BN, PROMOTE, BLOCKS> and the
+# decode path's decode_kernel<T, PROMOTE, BLOCKS> (compiler.demangle drops bool template arguments).
+KERNEL = re.compile(r"_ZN2tc(?:6stage76kernel|13stage7_decode13decode_kernel)ILi(\d+)ELb([01])ELb([01])EE")
+WHOLE_TILES = {(256, False, False), (128, True, False), (128, True, True)}  # fast; promoted; block scales
+DECODE = {(t, promote, blocks) for t in (16, 32, 64, 128) for promote, blocks in ((False, False), (True, False),
+                                                                                  (True, True))}
+
+
+def _sass_by_kernel(cubin) -> dict[tuple[str, tuple], str]:
+    """("whole" or "decode", (tile, promote, blocks)) -> that kernel's SASS."""
+    out = {}
+    for part in re.split(r"\n\s*Function : ", compiler.sass(cubin))[1:]:
+        m = KERNEL.match(part.split()[0])
+        assert m, part.split()[0]
+        kind = "decode" if "decode_kernel" in part.split()[0] else "whole"
+        out[kind, (int(m.group(1)), m.group(2) == "1", m.group(3) == "1")] = part
+    return out
+
+
 def test_compiles_for_sm90a_without_spills_or_warnings(compiled):
     r, _ = compiled
-    # fast accumulation (128 x 256 tiles), promoted per tensor or row, and block scales (128 x 128)
-    assert len(r.kernels) == 3, r.ptxas_log
+    # Whole tiles: fast accumulation (128 x 256), promoted per tensor or row, block scales (128 x 128).
+    # Decode: the same three for each token tile T = 16, 32, 64, 128.
+    names = collections.Counter(k.name for k in r.kernels)
+    assert names == {"tc::stage7::kernel": 3, "tc::stage7_decode::decode_kernel": 12}, r.ptxas_log
     for k in r.kernels:
         assert k.arch == "sm_90a" and not k.spills, k
     assert r.warnings == (), r.warnings
+    assert set(_sass_by_kernel(r.cubin)) == {("whole", k) for k in WHOLE_TILES} | {("decode", k) for k in DECODE}
 
 
-def test_each_kernel_multiplies_e4m3_on_the_tensor_cores_and_stores_through_tma(compiled):
-    """4 FP8 wgmmas (QGMMA, k = 32) per 128-wide slice in each kernel; no bf16 ones; C through
-    stmatrix + TMA store."""
-    _, mixes = compiled
-    sass = compiler.sass(compiled[0].cubin)
-    assert sass.count("QGMMA.64x256x32.F32.E4M3.E4M3") == 4 and sass.count("QGMMA.64x128x32.F32.E4M3.E4M3") == 8
-    for name, mix in mixes.items():
-        assert mix["HGMMA"] == 0 and mix["UTMALDG"] > 0 and mix["STSM"] > 0 and mix["UTMASTG"] > 0, name
-        assert mix["USETMAXREG"] > 0 and mix["LDL"] + mix["STL"] == 0, name
+def test_each_whole_tile_kernel_multiplies_e4m3_on_the_tensor_cores_and_stores_through_tma(compiled):
+    """4 FP8 wgmmas (QGMMA, k = 32) per 128-wide slice in each kernel, 64 x its tile width; no bf16
+    ones; C through stmatrix + TMA store."""
+    for (kind, (bn, promote, blocks)), sass in _sass_by_kernel(compiled[0].cubin).items():
+        if kind != "whole":
+            continue
+        mix = collections.Counter(compiler.SASS_LINE.findall(sass))
+        assert collections.Counter(re.findall(r"QGMMA\.(64x\d+x32)\.F32\.E4M3\.E4M3", sass)) == {f"64x{bn}x32": 4}
+        key = (bn, promote, blocks)
+        assert mix["HGMMA"] == 0 and mix["UTMALDG"] > 0 and mix["STSM"] > 0 and mix["UTMASTG"] > 0, key
+        assert mix["USETMAXREG"] > 0 and mix["LDL"] + mix["STL"] == 0, key
+
+
+def test_each_decode_kernel_swaps_the_operands_and_stores_element_by_element(compiled):
+    """The decode path: per 128-wide slice 4 FP8 wgmmas of 64 rows of W x T tokens (QGMMA.64xTx32),
+    fed by TMA loads; no register reallocation (one consumer warpgroup); K split by one atomic add on
+    the tile's counter; C written with ordinary global stores (no stmatrix, no TMA store)."""
+    for (kind, key), sass in _sass_by_kernel(compiled[0].cubin).items():
+        if kind != "decode":
+            continue
+        mix = collections.Counter(compiler.SASS_LINE.findall(sass))
+        assert collections.Counter(re.findall(r"QGMMA\.(64x\d+x32)\.F32\.E4M3\.E4M3", sass)) == {f"64x{key[0]}x32": 4}
+        assert mix["HGMMA"] == 0 and mix["UTMALDG"] > 0 and mix["USETMAXREG"] == 0, key
+        assert mix["UTMASTG"] == 0 and mix["STSM"] == 0 and mix["STG"] > 0 and mix["LDL"] + mix["STL"] == 0, key
+        assert "ATOMG.E.ADD" in sass, key
+    source = (tc.CSRC / "tc_7_decode.cuh").read_text()
+    assert "wgmma_fp8_swapped<T>(acc, kmajor_descriptor(s.w[slot], k32), kmajor_descriptor(s.a[slot], k32)" in source
+
+
+# ---- the decode schedule's rule, for the shapes the GPU tests below name (where nvcc is installed) ----
+# M x N x K: the schedule each takes by the shape, and whether K is split into ranges on a GPU of 132
+# SMs holding one, two or three of its CTAs each (tc_decode.cuh: use_swapped, decode_ranges).
+TOKEN_TILES = (16, 32, 64, 128)
+RESIDENT = (132, 2 * 132, 3 * 132)
+DECODE_SPLIT = [(1, 4096, 4096), (7, 1000, 1040), (16, 2048, 7168), (100, 264, 1536), (128, 4096, 4096)]
+DECODE_WHOLE_K = [(7, 8, 16), (33, 136, 208), (64, 14336, 512)]
+# Forced: token tiles of 128, the last partial; K split, and not.
+SWAPPED_BEYOND_DECODE = [(300, 1000, 1040), (130, 264, 208)]
+LONG_SUMS = {"split": (16, 2048, 4096), "whole K": (16, 25600, 4096)}  # 400 column tiles fill the GPU
+
+
+def _decode_tiles(M, N):
+    tokens = next((t for t in TOKEN_TILES if M <= t), TOKEN_TILES[-1])
+    return -(-N // 64) * -(-M // tokens)
+
+
+def test_the_gpu_tests_shapes_take_the_schedule_they_are_named_for(tmp_path):
+    nvcc = compiler.find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found (install the CUDA toolkit or `pip install nvidia-cuda-nvcc`)")
+    lines = ['#include "tc_decode.cuh"']
+    splits = DECODE_SPLIT + [LONG_SUMS["split"]]
+    for M, N, K in splits + DECODE_WHOLE_K + [LONG_SUMS["whole K"]]:
+        lines.append(f'static_assert(tc::use_swapped({M}), "{M} x {N} x {K} is a decode shape");')
+        for resident in RESIDENT:
+            split = f"tc::decode_ranges({_decode_tiles(M, N)}, {-(-K // 128)}, {resident})"
+            want = "> 1" if (M, N, K) in splits else "== 1"
+            lines.append(f'static_assert({split} {want}, "{M} x {N} x {K}, {resident} CTAs at once: ranges {want}");')
+    for (M, N, K), want in zip(SWAPPED_BEYOND_DECODE, ("> 1", "== 1")):
+        lines.append(f'static_assert(!tc::use_swapped({M}), "{M} x {N} x {K} takes whole tiles by the shape");')
+        for resident in RESIDENT:
+            split = f"tc::decode_ranges({_decode_tiles(M, N)}, {-(-K // 128)}, {resident})"
+            lines.append(f'static_assert({split} {want}, "{M} x {N} x {K} swapped, {resident} CTAs: ranges {want}");')
+    lines.append('static_assert(!tc::use_swapped(129) && tc::use_swapped(128), "swapped for M <= 128");')
+    source = tmp_path / "decode_rule.cu"
+    source.write_text("\n".join(lines) + "\n")
+    proc = subprocess.run([str(nvcc), *compiler.NVCC_FLAGS, compiler.SM90A, "-I", str(tc.CSRC), "-cuda", "-o",
+                           str(tmp_path / "decode_rule.ii"), str(source)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
 
 
 # ---- on a Hopper GPU --------------------------------------------------------------------------------
@@ -131,3 +221,78 @@ def test_a_small_grid_walks_every_tile_on_the_gpu(max_ctas):
     for scaling in ("tensor", "block"):
         correctness.check(lambda qa, qw: tc.tc_7_fp8(qa, qw, max_ctas=max_ctas), "e4m3",
                           [(300, 1000, 528), (1000, 1032, 1024)], scaling=scaling, label="tc_7_fp8")
+
+
+# ---- the decode path on a Hopper GPU (schedules forced through the extension's `schedule`) ----------
+def _tc7(schedule: str, fast_accumulation: bool = False):
+    """tc_7_fp8 with its schedule forced (tc_launch.h); the wrapper's checks and arguments as called."""
+    def call(qa, qw):
+        args = tc.tc_7_fp8_arguments(qa, qw, fast_accumulation)
+        tc.extension().tc_7_fp8(*args, 8, backend.sm_count(), SCHEDULE[schedule])
+        return args[4]
+    return call
+
+
+DECODE_SHAPES = DECODE_SPLIT + DECODE_WHOLE_K
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
+def test_decode_is_correct_on_the_gpu(scaling):
+    """M = 1 - 128 as called (the operands swapped by the shape): tokens past M in every token tile
+    (7 of 16, 33 of 64, 100 of 128), N not a multiple of 64 (1000, 136, 264, 8), K ending in a partial
+    slice (1040, 208, 16), K split into ranges and not."""
+    _hopper()
+    report = correctness.check(tc.tc_7_fp8, "e4m3", DECODE_SHAPES, scaling=scaling, label="tc_7_fp8 decode")
+    assert len(report.results) == len(DECODE_SHAPES)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scaling", ["tensor", "row"])
+def test_decode_fast_accumulation_is_correct_on_the_gpu(scaling):
+    _hopper()
+    correctness.check(lambda qa, qw: tc.tc_7_fp8(qa, qw, fast_accumulation=True), "e4m3", DECODE_SHAPES,
+                      scaling=scaling, label="tc_7_fp8 decode fast")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fast", [False, True], ids=["promoted", "fast"])
+@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
+def test_each_schedule_forced_is_correct_on_the_gpu(scaling, fast):
+    """The swapped schedule forced where the shape would take whole tiles (M = 130, 300: token tiles of
+    128, the last partial; split and not), and whole tiles forced at decode shapes."""
+    if fast and scaling == "block":
+        pytest.skip("block scales are always promoted")
+    _hopper()
+    label = f"tc_7_fp8 {scaling}{' fast' if fast else ''}"
+    correctness.check(_tc7("SWAPPED", fast), "e4m3", SWAPPED_BEYOND_DECODE + [(1, 4096, 4096), (33, 136, 208)],
+                      scaling=scaling, label=f"{label} swapped forced")
+    correctness.check(_tc7("WHOLE_TILES", fast), "e4m3", [(1, 4096, 4096), (33, 136, 208), (100, 264, 1536)],
+                      scaling=scaling, label=f"{label} whole tiles forced")
+
+
+@pytest.mark.gpu
+def test_decode_promotion_keeps_long_positive_sums_accurate_on_hopper():
+    """As the whole-tile test above, at decode (M = 16, K = 4096): promoted, with K split into ranges
+    and not, only bf16's rounding is left; fast accumulation over all of K (no split: 400 column tiles
+    fill the GPU) errs as Hopper's FP8 accumulator does."""
+    _hopper()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for how, (M, N, K) in LONG_SUMS.items():
+        a, w = torch.rand(M, K, generator=gen, device="cuda"), torch.rand(N, K, generator=gen, device="cuda")
+        qa, qw = fp8.quantize(a, "e4m3", "tensor"), fp8.quantize(w, "e4m3", "tensor")
+        ref = qa.dequantize() @ qw.dequantize().t()
+        promoted = correctness.relative_error(tc.tc_7_fp8(qa, qw).double(), ref)
+        assert promoted < correctness.tolerance("e4m3", K) < 1e-2, (how, promoted)
+        if how == "whole K":
+            fast = correctness.relative_error(tc.tc_7_fp8(qa, qw, fast_accumulation=True).double(), ref)
+            assert fast > 1e-2, (how, fast)
+
+
+@pytest.mark.gpu
+def test_a_schedule_stage_7_does_not_have_is_refused_on_the_gpu():
+    _hopper()
+    qa, qw = fp8.fp8_inputs(16, 64, 128, "tensor", seed=0, device="cuda")
+    args = tc.tc_7_fp8_arguments(qa, qw)
+    with pytest.raises(RuntimeError, match="stage 7 has no stream-K"):
+        tc.extension().tc_7_fp8(*args, 8, backend.sm_count(), SCHEDULE["STREAM_K"])

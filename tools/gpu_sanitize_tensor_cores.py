@@ -20,6 +20,9 @@ split into ranges (100 x 520 x 4096) and not (3 x 8 x 8), and swapped with two t
 ``--fp8`` runs stage 7 (tc_7_fp8) alone, every variant (per tensor promoted and with fast
 accumulation, per row, per block) at 256^3 and 264 x 520 x 208 (partial tiles, a partial K block),
 and on a single cluster at 300 x 1000 x 528 (several tiles per CTA, each stored during the next).
+Then every variant on its decode path (the operands swapped): 7 x 1000 x 1040 and 100 x 264 x 1536
+(K split into ranges, tokens past M in tiles of 16 and 128, partial column tiles and K slices),
+33 x 136 x 208 (one range), and the swapped schedule forced at 300 x 1000 x 1040 (three token tiles).
 """
 
 from __future__ import annotations
@@ -73,19 +76,36 @@ def check_runs(runs, shapes_of) -> int:
 
 
 FP8_SHAPES = ((256, 256, 256), (264, 520, 208))
+FP8_DECODE_SHAPES = ((7, 1000, 1040), (100, 264, 1536), (33, 136, 208))  # swapped by the shape
+FP8_SWAPPED_FORCED = ((300, 1000, 1040),)
+SCHEDULE_SWAPPED = 2  # tc_launch.h
+
+
+def _tc7(fast: bool, max_ctas: int | None, swapped: bool):
+    if not swapped:
+        return lambda qa, qw: tc.tc_7_fp8(qa, qw, fast_accumulation=fast, max_ctas=max_ctas)
+
+    def call(qa, qw):
+        args = tc.tc_7_fp8_arguments(qa, qw, fast)
+        tc.extension().tc_7_fp8(*args, 8, 0, SCHEDULE_SWAPPED)
+        return args[4]
+    return call
 
 
 def check_fp8_runs() -> int:
-    """Stage 7 through check_fp8 (guard regions around every operand, C poisoned), every variant."""
+    """Stage 7 through check in e4m3 (guard regions around every operand, C poisoned), every variant."""
     bad = 0
-    for scaling, fast, max_ctas, shapes in (("tensor", False, None, FP8_SHAPES), ("tensor", True, None, FP8_SHAPES),
-                                            ("row", False, None, FP8_SHAPES), ("block", False, None, FP8_SHAPES),
-                                            ("tensor", False, 2, ((300, 1000, 528),)),
-                                            ("block", False, 2, ((300, 1000, 528),))):
-        label = f"tc_7_fp8 {scaling}{' fast' if fast else ''}{f' max_ctas={max_ctas}' if max_ctas else ''}"
+    variants = (("tensor", False), ("tensor", True), ("row", False), ("block", False))
+    runs = [(scaling, fast, None, False, FP8_SHAPES) for scaling, fast in variants]
+    runs += [("tensor", False, 2, False, ((300, 1000, 528),)), ("block", False, 2, False, ((300, 1000, 528),))]
+    runs += [(scaling, fast, None, False, FP8_DECODE_SHAPES) for scaling, fast in variants]
+    runs += [(scaling, fast, None, True, FP8_SWAPPED_FORCED) for scaling, fast in variants]
+    for scaling, fast, max_ctas, swapped, shapes in runs:
+        label = (f"tc_7_fp8 {scaling}{' fast' if fast else ''}{f' max_ctas={max_ctas}' if max_ctas else ''}"
+                 f"{' swapped' if swapped else ''}")
         try:
-            report = correctness.check(lambda qa, qw, fast=fast, ctas=max_ctas: tc.tc_7_fp8(qa, qw, fast_accumulation=fast, max_ctas=ctas), "e4m3",
-                                       shapes, scaling=scaling, seed=0, label=label)
+            report = correctness.check(_tc7(fast, max_ctas, swapped), "e4m3", shapes, scaling=scaling, seed=0,
+                                       label=label)
             print(f"{label}: worst relative error {max(r.rel_error for r in report.results):.2e} ok", flush=True)
         except correctness.CheckFailure as e:
             bad += 1

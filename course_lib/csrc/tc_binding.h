@@ -108,7 +108,7 @@ void run(const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c, Launc
 }
 
 // Stage 7 (FP8): e4m3 A (M x K) and W (N x K), fp32 scales laid out as `scaling` says (tc_launch.h),
-// bf16 C (M x N).
+// bf16 C (M x N); then launch(gemm, stream, workspace) on the current CUDA stream, as run() above.
 template <typename Launch>
 void run_fp8(const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& scale_a, const torch::Tensor& scale_w,
              torch::Tensor& c, int scaling, bool fast_accumulation, Launch&& launch) {
@@ -139,23 +139,27 @@ void run_fp8(const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor
   const Fp8Gemm g{reinterpret_cast<const uint8_t*>(a.data_ptr()), reinterpret_cast<const uint8_t*>(w.data_ptr()),
                   scale_a.data_ptr<float>(), scale_w.data_ptr<float>(),
                   reinterpret_cast<__nv_bfloat16*>(c.data_ptr()), int(M), int(N), int(K), scaling, fast_accumulation};
-  launch(g, stream);
+  TorchWorkspace ws(a.device(), stream);
+  launch(g, stream, ws.get());
 }
 
 // Stage 7's entry (also bound by experiments/kernels/tc_7_variants_binding.cu): it takes its scales,
-// how they are laid out (tc_launch.h) and whether the sums stay in the tensor core's accumulator.
+// how they are laid out (tc_launch.h), whether the sums stay in the tensor core's accumulator, and the
+// schedule (tc_launch.h: -1 by the shape, 0 whole tiles, 2 operands swapped).
 inline void bind_tc_7_fp8(pybind11::module_& m) {
   m.def(
       "tc_7_fp8",
       [](const torch::Tensor& a, const torch::Tensor& w, const torch::Tensor& scale_a, const torch::Tensor& scale_w,
-         torch::Tensor c, int scaling, bool fast_accumulation, int group_m, int max_ctas) {
+         torch::Tensor c, int scaling, bool fast_accumulation, int group_m, int max_ctas, int schedule) {
         run_fp8(a, w, scale_a, scale_w, c, scaling, fast_accumulation,
-                [&](const Fp8Gemm& g, cudaStream_t stream) { launch_tc_7_fp8(g, stream, group_m, max_ctas); });
+                [&](const Fp8Gemm& g, cudaStream_t stream, const Workspace& ws) {
+                  launch_tc_7_fp8(g, stream, ws, group_m, max_ctas, schedule);
+                });
       },
       "c = (a @ w.T) scaled (e4m3 in, fp32 accumulation, bf16 out) into the preallocated c",
       pybind11::arg("a"), pybind11::arg("w"), pybind11::arg("scale_a"), pybind11::arg("scale_w"), pybind11::arg("c"),
       pybind11::arg("scaling"), pybind11::arg("fast_accumulation") = false, pybind11::arg("group_m") = 8,
-      pybind11::arg("max_ctas") = 0);
+      pybind11::arg("max_ctas") = 0, pybind11::arg("schedule") = SCHEDULE_AUTO);
 }
 
 }  // namespace tc

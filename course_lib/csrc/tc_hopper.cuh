@@ -379,6 +379,49 @@ __device__ __forceinline__ void wgmma_fp8(float (&d)[N / 2], uint64_t desc_a, ui
   }
 }
 
+// Swapped operands (stage 7's decode path): D[64 x T] (+)= W[64 x 32] * A[T x 32]^T in e4m3, i.e.
+// C^T = W A^T with 64 rows of W as wgmma's A and T token rows of A as its B. Both are K-major, as
+// 8-bit wgmma wants them, so both use kmajor_descriptor and nothing is transposed. Accumulator rows
+// are rows of W (columns of C), accumulator columns are tokens (rows of C). T = 16, 32, 64, 128.
+#define TC_WGMMA_REGS_0_7 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define TC_WGMMA_REGS_8_15 "%8, %9, %10, %11, %12, %13, %14, %15"
+#define TC_WGMMA_REGS_16_31                                              \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, " \
+  "%30, %31"
+template <int T>
+__device__ __forceinline__ void wgmma_fp8_swapped(float (&d)[T / 2], uint64_t desc_w, uint64_t desc_a,
+                                                  bool accumulate) {
+  static_assert(T == 16 || T == 32 || T == 64 || T == 128, "the decode path's token tiles");
+  const int acc = int(accumulate);
+  if constexpr (T == 16) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3\n"
+        "{" TC_WGMMA_REGS_0_7 "}, %8, %9, p, 1, 1;\n}\n"
+        : TC_WGMMA_D8(d, 0)
+        : "l"(desc_w), "l"(desc_a), "r"(acc));
+  } else if constexpr (T == 32) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3\n"
+        "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 "}, %16, %17, p, 1, 1;\n}\n"
+        : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8)
+        : "l"(desc_w), "l"(desc_a), "r"(acc));
+  } else if constexpr (T == 64) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3\n"
+        "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 ", " TC_WGMMA_REGS_16_31 "}, %32, %33, p, 1, 1;\n}\n"
+        : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8), TC_WGMMA_D8(d, 16), TC_WGMMA_D8(d, 24)
+        : "l"(desc_w), "l"(desc_a), "r"(acc));
+  } else {
+    wgmma_fp8<128>(d, desc_w, desc_a, accumulate);  // the same instruction, roles swapped
+  }
+}
+#undef TC_WGMMA_REGS_0_7
+#undef TC_WGMMA_REGS_8_15
+#undef TC_WGMMA_REGS_16_31
+
 #undef TC_WGMMA_D8
 #undef TC_WGMMA_D64
 #undef TC_WGMMA_REGS_0_63

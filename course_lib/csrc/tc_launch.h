@@ -71,6 +71,11 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& 
 // The sums are promoted into fp32 registers every 128 of K unless `fast_accumulation` (per tensor or
 // row only): then they stay in the tensor core's accumulator for all of K.
 // Any M; K a multiple of 16 and N of 8 (16-byte rows for TMA).
+// `schedule` (SCHEDULE_* above): SCHEDULE_AUTO takes the operands swapped for M <= 128, a decode step
+// (tc_7_decode.cuh: 64 rows of W x T tokens per CTA, K split into ranges where the tiles are few, the
+// ranges' partial sums and counters from `ws`), and whole tiles otherwise; SCHEDULE_WHOLE_TILES and
+// SCHEDULE_SWAPPED force one (forced, the swapped schedule takes any M, in token tiles of 128). Stage 7
+// has no stream-K. `group_m` and `max_ctas` are the whole-tile kernel's (as stage 5's).
 constexpr int SCALING_TENSOR = 0, SCALING_ROW = 1, SCALING_BLOCK = 2;
 struct Fp8Gemm {
   const uint8_t* a;       // M x K e4m3
@@ -82,6 +87,7 @@ struct Fp8Gemm {
   int scaling;
   bool fast_accumulation;
 };
-void launch_tc_7_fp8(const Fp8Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
+void launch_tc_7_fp8(const Fp8Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m = 8, int max_ctas = 0,
+                     int schedule = SCHEDULE_AUTO);
 
 }  // namespace tc
