@@ -89,7 +89,7 @@ def shape_class(M: int, N: int, K: int, sms: int | None = None) -> str:
 
 # ---- one scale per tensor or per row: fp8_matmul_kernel / fp8_matmul_tma_kernel --------------------
 # * large: 256 x 128 tiles, BLOCK_K 128, 8 warps, 4 stages, through tensor descriptors: 915-1046
-#   TFLOP/s at the large shapes of the first sweeps, 4-8 % above pointer loads. (128 x 256 tiles, the
+#   TFLOP/s at the large shapes of experiments/gpu_fp8_triton.py, 4-8 % above pointer loads. (128 x 256 tiles, the
 #   bf16 kernel's, reached 374-393 with pointer loads: with promoted sums the tile's second
 #   accumulator does not fit.)
 # * otherwise 64 x 64 tiles, 4 warps, 4 stages, pointer loads - decode, and short or few tiles: many
@@ -104,9 +104,9 @@ SCALES_CONFIGS: dict[str, Fp8Config] = {
 
 # ---- block scales (A per 1 x 128, W per 128 x 128): fp8_blockscaled_kernel / _tma_kernel -----------
 # Each K-slice's sum is a fresh fp32 tile that is scaled and added to the accumulator: two tiles of
-# fp32 registers per thread. 256 x 128 tiles on 8 warps then spill (255 registers and 584 bytes of
-# spill stores, compiled for sm_90a), and ran at 17-29 % of cuBLAS; 64 x 128 tiles on 4 warps fit
-# (234 registers) and ran at 55-61 % at the large shapes of the first sweep.
+# fp32 registers per thread. 256 x 128 tiles on 8 warps then spill (255 registers and 220-584 bytes
+# of spill stores, compiled for sm_90a), and ran at 17-29 % of cuBLAS block-scaled; 64 x 128 tiles on
+# 4 warps fit (179-234 registers) and ran at 55-61 % at the large shapes of experiments/gpu_fp8_triton.py.
 BLOCKSCALED_CONFIGS: dict[str, Fp8Config] = {
     "decode": _SMALL,
     "short_k": _SMALL,
