@@ -1,6 +1,7 @@
 // Stage 7 - FP8: stage 6's kernel on e4m3 inputs, and the scales that make eight bits usable.
 //
-// What changes against stage 6 (whole tiles; the stream-K and decode schedules are not repeated):
+// What changes against stage 6 (whole tiles here; for M <= 128 the swapped decode schedule is
+// tc_7_decode.cuh, and stream-K is not repeated):
 // * Operands: A (M x K) and W (N x K, the weight of nn.Linear) are e4m3, one byte each. wgmma on
 //   8-bit types takes both operands K-major (tc_hopper.cuh, "FP8"), so W's tile is loaded and
 //   described exactly like A's. A 128-byte swizzled row now holds 128 of K, so a slice of K is 128
@@ -26,6 +27,7 @@
 //   adds them (a 128 x 128 tile meets one block of W per slice).
 // Producer, clusters (W's rows multicast), grouped tile order and the TMA-store epilogue overlapped
 // with the next tile's mainloop are stage 6's.
+#include "tc_7_decode.cuh"
 #include "tc_fp8.cuh"
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
@@ -237,16 +239,21 @@ void launch(const Fp8Gemm& g, cudaStream_t stream, int group_m, int max_ctas) {
 
 }  // namespace stage7
 
-void launch_tc_7_fp8(const Fp8Gemm& g, cudaStream_t stream, int group_m, int max_ctas) {
+void launch_tc_7_fp8(const Fp8Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m, int max_ctas,
+                     int schedule) {
   using namespace stage7;
   if (group_m < 1) throw std::runtime_error("tc_7_fp8: group_m must be >= 1");
-  if (g.scaling == SCALING_BLOCK) {
-    if (g.fast_accumulation)
-      throw std::runtime_error("tc_7_fp8: block scales are applied per K slice, so the sums are always promoted");
-    return launch<BLOCK_N_PROMOTED, true, true>(g, stream, group_m, max_ctas);
-  }
-  if (g.scaling != SCALING_TENSOR && g.scaling != SCALING_ROW)
+  if (g.scaling != SCALING_TENSOR && g.scaling != SCALING_ROW && g.scaling != SCALING_BLOCK)
     throw std::runtime_error("tc_7_fp8: scaling must be SCALING_TENSOR, SCALING_ROW or SCALING_BLOCK");
+  if (g.scaling == SCALING_BLOCK && g.fast_accumulation)
+    throw std::runtime_error("tc_7_fp8: block scales are applied per K slice, so the sums are always promoted");
+  if (schedule != SCHEDULE_AUTO && schedule != SCHEDULE_WHOLE_TILES && schedule != SCHEDULE_SWAPPED)
+    throw std::runtime_error("tc_7_fp8: schedule must be SCHEDULE_AUTO (-1), SCHEDULE_WHOLE_TILES (0) or "
+                             "SCHEDULE_SWAPPED (2): stage 7 has no stream-K");
+  // A decode step: the operands swapped, W's rows on wgmma's 64-row side (tc_7_decode.cuh).
+  if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M)))
+    return stage7_decode::launch_swapped(g, stream, ws);
+  if (g.scaling == SCALING_BLOCK) return launch<BLOCK_N_PROMOTED, true, true>(g, stream, group_m, max_ctas);
   if (g.fast_accumulation) return launch<BLOCK_N, false, false>(g, stream, group_m, max_ctas);
   return launch<BLOCK_N_PROMOTED, true, false>(g, stream, group_m, max_ctas);
 }
