@@ -27,7 +27,8 @@
 * **host** (a GPU, or the CPU): host time per call at 64 x 64 x 64, back to back (``CALLS`` calls,
   median of ``ROUNDS`` rounds, the callables' rounds alternating): ``triton_fp8`` per tensor, per row
   and in blocks, its wrapper alone (the plan's launch replaced by nothing), ``torch._scaled_mm`` with
-  the scales laid out beforehand and the course's ``fp8.cublas_fp8``; blocks also at 64 x 64 x 512,
+  the scales laid out beforehand, the course's ``fp8.cublas_fp8`` and stage 7 (``tc_7_fp8``, on
+  Hopper); blocks also at 64 x 64 x 512,
   where cuBLAS takes them. On the CPU Triton's interpreter runs the kernels, so only the wrapper's
   time is the host cost of a GPU's call.
 * **plan** (any machine): the candidates per shape and scaling the sweep would time, and how many.
@@ -55,6 +56,7 @@ from course_lib import backend, correctness, fp8  # first: it sets Triton's inte
 import triton  # noqa: E402 - after course_lib (above)
 from course_lib.bench.recording import record_plan
 from course_lib.gemm import relative_error
+from course_lib.kernels import tensor_cores
 from course_lib.kernels.coalescing_and_triton import fast_fp8
 from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import (
     DECODE_M,
@@ -326,6 +328,8 @@ def host_callables() -> dict[str, tuple]:
         at = "x".join(map(str, shape))
         out[f"triton_fp8 {scaling} {at}"] = (lambda qa=qa, qw=qw: fast_fp8.triton_fp8(qa, qw), "the manifest's stage")
         out[f"triton_fp8 wrapper alone {scaling} {at}"] = (wrapper_alone(qa, qw), "the plan's launch replaced by nothing")
+        out[f"tc_7_fp8 {scaling} {at}"] = (lambda qa=qa, qw=qw: tensor_cores.tc_7_fp8(qa, qw),
+                                           "stage 7 as the manifest calls it (Hopper only)")
         if scaling != "block" or shape == HOST_BLOCK_SHAPE:
             sa, sw = fp8.scaled_mm_scales(qa, qw)
             wt = qw.values.t()
