@@ -126,6 +126,9 @@ class _Recording:
     def __init__(self, kernel, name, log, arguments=False):
         self.kernel, self.name, self.log, self.arguments = kernel, name, log, arguments
 
+    def __getattr__(self, attribute):  # arg_names and the rest, which a plan's launch reads on a GPU
+        return getattr(self.kernel, attribute)
+
     def __getitem__(self, grid):
         if not self.arguments:
             self.log.append(self.name)

@@ -214,6 +214,27 @@ def test_one_operand_per_tensor_and_the_other_per_row_on_the_gpu():
 
 
 @pytest.mark.gpu
+def test_a_second_call_takes_the_plan_and_still_refuses_what_the_first_refused():
+    """The checks run once per kind of operands; the plan's launch computes each call's own product,
+    and operands of another kind (a format, a layout, a scaling) are checked afresh."""
+    _hopper()
+    tc.tc_7_fp8.plans.clear()
+    for seed in (1, 2, 3):
+        qa, qw = fp8.fp8_inputs(300, 1000, 528, "row", seed=seed)
+        ref = qa.dequantize() @ qw.dequantize().t()
+        c = tc.tc_7_fp8(qa, qw)
+        assert correctness.relative_error(c.double(), ref) < correctness.tolerance("e4m3", 528)
+        assert len(tc.tc_7_fp8.plans) == 1
+    w = torch.randn(1000, 528, device="cuda")
+    for bad in (fp8.quantize(w, "e5m2", "row"), fp8.quantize(w[:, :520], "e4m3", "row")):
+        with pytest.raises(ValueError):
+            tc.tc_7_fp8(qa, bad)
+    qa_t, qw_t = fp8.fp8_inputs(300, 1000, 528, "tensor", seed=4)
+    tc.tc_7_fp8(qa_t, qw_t)
+    assert len(tc.tc_7_fp8.plans) == 2
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("max_ctas", [2, 6])
 def test_a_small_grid_walks_every_tile_on_the_gpu(max_ctas):
     """One or three clusters walk all the tiles, each stored during the next tile's first slices."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from course_lib import backend
+from course_lib.gemm import plan_key
 from course_lib.fp8.formats import Quantized, quantize, scaling_block
 from course_lib.model.layout import cdiv
 
@@ -138,3 +139,22 @@ def check_gemm_operands(qa: object, qw: object, stage: str, blocks: bool = False
             raise ValueError(f"{stage}: {name}.values is not contiguous along K (strides {t.stride()}); "
                              f"the FP8 tensor cores read both operands K-major: pass {name}.values.contiguous()")
     return M, N, K, rows_a, rows_w
+
+
+def fp8_plan_key(qa: object, qw: object, config: object = None) -> tuple | None:
+    """What an FP8 wrapper's checks and choices depend on in its operands and ``config``, as a dict
+    key; None for anything but two :class:`~course_lib.fp8.Quantized` of torch tensors (those take the
+    checked path on every call, which says what is wrong).
+
+    It holds :func:`course_lib.gemm.plan_key` of the values and of the scales - shape, strides,
+    element type, device and 16-byte alignment of each of the four tensors -, the operands' blocks
+    (the scaling), their formats' names and the configuration: everything
+    :func:`~course_lib.fp8.check_gemm_operands`, the choice of kernel and configuration and Triton's
+    specialisation read. Equal keys pass and fail the same checks and lead to the same launch. The
+    backend is watched by :class:`course_lib.gemm.LaunchPlans` instead."""
+    if type(qa) is not Quantized or type(qw) is not Quantized or type(qa.block) is not tuple or type(qw.block) is not tuple:
+        return None
+    values, scales = plan_key(qa.values, qw.values), plan_key(qa.scales, qw.scales)
+    if values is None or scales is None:
+        return None
+    return values, scales, qa.block, qw.block, getattr(qa.fmt, "name", None), getattr(qw.fmt, "name", None), config

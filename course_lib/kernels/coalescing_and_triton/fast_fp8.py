@@ -42,8 +42,8 @@ import triton
 import triton.language as tl
 
 from course_lib import backend, features
-from course_lib.fp8 import BLOCK_SCALES, Quantized, check_gemm_operands
-from course_lib.gemm import LaunchPlans, new_output, plan_key
+from course_lib.fp8 import BLOCK_SCALES, Quantized, check_gemm_operands, fp8_plan_key
+from course_lib.gemm import LaunchPlans, new_output
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, ensure_allocator, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast import grouped_tile
 from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import Fp8Config, fp8_blockscaled_config, fp8_config
@@ -258,25 +258,6 @@ def fp8_blockscaled_tma_kernel(
 
 
 # ---- the launch plans: check and decide once per key of operands, then only launch ------------------
-def fp8_plan_key(qa: object, qw: object, config: Fp8Config | None = None) -> tuple | None:
-    """What the FP8 wrappers' checks and choices depend on in their operands and ``config``, as a dict
-    key; None for anything but two :class:`~course_lib.fp8.Quantized` of torch tensors (those take the
-    checked path on every call, which says what is wrong).
-
-    It holds :func:`course_lib.gemm.plan_key` of the values and of the scales - shape, strides,
-    element type, device and 16-byte alignment of each of the four tensors -, the operands' blocks
-    (the scaling), their formats' names and the configuration: everything
-    :func:`~course_lib.fp8.check_gemm_operands`, the choice of kernel and configuration and Triton's
-    specialisation read. Equal keys pass and fail the same checks and lead to the same launch. The
-    backend is watched by :class:`course_lib.gemm.LaunchPlans` instead."""
-    if type(qa) is not Quantized or type(qw) is not Quantized or type(qa.block) is not tuple or type(qw.block) is not tuple:
-        return None
-    values, scales = plan_key(qa.values, qw.values), plan_key(qa.scales, qw.scales)
-    if values is None or scales is None:
-        return None
-    return values, scales, qa.block, qw.block, getattr(qa.fmt, "name", None), getattr(qw.fmt, "name", None), config
-
-
 class Fp8Plan:
     """One FP8 kernel and configuration, decided for operands of one key (:func:`fp8_plan_key`) and
     launched into ``c``; ``plan(qa, qw)`` launches it again, into a new C, on operands of that key.

@@ -21,7 +21,7 @@ import torch
 
 from course_lib import backend, compiler, dtypes, features, fp8
 from course_lib.features import BF16_TENSOR_CORES, HOPPER_SM90A, Feature
-from course_lib.gemm import new_output, planned, prepare
+from course_lib.gemm import LaunchPlans, new_output, planned, prepare
 from course_lib.kernels.tensor_cores import csrc
 from course_lib.kernels.tensor_cores.csrc import BINDING
 from course_lib.model.hardware import BF16_BYTES, TMA_ALIGN_BYTES, tma_elements
@@ -223,15 +223,47 @@ def tc_7_fp8(qa: object, qw: object, *, fast_accumulation: bool = False, group_m
     applied to each 128-wide K slice). The sums are promoted into fp32 every 128 of K unless
     ``fast_accumulation`` (per tensor or row only: then the tensor core's narrower accumulator adds
     all of K, as cuBLAS's ``use_fast_accum``). Any M; N a multiple of 8 and K of 16 (16-byte rows for
-    TMA). ``max_ctas``: the persistent grid (default: one CTA per SM, as stage 6)."""
-    args = tc_7_fp8_arguments(qa, qw, fast_accumulation)
+    TMA). ``max_ctas``: the persistent grid (default: one CTA per SM, as stage 6).
+
+    The checks run once per kind of operands (:func:`course_lib.fp8.fp8_plan_key` with the options);
+    a later call with operands of that kind only prepares the arguments and launches."""
+    key = fp8.fp8_plan_key(qa, qw, (bool(fast_accumulation), group_m, max_ctas))
+    plan = _TC7_PLANS.get(key)
+    checked = plan is None
+    if checked:
+        plan = _tc_7_fp8_plan(qa, qw, fast_accumulation)
+    args = _tc_7_fp8_launch_arguments(plan, qa, qw, fast_accumulation)
     extension().tc_7_fp8(*args, group_m, backend.sm_count() if max_ctas is None else max_ctas)
+    if checked:  # kept only once a launch with it succeeded
+        _TC7_PLANS.keep(key, plan)
     return args[4]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tc7Plan:
+    """What stage 7's checks decided for operands of one kind: C's shape, the scaling, which operands
+    carry one scale per row, and which operands' values must be copied (TMA reads contiguous rows from
+    16-byte aligned addresses)."""
+
+    M: int
+    N: int
+    scaling: str
+    per_row: tuple[bool, bool]
+    copy: tuple[bool, bool]
+
+
+_TC7_PLANS = LaunchPlans()
+tc_7_fp8.plans = _TC7_PLANS
 
 
 def tc_7_fp8_arguments(qa: object, qw: object, fast_accumulation: bool = False) -> tuple:
     """The checks of :func:`tc_7_fp8`, then the extension's arguments: A's and W's values, their fp32
     scales as the kernel reads them, a new C, the scaling code and ``fast_accumulation``."""
+    return _tc_7_fp8_launch_arguments(_tc_7_fp8_plan(qa, qw, fast_accumulation), qa, qw, fast_accumulation)
+
+
+def _tc_7_fp8_plan(qa: object, qw: object, fast_accumulation: bool) -> _Tc7Plan:
+    """Stage 7's checks: each raises with what to do."""
     stage = FP8_STAGE.stage
     blocks = (all(isinstance(q, fp8.Quantized) for q in (qa, qw))
               and (tuple(qa.block), tuple(qw.block)) == fp8.BLOCK_SCALES)
@@ -249,16 +281,22 @@ def tc_7_fp8_arguments(qa: object, qw: object, fast_accumulation: bool = False) 
                                 gpu_only=True)
     if why is not None:
         raise features.NotOnThisGPU(why)
-    values = [q.values if q.values.is_contiguous() and q.values.data_ptr() % TMA_ALIGN_BYTES == 0
-              else q.values.clone(memory_format=torch.contiguous_format) for q in (qa, qw)]
-    if blocks:
-        scaling, sa, sw = "block", qa.scales, qw.scales
-    elif rows_a or rows_w:  # one operand per tensor: its scale repeated per row
-        scaling = "row"
+    copy = tuple(not (q.values.is_contiguous() and q.values.data_ptr() % TMA_ALIGN_BYTES == 0) for q in (qa, qw))
+    scaling = "block" if blocks else "row" if rows_a or rows_w else "tensor"
+    return _Tc7Plan(M, N, scaling, (bool(rows_a), bool(rows_w)), copy)
+
+
+def _tc_7_fp8_launch_arguments(plan: _Tc7Plan, qa: fp8.Quantized, qw: fp8.Quantized, fast_accumulation: bool) -> tuple:
+    """The extension's arguments for operands that passed ``plan``'s checks (or have its key)."""
+    a, w = (q.values.clone(memory_format=torch.contiguous_format) if copy else q.values
+            for q, copy in zip((qa, qw), plan.copy))
+    if plan.scaling == "block":
+        sa, sw = qa.scales, qw.scales
+    elif plan.scaling == "row":  # one operand per tensor: its scale repeated per row
         sa, sw = (q.scales.reshape(-1) if per_row else q.scales.reshape(-1).expand(n)
-                  for q, n, per_row in ((qa, M, rows_a), (qw, N, rows_w)))
+                  for q, n, per_row in ((qa, plan.M, plan.per_row[0]), (qw, plan.N, plan.per_row[1])))
     else:
-        scaling, sa, sw = "tensor", qa.scales, qw.scales
+        sa, sw = qa.scales, qw.scales
     sa, sw = (t.to(torch.float32).contiguous() for t in (sa, sw))
-    c = new_output(M, N, torch.bfloat16, values[0].device)
-    return values[0], values[1], sa, sw, c, FP8_SCALING_CODE[scaling], bool(fast_accumulation)
+    c = new_output(plan.M, plan.N, torch.bfloat16, a.device)
+    return a, w, sa, sw, c, FP8_SCALING_CODE[plan.scaling], bool(fast_accumulation)
