@@ -88,30 +88,35 @@ def shape_class(M: int, N: int, K: int, sms: int | None = None) -> str:
 
 
 # ---- one scale per tensor or per row: fp8_matmul_kernel / fp8_matmul_tma_kernel --------------------
-# * large: 256 x 128 tiles, BLOCK_K 128, 8 warps, 4 stages, through tensor descriptors: 915-1046
-#   TFLOP/s at the large shapes of experiments/gpu_fp8_triton.py, 4-8 % above pointer loads. (128 x 256 tiles, the
-#   bf16 kernel's, reached 374-393 with pointer loads: with promoted sums the tile's second
-#   accumulator does not fit.)
-# * otherwise 64 x 64 tiles, 4 warps, 4 stages, pointer loads - decode, and short or few tiles: many
-#   programs to share the weight's bytes (M = 64 x N = 14336: cuBLAS's 282 TFLOP/s; 2048 x 2304 x 768: 372).
+# Each class's configuration is the best over the class's shapes (geometric mean of % of cuBLAS with
+# the same scaling) in experiments/gpu_fp8_triton_sweep.py on the H200 (runs/2026-12-04_1030_fp8_triton_sweep):
+# * decode: 64 x 32 tiles, 4 warps, 5 stages: 90 % per tensor (64 x 64, 4 stages: 83 %);
+# * short_k: 64 x 64 tiles, 4 warps, 4 stages (the sweep's best, 128 x 64 on 8 warps, was 1 point better
+#   per tensor and not timed per row);
+# * few_tiles: 64 x 128 tiles, 8 warps, 4 stages: 76 % (64 x 64: 70 %) - more programs than 256 x 128
+#   tiles would make for too few SMs;
+# * large: 256 x 128 tiles, 8 warps, 4 stages, through tensor descriptors: 68 % per tensor, 70 % per row.
+#   (128 x 256 tiles, the bf16 kernel's, keep a second fp32 tile of promoted sums that does not fit.)
 _SMALL = Fp8Config(64, 64, 128, num_warps=4, num_stages=4)
 SCALES_CONFIGS: dict[str, Fp8Config] = {
-    "decode": _SMALL,
+    "decode": Fp8Config(64, 32, 128, num_warps=4, num_stages=5),
     "short_k": _SMALL,
-    "few_tiles": _SMALL,
+    "few_tiles": Fp8Config(64, 128, 128, num_warps=8, num_stages=4),
     "large": Fp8Config(256, 128, 128, num_warps=8, num_stages=4, descriptors=True),
 }
 
 # ---- block scales (A per 1 x 128, W per 128 x 128): fp8_blockscaled_kernel / _tma_kernel -----------
 # Each K-slice's sum is a fresh fp32 tile that is scaled and added to the accumulator: two tiles of
 # fp32 registers per thread. 256 x 128 tiles on 8 warps then spill (255 registers and 220-584 bytes
-# of spill stores, compiled for sm_90a), and ran at 17-29 % of cuBLAS block-scaled; 64 x 128 tiles on
-# 4 warps fit (179-234 registers) and ran at 55-61 % at the large shapes of experiments/gpu_fp8_triton.py.
+# of spill stores, compiled for sm_90a), and ran at 17-29 % of cuBLAS block-scaled. The same sweep:
+# 64 x 128 tiles on 4 warps through tensor descriptors at the large shapes (3 stages: 61 %, worst
+# 58 %; pointer loads, 4 stages: 53 %) and where tiles are few (4 stages: 133 %, worst 79 %; 64 x 64
+# with pointers: 107 %, worst 43 %); 64 x 64 tiles elsewhere.
 BLOCKSCALED_CONFIGS: dict[str, Fp8Config] = {
     "decode": _SMALL,
     "short_k": _SMALL,
-    "few_tiles": _SMALL,
-    "large": Fp8Config(64, 128, 128, num_warps=4, num_stages=4),
+    "few_tiles": Fp8Config(64, 128, 128, num_warps=4, num_stages=4, descriptors=True),
+    "large": Fp8Config(64, 128, 128, num_warps=4, num_stages=3, descriptors=True),
 }
 
 
