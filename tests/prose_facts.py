@@ -757,34 +757,30 @@ def fp8_recorded_pct(stage: str, scaling: str, shape) -> float:
     return 100 * rows[0]["ratio_to_cublas"]
 
 
-# ---- stage 7: the CUDA FP8 kernel (results.summary("fp8")["stage7"]) ------------------------------
-def tc7(shape, key: str) -> float:
-    """Stage 7's recorded row: key e.g. "tc_7 tensor tflops", "cublas block tflops"."""
-    rows = [r for r in results.summary("fp8")["stage7"]["shapes"] if tuple(r["shape"]) == _shape(shape)]
-    assert len(rows) == 1, f"no single stage-7 row for {shape}"
-    return rows[0][key]
+# ---- stage 7: the CUDA FP8 kernel (bench's recording; results.summary("fp8")["stage7"]: the evidence) ----
+def tc7_recorded_span(scaling: str, shapes=None) -> tuple[float, float]:
+    """Stage 7 as bench recorded it (its defaults: promoted), % of cuBLAS with the same scaling."""
+    return span(*(fp8_recorded_pct("tc_7_fp8", scaling, s) for s in (shapes or FP8_LARGE)))
 
 
-def tc7_pct(shape, variant: str, against: str | None = None) -> float:
-    """% of cuBLAS: stage 7's ``variant`` ("tensor", "tensor fast", "row", "block") over cuBLAS's
-    ``against`` (the same variant by default)."""
-    return 100 * tc7(shape, f"tc_7 {variant} tflops") / tc7(shape, f"cublas {against or variant} tflops")
+def _tc7_loop() -> list[dict]:
+    return results.summary("fp8")["stage7"]["loop"]["shapes"]
 
 
-def tc7_pct_span(variant: str, against: str | None = None, shapes=None) -> tuple[float, float]:
-    return span(*(tc7_pct(s, variant, against) for s in (shapes or FP8_LARGE)))
-
-
-def tc7_tile_pct_span(build: str = "fast n128") -> tuple[float, float]:
-    """Fast accumulation on the 128 x 128 tile ("fast n128", no promotion) or on the course's 128 x 256
-    ("base"), as % of cuBLAS per tensor, promoted, in the same run."""
-    rows = results.summary("fp8")["stage7"]["tile_without_promotion"]["shapes"]
-    return span(*(100 * r[f"{build} tensor fast tflops"] / r["cublas tensor tflops"] for r in rows))
+def tc7_loop_pct_span(build: str, against: str = "tensor") -> tuple[float, float]:
+    """In the mainloop's runs: ``build`` ("base tensor", "before tensor", "base tensor fast", "fast n128
+    tensor fast", ...) as % of cuBLAS's ``against`` ("tensor": promoted, "tensor fast"), same run."""
+    return span(*(100 * r[f"{build} tflops"] / r[f"cublas {against} tflops"] for r in _tc7_loop()))
 
 
 def tc7_busy(what: str) -> float:
-    """Nsight Compute's busiest pipeline (the tensor pipe), % of cycles at 4096^3: tc7, tc7_fast, cublas, ..."""
+    """Nsight Compute's busiest pipeline (the tensor pipe), % of cycles at 4096^3: tc7, tc7_before, cublas."""
     return results.summary("fp8")["stage7"]["ncu_4096"][what]["busiest pipeline pct"]
+
+
+def tc7_instructions(what: str) -> float:
+    """Instructions executed at 4096^3 (Nsight Compute), in millions: tc7, tc7_before, cublas."""
+    return results.summary("fp8")["stage7"]["ncu_4096"][what]["instructions"] / 1e6
 
 
 def tc7_accum(data: str, K: int, who: str = "tc_7", fast: bool = False) -> float:
