@@ -116,9 +116,10 @@ def test_the_kernels_follow_the_modelled_protocol():
     assert "ws.scratch(" in sk and "ws.zeroed(" in sk
     host = _code("tc_host.cuh")
     assert "device_scratch" not in host and "static std::map" not in host
-    # Split-K's counters (stage 6's decode path): the last CTA of a tile sets its counter back to zero.
-    decode = _code("tc_6_tma_store.cu")
-    assert re.search(r"if \(s\.last\) splits\.counters\[tile\] = 0;", decode)
+    # Split-K's counters (the decode paths of stages 6 and 7, tc_decode.cuh): the last CTA of a tile
+    # sets its counter back to zero.
+    decode = _code("tc_decode.cuh")
+    assert re.search(r"if \(\*last\) splits\.counters\[tile\] = 0;", decode)
     assert "ws.zeroed(size_t(tiles))" in decode
 
 

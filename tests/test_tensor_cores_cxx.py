@@ -131,7 +131,7 @@ def _schedule_checks() -> list[str]:
     block_m, block_n, block_k = tc.DESIGN["tc_6_tma_store"].block
     for M, N, K, clusters in SCHEDULES:
         want = tc.stage6_schedule(M, N, K, clusters)
-        lines.append(f"static_assert(tc::stage6::use_swapped({M}) == {'true' if want == 'swapped' else 'false'}, "
+        lines.append(f"static_assert(tc::use_swapped({M}) == {'true' if want == 'swapped' else 'false'}, "
                      f"\"M = {M}: Python's stage6_schedule says {want}\");")
         if want == "swapped":
             continue

@@ -30,6 +30,7 @@
 //   whose slices went to several clusters is finished by the one holding its first slice.
 //
 // Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+#include "tc_decode.cuh"
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -177,24 +178,10 @@ constexpr bool use_stream_k(int k_slices, int cluster_tiles, int clusters) {
 // [/excerpt when-stream-k]
 
 // ---- decode: few rows of A, operands swapped ------------------------------------------------------
-// A decode step multiplies a few token rows (M = 1-128) by a weight matrix: stage 6's 128-row tile
-// would hold 1-128 real rows, and wgmma's M side is at least 64. Computing C^T = B^T A^T instead
-// puts the weights on wgmma's 64-row side and the tokens on its N side, which may be as small as 8:
-// each CTA computes a 64 (columns of C) x T (rows of C) piece of C^T from 64 x 64 slices of B (read
-// through TMA exactly as above) and T x 64 slices of A (a box of T rows; rows past M read as zeros).
-// Reading the weights once at memory speed is the whole job, so the CTA is simple: one producer
-// warp keeps a ring of slices in flight, one consumer warpgroup multiplies. Where the column
-// tiles are fewer than the SMs can hold, K is split into ranges, one CTA each; the last CTA of a
-// tile to finish adds the others' fp32 partial sums in the order of their ranges (the same sum
-// whatever the finishing order) and writes the tile.
-// Slots of the ring per token tile: about 100 KB of shared memory (two CTAs per SM, or three for
-// T <= 32), enough bytes of B in flight to keep reading at memory speed.
-constexpr int decode_stages(int T) { return T <= 64 ? 6 : 4; }
-constexpr int DECODE_COLS = 64;                              // columns of C per CTA: wgmma's M side
-constexpr int DECODE_THREADS = WARPGROUP + 32;               // a consumer warpgroup and a producer warp
-constexpr int DECODE_MAX_M = 128;                            // the largest token tile (wgmma n = 128)
-constexpr int DECODE_MIN_SLICES = 4;                         // K slices per range, at least
-
+// The schedule of tc_decode.cuh (when to swap, the tile, the ring's depth, split K): each CTA computes
+// a 64 (columns of C) x T (rows of C) piece of C^T = B^T A^T from 64 x 64 slices of B (read through
+// TMA exactly as above) and T x 64 slices of A (a box of T rows; rows past M read as zeros), one
+// producer warp and one consumer warpgroup.
 template <int T>
 struct DecodeSmem {
   static constexpr int STAGES = decode_stages(T);
@@ -202,18 +189,10 @@ struct DecodeSmem {
   bf16 b[STAGES][TILE_K * DECODE_COLS];                     // one 64 x 64 box of B, N-major
   uint64_t full[STAGES], empty[STAGES];
   int last;                                                 // this CTA adds the partial sums
+  static_assert(sizeof(a[0]) + sizeof(b[0]) == decode_slot_bytes(T), "the ring slot of tc_decode.cuh");
 };
 template <int T>
 constexpr int decode_smem_bytes() { return int(sizeof(DecodeSmem<T>)) + SMEM_SLACK; }
-
-// Split-K's fp32 partial sums, [tile][range][T / 8][WARPGROUP] float4s (each thread's accumulators
-// as it holds them), and one arrival counter per tile, zero when the launch starts and again when it
-// ends (the last CTA of a tile resets it, so a CUDA graph's replay finds it zero); both the launch's
-// own (Workspace, tc_launch.h).
-struct DecodeSplits {
-  float4* partials;
-  int* counters;
-};
 
 template <int T>
 __global__ void __launch_bounds__(DECODE_THREADS)
@@ -237,7 +216,7 @@ decode_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__
       for (int ks = k_begin, it = 0; ks < k_end; ++ks, ++it) {
         const int slot = it % STAGES;
         mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
-        mbar_arrive_expect_tx(&s.full[slot], (T + DECODE_COLS) * TILE_K * int(sizeof(bf16)));
+        mbar_arrive_expect_tx(&s.full[slot], decode_slot_bytes(T));
         tma_load_2d(s.a[slot], &map_a, &s.full[slot], ks * TILE_K, m0);
         tma_load_2d(s.b[slot], &map_b, &s.full[slot], n0, ks * TILE_K);
       }
@@ -269,32 +248,7 @@ decode_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__
 
   // ---- split K: publish this range's sums; the last CTA of the tile adds them all ------------------
   const int tid = threadIdx.x;
-  if (ranges > 1) {
-    float4* mine = splits.partials + (size_t(tile) * ranges + range) * (T / 8) * WARPGROUP + tid;
-#pragma unroll
-    for (int i = 0; i < T / 8; ++i)
-      __stcg(mine + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-    __threadfence();                       // our partial sums before our arrival (release)
-    named_barrier_sync(1, WARPGROUP);
-    if (tid == 0) {
-      const int arrived = atomicAdd(splits.counters + tile, 1);
-      s.last = arrived == ranges - 1;
-      if (s.last) splits.counters[tile] = 0;  // ready for the next launch
-      __threadfence();                     // (acquire) the others' partial sums are visible after this
-    }
-    named_barrier_sync(1, WARPGROUP);
-    if (!s.last) return;
-#pragma unroll
-    for (int i = 0; i < T / 2; ++i) acc[i] = 0.f;
-    for (int r = 0; r < ranges; ++r) {  // in range order: the same sum whoever finishes last
-      const float4* src = splits.partials + (size_t(tile) * ranges + r) * (T / 8) * WARPGROUP + tid;
-#pragma unroll
-      for (int i = 0; i < T / 8; ++i) {
-        const float4 v = __ldcg(src + i * WARPGROUP);
-        acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
-      }
-    }
-  }
+  if (ranges > 1 && !decode_add_ranges<T>(acc, splits, tile, range, ranges, &s.last)) return;
 
   // ---- epilogue: C[m][n] = acc's C^T[n][m], bf16, element by element (C is small at decode) --------
   // [excerpt swapped-store]
@@ -313,57 +267,24 @@ decode_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__
   // [/excerpt swapped-store]
 }
 
-inline DecodeSplits decode_splits(const Workspace& ws, size_t float4s, int tiles) {
-  return DecodeSplits{static_cast<float4*>(ws.scratch(float4s * sizeof(float4))), ws.zeroed(size_t(tiles))};
-}
-
-// [excerpt decode-ranges]
-// How many ranges of K: as many CTAs as fit on the GPU at once (`resident`: SMs x CTAs per SM) in
-// one wave - a second, partial wave would leave SMs idle at the end - with at least
-// DECODE_MIN_SLICES slices per range. Tiles that fill the GPU by themselves are not split.
-constexpr int decode_ranges(int tiles, int k_slices, int resident) {
-  const int wanted = resident / tiles > 1 ? resident / tiles : 1;
-  const int most = k_slices / DECODE_MIN_SLICES > 1 ? k_slices / DECODE_MIN_SLICES : 1;
-  const int ranges = wanted < most ? wanted : most;
-  return ceil_div(k_slices, ceil_div(k_slices, ranges));  // none empty after rounding
-}
-// [/excerpt decode-ranges]
-
 template <int T>
-void launch_decode(const Gemm& g, cudaStream_t stream, const Workspace& ws, int ranges) {
+void launch_decode(const Gemm& g, cudaStream_t stream, const Workspace& ws) {
   auto kernel = decode_kernel<T>;
   constexpr int smem = decode_smem_bytes<T>();
-  allow_dynamic_smem(kernel, smem);
-  static int per_sm = 0;  // CTAs per SM (shared memory decides); asked once per process
-  if (per_sm == 0)
-    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, DECODE_THREADS, smem),
-               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   const int k_slices = ceil_div(g.K, TILE_K);
-  const dim3 tiles(ceil_div(g.N, DECODE_COLS), ceil_div(g.M, T));
-  if (ranges <= 0) ranges = decode_ranges(int(tiles.x * tiles.y), k_slices, per_sm * device_sm_count());
-  ranges = ranges < k_slices ? ranges : k_slices;
-  const int per_range = ceil_div(k_slices, ranges);
-  ranges = ceil_div(k_slices, per_range);
-  const DecodeSplits splits =
-      ranges > 1 ? decode_splits(ws, size_t(tiles.x) * tiles.y * ranges * (T / 8) * WARPGROUP, int(tiles.x * tiles.y))
-                 : DecodeSplits{nullptr, nullptr};
+  const DecodeGrid plan = decode_grid<T>(kernel, smem, g.M, g.N, k_slices, ws);
   const CUtensorMap map_a = make_tensor_map(g.a, g.M, g.K, T, TILE_K, CU_TENSOR_MAP_SWIZZLE_128B);
-  kernel<<<dim3(tiles.x, tiles.y, ranges), DECODE_THREADS, smem, stream>>>(map_a, tensor_map_b(g), g.c, splits, g.M,
-                                                                             g.N, per_range, k_slices);
+  kernel<<<plan.grid, DECODE_THREADS, smem, stream>>>(map_a, tensor_map_b(g), g.c, plan.splits, g.M, g.N,
+                                                      plan.slices_per_range, k_slices);
   check_launch("tc_6_tma_store (decode)");
 }
 
-// [excerpt when-swapped]
-// The operands swapped for every M up to 128: a 128-row tile of stage 6 would be mostly empty.
-constexpr bool use_swapped(int M) { return M <= DECODE_MAX_M; }
-// [/excerpt when-swapped]
-
 // The token tile for M rows: the smallest of 16, 32, 64, 128 that holds them.
-inline void launch_decode_for(const Gemm& g, cudaStream_t stream, const Workspace& ws, int ranges) {
-  if (g.M <= 16) return launch_decode<16>(g, stream, ws, ranges);
-  if (g.M <= 32) return launch_decode<32>(g, stream, ws, ranges);
-  if (g.M <= 64) return launch_decode<64>(g, stream, ws, ranges);
-  return launch_decode<128>(g, stream, ws, ranges);
+inline void launch_decode_for(const Gemm& g, cudaStream_t stream, const Workspace& ws) {
+  if (g.M <= 16) return launch_decode<16>(g, stream, ws);
+  if (g.M <= 32) return launch_decode<32>(g, stream, ws);
+  if (g.M <= 64) return launch_decode<64>(g, stream, ws);
+  return launch_decode<128>(g, stream, ws);
 }
 
 }  // namespace stage6
@@ -373,7 +294,7 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& 
   using namespace stage6;
   if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
   if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M)))
-    return launch_decode_for(g, stream, ws, /*ranges: by the shape*/ 0);  // M > 128: tiles of 128 tokens
+    return launch_decode_for(g, stream, ws);  // forced at M > 128: tiles of 128 tokens
   allow_dynamic_smem(kernel, SMEM_BYTES);
   const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
   const int clusters = resident_clusters(kernel, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
