@@ -206,6 +206,16 @@ def fp8_launch(scaling: str, shape: tuple[int, int, int]) -> tuple:
     label = f"{cfg.block_m}x{cfg.block_n} w{cfg.num_warps} s{cfg.num_stages}"
     if scaling == "block":  # BLOCK_K is the blocks' 128; one row of scales per K-block
         kb = triton.cdiv(K, 128)
+        try:  # its own default since issue 37 (before, fp8_config's)
+            cfg = find("fp8_blockscaled_config")(M, N, K, sms=H200_SMS)
+        except RuntimeError:  # an older tree: no fp8_blockscaled_config
+            pass
+        common = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, GROUP_M=cfg.group_m, ROUND_BF16_BY_HAND=False,
+                      num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        label = f"{cfg.block_m}x{cfg.block_n} w{cfg.num_warps} s{cfg.num_stages}"
+        if cfg.descriptors and K % 16 == 0 and N % 8 == 0:
+            return ("fp8_blockscaled_tma_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, kb, kb],
+                    common | dict(BLOCK_K=128), f"{label} k128 tma")
         return ("fp8_blockscaled_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, 1, kb, kb],
                 common | dict(BLOCK_K=128), f"{label} k128")
     per_row = int(scaling == "row")  # the scales' stride: 1 per row, 0 per tensor
