@@ -13,6 +13,7 @@ GPU only (the ``gpu`` mark); the CPU side of the same protocol is tests/test_fix
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -369,6 +370,45 @@ def test_fp8_split_k_replays_while_its_capture_stream_runs_it_eagerly(name, shap
     errors = _beside_eager_errors(call, _fp8_maker(M, N, K, scaling), _fp8_error)
     _record(RESULTS, f"{name} {M}x{N}x{K}", "graph beside eager", errors)
     assert max(errors) < correctness.tolerance("e4m3", K), errors
+
+
+# torch.compile(mode="reduce-overhead") on the FP8 paths: the operands' values and scales enter the
+# custom op as four tensors (their blocks and format are the same every call) and are put back together.
+FP8_COMPILE_PATHS = [("tc_7 block", (1000, 1032, 1024)), ("tc_7 tensor", (16, 2048, 7168)),
+                     ("triton fp8 row", (2048, 2048, 2048)), ("triton fp8 block", (768, 2304, 4096))]
+
+
+@pytest.mark.parametrize("name, shape", FP8_COMPILE_PATHS, ids=[p[0] for p in FP8_COMPILE_PATHS])
+def test_fp8_paths_are_right_under_torch_compile_reduce_overhead(name, shape):
+    if not fp8_available():
+        pytest.skip("FP8 tensor cores need compute capability 8.9 or newer")
+    if name.startswith("tc_"):
+        _hopper()
+    _, scaling, call = {p[0]: p for p in _fp8_paths()}[name]
+    M, N, K = shape
+    make = _fp8_maker(M, N, K, scaling)
+    qa0, qw0 = make(0)
+
+    @torch.library.custom_op(f"course_test::fp8_{name.replace(' ', '_')}", mutates_args=())
+    def op(av: torch.Tensor, sa: torch.Tensor, wv: torch.Tensor, sw: torch.Tensor) -> torch.Tensor:
+        return call(dataclasses.replace(qa0, values=av, scales=sa), dataclasses.replace(qw0, values=wv, scales=sw))
+
+    @op.register_fake
+    def _(av, sa, wv, sw):
+        return av.new_empty((av.shape[0], wv.shape[0]), dtype=torch.bfloat16)
+
+    @torch.compile(mode="reduce-overhead", fullgraph=True)
+    def layer(av, sa, wv, sw):
+        return op(av, sa, wv, sw) * 2.0
+
+    errors = []
+    for r in range(REPLAYS + 2):  # the first calls record the graph; later ones replay it
+        qa, qw = make(r + 1)
+        c = layer(qa.values, qa.scales, qw.values, qw.scales).clone()
+        torch.cuda.synchronize()
+        errors.append(_fp8_error(c / 2.0, qa, qw))
+    _record(RESULTS, f"{name} {M}x{N}x{K}", "torch.compile", errors)
+    assert max(errors) < correctness.tolerance("e4m3", K), f"{name}: errors per call {errors}"
 
 
 def fp8_available() -> bool:
