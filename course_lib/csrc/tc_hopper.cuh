@@ -342,9 +342,6 @@ __device__ __forceinline__ void wgmma_swapped(float (&d)[T / 2], uint64_t desc_b
         : "l"(desc_bt), "l"(desc_a), "r"(acc));
   }
 }
-#undef TC_WGMMA_REGS_0_7
-#undef TC_WGMMA_REGS_8_15
-#undef TC_WGMMA_REGS_16_31
 
 // ---- FP8 (stage 7) -----------------------------------------------------------------------------
 // wgmma on e4m3 reads 32 of K per instruction (32 bytes, as 16 bf16 are), and for 8-bit inputs both
@@ -383,11 +380,6 @@ __device__ __forceinline__ void wgmma_fp8(float (&d)[N / 2], uint64_t desc_a, ui
 // C^T = W A^T with 64 rows of W as wgmma's A and T token rows of A as its B. Both are K-major, as
 // 8-bit wgmma wants them, so both use kmajor_descriptor and nothing is transposed. Accumulator rows
 // are rows of W (columns of C), accumulator columns are tokens (rows of C). T = 16, 32, 64, 128.
-#define TC_WGMMA_REGS_0_7 "%0, %1, %2, %3, %4, %5, %6, %7"
-#define TC_WGMMA_REGS_8_15 "%8, %9, %10, %11, %12, %13, %14, %15"
-#define TC_WGMMA_REGS_16_31                                              \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, " \
-  "%30, %31"
 template <int T>
 __device__ __forceinline__ void wgmma_fp8_swapped(float (&d)[T / 2], uint64_t desc_w, uint64_t desc_a,
                                                   bool accumulate) {
