@@ -145,3 +145,21 @@ def test_triton_split_k_counters_reset_and_are_per_stream():
 def test_zeroed_counters_on_the_cpu_are_zero_and_the_size_asked():
     t = common.zeroed_counters(37, torch.device("cpu"))
     assert t.dtype == torch.int32 and t.numel() == 37 and int(t.abs().sum()) == 0
+
+
+def test_per_stream_buffers_are_made_by_another_thread():
+    """torch.compile's CUDA graphs warm up with the warming thread's allocations sent to the graph's
+    pool: a buffer kept per stream must be made by another thread (an exception in it still raised)."""
+    import inspect
+    import threading
+
+    here = threading.get_ident()
+    made_by = []
+    out = common.outside_graph_pools(lambda: (made_by.append(threading.get_ident()), torch.zeros(3))[1])
+    assert made_by and made_by[0] != here and out.shape == (3,)
+    with pytest.raises(ValueError, match="no memory"):
+        common.outside_graph_pools(lambda: (_ for _ in ()).throw(ValueError("no memory")))
+    assert "outside_graph_pools(" in inspect.getsource(common.stream_buffer)
+    zeroed = _code("tc_binding.h")
+    zeroed = zeroed[zeroed.index("int* zeroed(size_t count)"):]
+    assert "zeroed_by_another_thread(" in zeroed and "std::thread maker" in zeroed

@@ -9,7 +9,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <exception>
 #include <map>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -38,9 +40,10 @@ inline void check_operands(const torch::Tensor& a, const torch::Tensor& b, const
 //   queued after it on the same stream, and during a CUDA graph's capture it allocates from that
 //   graph's own pool, which its replays keep; so no other launch can touch it while this one runs.
 // * Zeroed ints: the kernels leave them zero, so outside a capture one set per stream serves every
-//   launch on it (launches on one stream run one after another). It is made on a side stream and
-//   never freed while work may use it, so it stays out of any graph's pool that PyTorch may be
-//   filling from the launch's stream (torch.compile's CUDA graphs warm up that way). During a capture
+//   launch on it (launches on one stream run one after another). It is never freed while work may
+//   use it, and it is made by another thread, on a side stream, so that it stays out of any graph's
+//   pool: torch.compile's CUDA graphs warm up with every allocation of the warming thread sent to the
+//   graph's pool (torch/_inductor/cudagraph_trees.py, _use_cuda_memory_pool_manager). During a capture
 //   the graph gets a set of its own, zeroed by a memset that the graph records (and repeats on every
 //   replay): a graph may be replayed on any stream, beside launches on the stream it was captured on.
 // The same rules as the Triton kernels' (course_lib/kernels/coalescing_and_triton/common.py,
@@ -77,13 +80,29 @@ class TorchWorkspace {
     torch::Tensor& t = per_stream[{device_.index(), stream_}];
     if (!t.defined() || size_t(t.numel()) < n) {
       if (t.defined()) C10_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued launches may use the old set
-      const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
-      const c10::cuda::CUDAStreamGuard on_side(side);
-      t = bytes(n > 4096 ? n : 4096);
-      C10_CUDA_CHECK(cudaMemsetAsync(t.data_ptr(), 0, size_t(t.numel()), side.stream()));
-      C10_CUDA_CHECK(cudaStreamSynchronize(side.stream()));
+      t = zeroed_by_another_thread(n > 4096 ? n : 4096);
     }
     return static_cast<int*>(t.data_ptr());
+  }
+
+  torch::Tensor zeroed_by_another_thread(size_t n) {
+    torch::Tensor t;
+    std::exception_ptr failed;
+    std::thread maker([&] {
+      try {
+        const c10::cuda::CUDAGuard on_device(device_);
+        const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
+        const c10::cuda::CUDAStreamGuard on_side(side);
+        t = bytes(n);
+        C10_CUDA_CHECK(cudaMemsetAsync(t.data_ptr(), 0, n, side.stream()));
+        C10_CUDA_CHECK(cudaStreamSynchronize(side.stream()));
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    maker.join();
+    if (failed) std::rethrow_exception(failed);
+    return t;
   }
 
   torch::Device device_;

@@ -3,6 +3,9 @@ rules of tensor descriptors). tl.dot's precision argument per dtype is in course
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import torch
 import triton
 
@@ -126,9 +129,11 @@ def stream_buffer(kind: str, nbytes: int, device: torch.device, zeroed: bool = F
     again; the descriptors Triton writes for in-kernel TMA), one buffer per ``kind``.
 
     * Outside a CUDA graph's capture, one buffer per stream serves every launch on it: launches on
-      one stream run one after another, and another stream has its own. It is made on a side stream
-      and never freed while work may use it, so it stays out of any graph's memory pool that PyTorch
-      may be filling from the current stream (``torch.compile``'s CUDA graphs warm up that way).
+      one stream run one after another, and another stream has its own. It is never freed while work
+      may use it, and it is made by another thread (:func:`outside_graph_pools`), on a side stream,
+      so that it stays out of any graph's memory pool: ``torch.compile``'s CUDA graphs warm up by
+      running the function with every allocation of the calling thread sent to the graph's pool, and
+      a buffer kept alive there is memory the graph believes it owns.
     * During a capture the graph gets a buffer of its own from the graph's pool, zeroed (if asked)
       by a fill the graph records and repeats on every replay: a graph may be replayed on any stream,
       beside eager launches on the stream it was captured on, and must share nothing with them."""
@@ -142,12 +147,39 @@ def stream_buffer(kind: str, nbytes: int, device: torch.device, zeroed: bool = F
     if have is None or have.numel() < nbytes:
         if have is not None:
             stream.synchronize()  # queued launches may still use the old buffer
-        side = torch.cuda.Stream(device)
-        with torch.cuda.stream(side):
-            have = torch.zeros(max(nbytes, 4096), dtype=torch.int8, device=device)
-        side.synchronize()
+        have = outside_graph_pools(lambda: _zeroed_on_a_side_stream(max(nbytes, 4096), device))
         _STREAM_BUFFERS[key] = have
     return have
+
+
+def _zeroed_on_a_side_stream(nbytes: int, device: torch.device) -> torch.Tensor:
+    side = torch.cuda.Stream(device)
+    with torch.cuda.device(device), torch.cuda.stream(side):
+        t = torch.zeros(nbytes, dtype=torch.int8, device=device)
+    side.synchronize()
+    return t
+
+
+def outside_graph_pools(make: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """``make()`` run by a new thread, for memory that outlives the call that needs it. While
+    ``torch.compile``'s CUDA graphs warm up (mode "reduce-overhead"), PyTorch sends every allocation
+    the warming thread makes to the graph's private pool (torch/_inductor/cudagraph_trees.py,
+    ``_use_cuda_memory_pool_manager``: "allocation on the current thread"); another thread's
+    allocations go to the ordinary pool. An exception in ``make`` is raised here."""
+    made: list = []
+
+    def run() -> None:
+        try:
+            made.append(make())
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            made.append(e)
+
+    thread = threading.Thread(target=run, name="course-buffer")
+    thread.start()
+    thread.join()
+    if isinstance(made[0], BaseException):
+        raise made[0]
+    return made[0]
 
 
 def zeroed_counters(count: int, device: torch.device) -> torch.Tensor:
