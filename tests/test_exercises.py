@@ -402,6 +402,8 @@ def test_questions_know_their_answers():
     assert thread_coarsening.reuse.expected() == pytest.approx(32 / 12)
     assert thread_coarsening.pitch.expected() == 33
     assert gpu_execution_model.first_two_wave_n.expected() == 1536
+    assert gpu_execution_model.last_wave_pct.expected() == pytest.approx(100 * 12 / 132)  # 144 tiles: 132 + 12
+    assert gpu_execution_model.fp32_bound.expected() == pytest.approx(132 * 4 * 32 * 2 * 1.98e-3)
 
 
 @pytest.mark.parametrize("question, answer, meaning", [
@@ -417,6 +419,13 @@ def test_questions_know_their_answers():
     (thread_coarsening.pitch, 31, "puts the two rows in different banks (one pass), but a row of a_tile holds the tile's 32 words"),
     (thread_coarsening.pitch, 16, "puts the two rows in different banks (one pass), but a row of a_tile"),
     (gpu_execution_model.first_two_wave_n, 1408, "still fits in one wave"),
+    (gpu_execution_model.last_wave_pct, 91, "stay empty"),
+    (gpu_execution_model.last_wave_pct, 0.09, "a fraction"),
+    (gpu_execution_model.last_wave_pct, 12, "the number of blocks in the last wave"),
+    (gpu_execution_model.last_wave_pct, 109, "all the tiles over 132"),
+    (gpu_execution_model.fp32_bound, 33.5, "a multiply-add as one operation"),
+    (gpu_execution_model.fp32_bound, 2.09, "all 32 lanes"),
+    (gpu_execution_model.fp32_bound, 16.7, "4 schedulers"),
 ])
 def test_a_likely_wrong_answer_is_explained(capsys, question, answer, meaning):
     assert not question.check(answer)

@@ -105,3 +105,10 @@ def test_widget_changes_state_when_controls_change():
     box.controls["regs"].value = 64  # 1024 x 64 = 65536: fits, one block per SM
     assert box.occupancy.threads_per_block == 1024 and box.occupancy.resident == 1
     assert "may use" not in box.children[2].value
+
+
+def test_a_waves_result_shown_in_a_cell_says_its_waves():
+    # notebook 00's exercise suggests evaluating gemm_waves(N, N, 128, 128, occupancy=1) in a cell
+    shown = repr(gemm_waves(1536, 1536, 128, 128, occupancy=1))
+    assert shown == "Waves(blocks=144, sms=132, resident=1): 2 waves, last wave 12 blocks = 9% full"
+    assert "1 wave, last wave 100 blocks = 76% full" in repr(waves(100, 1))

@@ -1,16 +1,46 @@
-"""Exercise of notebook ``00_gpu_execution_model``: where wave quantisation first strikes."""
+"""Exercises of notebook ``00_gpu_execution_model``: the fp32 bound of the H200, and where wave
+quantisation first strikes."""
 
 from __future__ import annotations
 
 from course_lib.exercises import Question
 from course_lib.model import waves
-from course_lib.model.hardware import H200
+from course_lib.model.hardware import H200, WARP_SIZE
 
 TILE = 128  # square tiles of C, one block per SM
+BOOST_CLOCK_GHZ = 1.98  # the H200's highest SM clock (NVIDIA's H200 datasheet), as 00 states it
+
+
+def _fp32_bound() -> float:
+    # every scheduler (one per register sub-partition) of every SM issues one fp32 multiply-add
+    # instruction per cycle: 32 lanes, two operations each
+    return H200.sms * H200.reg_subpartitions * WARP_SIZE * 2 * BOOST_CLOCK_GHZ * 1e9 / 1e12
+
+
+fp32_bound = Question(
+    what="the fp32 bound in TFLOP/s",
+    expected=_fp32_bound,
+    rel_tol=0.02,
+    hint="SMs x schedulers per SM x lanes per instruction x operations per multiply-add x cycles per second,"
+         " divided by 1e12",
+    wrong=[
+        (lambda want: want / 2, "that counts a multiply-add as one operation; a GEMM's 2MNK counts the "
+                                "multiply and the add."),
+        (lambda want: want / WARP_SIZE, f"one multiply-add instruction does the work of all {WARP_SIZE} "
+                                        "lanes of its warp."),
+        (lambda want: want / H200.reg_subpartitions, f"each SM has {H200.reg_subpartitions} schedulers, "
+                                                     "each issuing in every cycle."),
+    ],
+)
 
 
 def _first_two_wave_n() -> int:
     return next(n for n in range(TILE, 8192, TILE) if waves.gemm_waves(n, n, TILE, TILE, occupancy=1).waves == 2)
+
+
+def _first_two_wave() -> waves.Waves:
+    n = _first_two_wave_n()
+    return waves.gemm_waves(n, n, TILE, TILE, occupancy=1)
 
 
 first_two_wave_n = Question(
@@ -22,5 +52,22 @@ first_two_wave_n = Question(
         (lambda want: H200.sms * TILE, f"that would be {H200.sms} tiles in a row; a square N x N has (N / {TILE}) "
                                        "squared tiles."),
         (lambda want: want + TILE, f"a smaller size already needs more than {H200.sms} tiles."),
+    ],
+)
+
+
+last_wave_pct = Question(
+    what="how full the last wave is, in %",
+    expected=lambda: 100 * _first_two_wave().tail_utilisation,
+    rel_tol=0.05,
+    hint=f"the blocks left over after the first wave of {H200.sms}, as a share of {H200.sms} slots",
+    wrong=[
+        (lambda want: 100 - want, "that is the share of the last wave's slots that stay empty; the question "
+                                  "asks how full it is."),
+        (lambda want: want / 100, "that is a fraction: give it in per cent."),
+        (lambda want: _first_two_wave().tail_blocks, "that is the number of blocks in the last wave: what share "
+                                                     f"of the {H200.sms} slots do they fill?"),
+        (lambda want: 100 * _first_two_wave().blocks / H200.sms, f"that is all the tiles over {H200.sms}; the "
+                                                                 f"first wave takes {H200.sms} of them."),
     ],
 )

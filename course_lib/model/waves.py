@@ -6,6 +6,8 @@
     w = gemm_waves(4096, 4096, tile_m=128, tile_n=128, occupancy=occ)
     w.waves, w.tail_utilisation        # -> 2, 0.939...  (1024 blocks, 528 per wave)
     gemm_waves(4096, 4096, 128, 128, occupancy=1).idle_sms_in_tail   # -> 32 (8 waves, last 76 % full)
+    gemm_waves(1536, 1536, 128, 128)   # shown: Waves(blocks=144, sms=132, resident=1): 2 waves,
+                                       #        last wave 12 blocks = 9% full
 
 A block is resident on an SM only if the SM has room for *all* of it at once: its threads (as whole
 warps), its registers and its shared memory, and the SM also caps the number of blocks. The scarcest
@@ -146,13 +148,20 @@ def resident_blocks(threads_per_block: int, regs_per_thread: int = 32, smem_per_
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Waves:
-    """A grid of ``blocks`` run on ``sms`` SMs holding ``resident`` blocks each."""
+    """A grid of ``blocks`` run on ``sms`` SMs holding ``resident`` blocks each. Shown (``repr``,
+    what a notebook cell prints for it), it says its waves and how full the last one is."""
 
     blocks: int
     sms: int
     resident: int
+
+    def __repr__(self) -> str:
+        return (
+            f"Waves(blocks={self.blocks}, sms={self.sms}, resident={self.resident}): {plural(self.waves, 'wave')}, "
+            f"last wave {plural(self.tail_blocks, 'block')} = {self.tail_utilisation:.0%} full"
+        )
 
     @property
     def slots(self) -> int:

@@ -10,7 +10,20 @@ from course_lib.model.hardware import H200
 from course_lib.model.mapping import Mapping, thread_mapping
 
 
-CATEGORICAL_MAX = 20  # matplotlib's tab20: up to 20 owners each get a colour of their own
+# What the picture draws besides the owners, named as the caption names them (matplotlib colour names).
+IDLE_COLOUR = "grey"  # the threads of the rounded-up grid that fall past the matrix
+EDGE_COLOUR = "red"  # the line along the matrix's edge
+# The owners' colours are matplotlib's tab20 without its reds and greys (entries 6, 7, 14 and 15), so
+# that no owner is drawn in a colour the caption gives to the idle threads or the edge.
+_TAB20_LEFT_OUT = (6, 7, 14, 15)
+CATEGORICAL_MAX = 20 - len(_TAB20_LEFT_OUT)  # up to 16 owners each get a colour of their own
+
+
+def owner_colours() -> tuple:
+    """The categorical colours (RGB), one per owner, in order (matplotlib is imported on first use)."""
+    import matplotlib
+
+    return tuple(c for i, c in enumerate(matplotlib.colormaps["tab20"].colors) if i not in _TAB20_LEFT_OUT)
 
 
 def _owner_colours(ax, values: np.ndarray, n_owners: int, what: str) -> str:
@@ -19,12 +32,11 @@ def _owner_colours(ax, values: np.ndarray, n_owners: int, what: str) -> str:
     Up to :data:`CATEGORICAL_MAX` owners each get a colour of their own (no colour repeats in the
     picture); more owners get a continuous scale with a colour bar, so that two cells of one colour
     are never read as one owner. Returns the caption's phrase for the encoding."""
-    import matplotlib.pyplot as plt
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
     shown = np.ma.masked_invalid(values)
     if n_owners <= CATEGORICAL_MAX:
-        cmap = ListedColormap(plt.get_cmap("tab20").colors[:n_owners])
+        cmap = ListedColormap(owner_colours()[:n_owners])
         ax.imshow(shown, cmap=cmap, norm=BoundaryNorm(np.arange(-0.5, n_owners), n_owners), interpolation="nearest")
         return f"one colour per {what}"
     im = ax.imshow(shown, cmap="viridis", vmin=0, vmax=n_owners - 1, interpolation="nearest")
@@ -56,15 +68,17 @@ def draw_mapping(m: Mapping, color_by: str = "block", ax=None):
         values, n_owners, what = m.warp_id, m.warps_per_block, "warp in its block"
     else:
         values, n_owners, what = m.thread_id, bx * by, "thread in its block"
-    # Draw the whole launched area; the part past the matrix is grey (idle threads).
+    # Draw the whole launched area; the part past the matrix (idle threads) in IDLE_COLOUR.
     full = np.full((gy * by, gx * bx), np.nan)
     full[: m.n_rows, : m.n_cols] = values
     encoding = _owner_colours(ax, full, n_owners, what)
     if m.idle_threads:
+        from matplotlib.colors import ListedColormap
+
         idle = np.zeros_like(full)
         idle[m.n_rows :, :] = 1
         idle[:, m.n_cols :] = 1
-        ax.imshow(np.ma.masked_where(idle == 0, idle), cmap="Greys", vmin=0, vmax=1.5, alpha=0.9, interpolation="nearest")
+        ax.imshow(np.ma.masked_where(idle == 0, idle), cmap=ListedColormap([IDLE_COLOUR]), interpolation="nearest", gid="mapping-idle")
     # Block borders in each direction where blocks are wide enough on screen (the grid is about
     # 420 px across) that the lines do not hide them.
     columns, rows = 420 / gx >= 8, 420 / gy >= 8
@@ -73,11 +87,15 @@ def draw_mapping(m: Mapping, color_by: str = "block", ax=None):
     for y in range(0, gy * by + 1, by) if rows else ():
         ax.axhline(y - 0.5, color="white", lw=1.2)
     borders = columns or rows
-    ax.plot([-0.5, m.n_cols - 0.5, m.n_cols - 0.5, -0.5, -0.5], [-0.5, -0.5, m.n_rows - 0.5, m.n_rows - 0.5, -0.5], color="red", lw=1.5)
+    ax.plot([-0.5, m.n_cols - 0.5, m.n_cols - 0.5, -0.5, -0.5], [-0.5, -0.5, m.n_rows - 0.5, m.n_rows - 0.5, -0.5],
+            color=EDGE_COLOUR, lw=1.5, gid="mapping-edge")
     ax.set_xlabel("column of C (threadIdx.x direction)")
     ax.set_ylabel("row of C (threadIdx.y direction)")
-    lines = "white lines: blocks; " if borders else ""
-    ax.set_title(f"{encoding}\n{lines}grey: idle threads past the edge (red)", fontsize=9)
+    keys = ["white lines: blocks"] if borders else []
+    keys.append(f"{EDGE_COLOUR} line: the edge of C")
+    if m.idle_threads:
+        keys.append(f"{IDLE_COLOUR}: idle threads past it")
+    ax.set_title(f"{encoding}\n{'; '.join(keys)}", fontsize=9)
     return fig
 
 
