@@ -44,9 +44,7 @@ class Feature:
 
 
 # The course's CUDA 13 stack (numba-cuda[cu13], PyPI's torch 2.13) builds for nothing older, and
-# Triton 3.7 and numba-cuda 0.30 compile every stage that needs nothing else for it. (On sm_75 Triton
-# 3.7 has no tensor-core path: its fp16 tl.dot compiles to FMA instructions, no mma - compiled for
-# sm_75 without a GPU in tests/test_capability.py.)
+# Triton 3.7 and numba-cuda 0.30 compile every stage that needs nothing else for it.
 CUDA13 = Feature("CUDA 13 (Turing or newer)", (7, 5))
 # mma.sync with bf16 operands (m16n8k16) and the TF32 tensor-core path first exist on sm_80
 # (PTX ISA, "Warp-level matrix multiply-accumulate instructions": .bf16 and .tf32 require sm_80).
@@ -60,6 +58,46 @@ FP8_TENSOR_CORES = Feature("FP8 tensor cores", (8, 9))
 # architecture-specific target that runs on compute capability 9.0 only: Blackwell (sm_100) has
 # tcgen05 instead of wgmma (PTX ISA: "wgmma.mma_async ... requires sm_90a").
 HOPPER_SM90A = Feature("Hopper's wgmma, TMA and setmaxnreg (code for sm_90a)", (9, 0), until=(10, 0))
+
+# What Triton 3.7 (the version the lock pins) makes of tl.dot for each generation, compiled for every
+# target without a GPU by tools/triton_targets.py (its table: tools/triton_targets.json, which
+# tests/test_triton_targets.py holds this to). Every Triton kernel of the course compiles for every
+# generation from 7.5 on, except in e4m3, which needs FP8_TENSOR_CORES ("type fp8e4nv not supported in
+# this architecture" below 8.9). Exact fp32 is FMA everywhere. The 16-bit types, TF32 and e4m3 go to
+# the tensor cores from 8.0 on; on 7.5 this Triton has no tensor-core path at all: its fp16 tl.dot is
+# FMA instructions on the CUDA cores, while cuBLAS's fp16 GEMM uses Turing's tensor cores. (Its bf16
+# and TF32 dots compile there too, to FMA; the course does not run them on 7.5, for lack of
+# BF16_TENSOR_CORES and TF32_TENSOR_CORES, which cuBLAS needs as well.)
+TRITON_TENSOR_CORES = Feature("Triton 3.7's tensor-core tl.dot", (8, 0))
+# The tensor-core instruction per generation, from the first capability compiled that uses it.
+TRITON_DOT_INSTRUCTIONS: tuple[tuple[Capability, str], ...] = (
+    ((7, 5), "FMA on the CUDA cores"), ((8, 0), "mma.sync"), ((9, 0), "wgmma"), ((10, 0), "tcgen05.mma"),
+    ((12, 0), "mma.sync"),
+)
+
+
+def triton_dot(capability: Capability, exact_fp32: bool = False) -> str:
+    """What Triton 3.7 compiles tl.dot to on a GPU of ``capability``: "FMA on the CUDA cores",
+    "mma.sync", "wgmma" or "tcgen05.mma". ``exact_fp32``: the dot of exact fp32 (IEEE), FMA everywhere."""
+    if exact_fp32 or not TRITON_TENSOR_CORES.available(capability):
+        return TRITON_DOT_INSTRUCTIONS[0][1]
+    return [words for since, words in TRITON_DOT_INSTRUCTIONS if since <= capability][-1]
+
+
+def why_on_cuda_cores(what: str, dtype: str, backend_name: str) -> str | None:
+    """One line where ``what`` (a stage in ``dtype``, run with ``backend_name``: "triton", "cublas", ...)
+    runs on this GPU but its tl.dot on the CUDA cores although cuBLAS's GEMM of the dtype uses the tensor
+    cores (Triton 3.7's fp16 on 7.5); None elsewhere, and for exact fp32, which is FMA in both. Triton
+    compiles for the GPU as it is: a GPU treated as an older one (COURSE_ASSUME_CAPABILITY) keeps its dot."""
+    b = backend.get()
+    real = b.device_capability or b.capability
+    if not b.is_gpu or backend_name != "triton" or dtype == "fp32" or TRITON_TENSOR_CORES.available(real):
+        return None
+    return (f"{what} runs on the CUDA cores here: Triton 3.7 compiles its tl.dot to FMA instructions for "
+            f"sm_{real[0]}{real[1]} ({TRITON_TENSOR_CORES.name} needs compute capability "
+            f"{TRITON_TENSOR_CORES.where}), while cuBLAS's {dtype} GEMM uses the tensor cores; "
+            f"this GPU is {b.gpu_label}")
+
 
 def missing(needs: tuple[Feature, ...], capability: Capability,
             device: Capability | None = None) -> Feature | None:

@@ -1,6 +1,9 @@
 """Capability gating: what each GPU generation runs, and that a stage a GPU lacks a feature for is
 never called - check says so, bench/compare show the recording - on a faked GPU, without one."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -221,57 +224,38 @@ def test_features_say_where_they_exist():
     assert features.BF16_TENSOR_CORES.where == "8.0 and newer"
     assert features.missing(dtypes.FP16.needs, (7, 5)) is None
     assert features.missing(dtypes.BF16.needs, (7, 5)) is features.BF16_TENSOR_CORES
+    assert features.TRITON_TENSOR_CORES.where == "8.0 and newer"
+    assert features.triton_dot((7, 5)) == features.triton_dot((9, 0), exact_fp32=True) == "FMA on the CUDA cores"
+    assert [features.triton_dot(c) for c in [(8, 6), (9, 0), (10, 0), (12, 0)]] == ["mma.sync", "wgmma", "tcgen05.mma",
+                                                                                  "mma.sync"]
 
 
 # ---- Triton: what the locked version compiles for each generation ---------------------------------
-# Largest shared memory one block may use (opt-in), per compute capability: CUDA C++ Programming
-# Guide, "Technical Specifications per Compute Capability".
-MAX_SHARED_PER_BLOCK = {(7, 5): 65536, (8, 0): 166912, (8, 6): 101376, (8, 9): 101376, (10, 0): 232448, (12, 0): 101376}
-
-_COMPILE_SCRIPT = r"""
-import json, sys
-from course_lib import backend, dtypes
-backend.use_compile_only("Triton kernels compiled for each generation")  # no interpreter, no GPU
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from course_lib.kernels.coalescing_and_triton import fast, fast_configs
-
-out = []
-for arch, dtype in json.loads(sys.argv[1]):
-    cfg, fn = fast_configs.PORTABLE_CONFIGS[dtype], fast.grouped_matmul_kernel  # portable configs use pointers
-    assert cfg.loads == "pointers" and not cfg.persistent
-    ptr = {"fp32": "*fp32", "tf32": "*fp32", "fp16": "*fp16", "bf16": "*bf16"}[dtype]
-    signature = {n: ptr for n in fn.arg_names[:3]} | {n: "i32" for n in fn.arg_names[3:12]}
-    constexprs = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                      INPUT_PRECISION=dtypes.get(dtype).triton_precision)
-    signature |= {n: "constexpr" for n in constexprs}
-    src = ASTSource(fn, signature, constexprs=constexprs)
-    ck = triton.compile(src, target=GPUTarget("cuda", arch, 32),
-                        options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
-    out.append([arch, dtype, ck.metadata.shared, "mma" in ck.asm["ptx"]])
-print(json.dumps(out))
-"""
+# One helper compiles the course's Triton kernels for a GPU generation without a GPU, for both this
+# test and the table of every kernel (tools/triton_targets.py, tests/test_triton_targets.py).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import triton_targets  # noqa: E402
 
 
 @pytest.mark.slow
 def test_triton_fast_has_a_config_that_fits_every_generation():
     """PORTABLE_CONFIGS (what triton_fast falls back to when no tuned candidate fits a GPU's shared
     memory) compiles with the locked Triton for every generation that runs the dtype, and fits."""
-    import json
-    import os
-    import subprocess
-    import sys
+    from course_lib.kernels.coalescing_and_triton.fast_configs import PORTABLE_CONFIGS
 
-    cases = [(major * 10 + minor, dtype) for (major, minor) in MAX_SHARED_PER_BLOCK
-             for dtype in ("fp32", "tf32", "fp16", "bf16") if ("triton_fast", dtype) in runnable((major, minor))]
-    proc = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT, json.dumps(cases)], capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, COURSE_BACKEND="cpu"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(rows) == len(cases) == 22
-    for arch, dtype, shared, uses_mma in rows:
-        assert shared <= MAX_SHARED_PER_BLOCK[divmod(arch, 10)], (arch, dtype, shared)
-        # 16-bit types and TF32 go through the tensor cores (mma) from sm_80 on, exact fp32 through the
-        # FMA units; on Turing this Triton has no tensor-core path: its fp16 dot runs on the FMA units too
-        assert uses_mma == (dtype != "fp32" and arch >= 80), (arch, dtype)
+    portable = {c.dtype: c for c in triton_targets.cases()
+                if c.kernel.endswith(":grouped_matmul_kernel") and c.config == PORTABLE_CONFIGS[c.dtype].label}
+    assert set(portable) == set(PORTABLE_CONFIGS)
+    cases = [(portable[d].key, cap) for cap in triton_targets.CAPABILITIES for d in sorted(portable)
+             if ("triton_fast", d) in runnable(divmod(cap, 10))]
+    assert len(cases) == 2 + 4 * (len(triton_targets.CAPABILITIES) - 1)  # Turing runs fp32 and fp16
+    got = triton_targets.compile_in_subprocess(cases, timeout=600)
+    recorded = {triton_targets.row_key(r): r["targets"] for r in triton_targets.load()["kernels"]}
+    for key, cap in cases:
+        result, dtype = got[(key, cap)], key.split()[1]
+        assert result == recorded[key][f"sm_{cap}"], (key, cap, "the table differs: python tools/triton_targets.py --readme")
+        assert result["compiles"] and result["shared_bytes"] <= triton_targets.MAX_SHARED_PER_BLOCK[cap], (key, cap)
+        # 16-bit types and TF32 go through the tensor cores from sm_80 on, exact fp32 through the FMA
+        # units; on Turing this Triton has no tensor-core path: its fp16 dot runs on the FMA units too
+        tensor_cores = dtype != "fp32" and features.TRITON_TENSOR_CORES.available(divmod(cap, 10))
+        assert (result["dot"] != "fma") == tensor_cores == (dtype != "fp32" and cap >= 80), (key, cap)

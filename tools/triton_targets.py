@@ -1,6 +1,7 @@
 """What the pinned Triton makes of every Triton kernel of the course, for each GPU generation.
 
-    python tools/triton_targets.py            # compile everything, write tools/triton_targets.json
+    python tools/triton_targets.py --readme   # compile everything, write tools/triton_targets.json and
+                                              # the README's GPU table
     python tools/triton_targets.py --check    # compile everything, compare with the file (exit 1 if it differs)
 
 No GPU is needed: ``triton.compile`` with a ``GPUTarget("cuda", capability, 32)`` runs Triton's whole
@@ -10,12 +11,14 @@ PTX into machine code (SASS). Each kernel is compiled as the course launches it 
 as Triton's JIT specialises them), once per course dtype it computes, with the configuration the
 course launches it with, for every generation the README's GPU table names (:data:`CAPABILITIES`).
 
-For each it records whether it compiles (else the error's first line), the shared memory it asks
-for, and what each ``tl.dot`` became: ``wgmma`` (Hopper's warpgroup instruction: SASS ``HGMMA``, or
-``QGMMA`` for FP8), ``mma`` (``mma.sync``: SASS ``HMMA``), or ``fma`` (no tensor-core instruction at
-all: the dot is unrolled into multiply-adds on the CUDA cores, SASS ``FFMA``/``HFMA2``). The README's
-GPU table and ``course_lib.features``' gating say what this file says; ``tests/test_triton_targets.py``
-recompiles a subset and compares, and checks the README and the gating against the file.
+For each it records whether it compiles (else the line of the error that says why), the shared
+memory it asks for, and what each ``tl.dot`` became, read from the PTX: ``wgmma`` (Hopper's warpgroup
+instruction), ``tcgen05`` (Blackwell's), ``mma`` (``mma.sync``), or ``fma`` (no tensor-core instruction
+at all: the dot is unrolled into multiply-adds on the CUDA cores); and the SASS instructions that
+confirm it (``HGMMA``/``QGMMA``, ``UTCHMMA``/``UTCQMMA``, ``HMMA``/``QMMA``, ``FFMA``). The README's
+GPU table (``--readme`` rewrites it) and ``course_lib.features``' gating say what this file says;
+``tests/test_triton_targets.py`` compiles a sample again and compares, and checks the README and the
+gating against the file. The whole table takes about 4 minutes on 2 CPU cores.
 
 The compiling happens in a fresh Python process (:func:`compile_in_subprocess`): in a process on the
 CPU backend Triton is already in interpreter mode.
@@ -31,7 +34,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -295,10 +298,14 @@ for key, cap in wanted:
 
 def compile_in_subprocess(wanted: Iterable[tuple[str, int]], timeout: float = 3600) -> dict[tuple[str, int], dict]:
     """Compile each (case key, capability) of ``wanted`` in a fresh Python process; {(key, cap): result}."""
+    import tempfile
+
     wanted = [list(w) for w in wanted]
-    env = dict(os.environ, COURSE_BACKEND="cpu")
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(wanted)], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
+    with tempfile.TemporaryDirectory(prefix="triton_targets_") as cache:
+        # an empty cache: every kernel is compiled, none read back from an earlier compile
+        env = dict(os.environ, COURSE_BACKEND="cpu", TRITON_CACHE_DIR=cache)
+        proc = subprocess.run([sys.executable, "-c", _SCRIPT, json.dumps(wanted)], capture_output=True, text=True,
+                              timeout=timeout, env=env, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"compiling the course's Triton kernels failed:\n{proc.stderr[-3000:]}")
     out = {}
