@@ -79,6 +79,8 @@ MODEL_SHAPES: tuple[ModelShape, ...] = (
                "a mid-size square, no power of two: 13 x 7 = 91 tiles of 128 x 256 for 132 SMs"),
     ModelShape("gpt2 attn 768", GPT2, "attention c_proj", "prefill", 768, 768, 768,
                "a small square: 6 x 3 = 18 tiles of 128 x 256, 12 K-slices each"),
+    ModelShape("llama3 o 512", LLAMA3_8B, "attention output", "prefill", 512, 4096, 4096,
+               "a short prompt: 4 x 16 = 64 tiles of 128 x 256 for 132 SMs, 64 K-slices each"),
     # ---- training: a weight gradient, K = tokens ---------------------------------------------------
     ModelShape("gpt2 dW qkv", GPT2, "gradient of c_attn's weight", "training", 768, 2304, 16384,
                "K = 16384 tokens is 7 times N; only 6 x 9 = 54 tiles of 128 x 256 for 132 SMs"),
@@ -95,6 +97,12 @@ MODEL_SHAPES: tuple[ModelShape, ...] = (
                "a batch of 8: the smallest multiple of 8 that wgmma's N side takes"),
     ModelShape("llama3 down M=128", LLAMA3_8B, "MLP down", "decode", 128, 4096, 14336,
                "a batch of 128: 128 multiply-adds per weight, still left of the ridge"),
+    ModelShape("llama3 qkv M=96", LLAMA3_8B, "attention q,k,v (fused)", "decode", 96, 6144, 4096,
+               "a batch of 96: not a power of two; one tile row of 128, three quarters full"),
+    ModelShape("qwen2.5 gate M=192", QWEN25_7B, "MLP gate (or up)", "decode", 192, 18944, 3584,
+               "a batch of 192: two tile rows of 128, the second half full"),
+    ModelShape("llama3 down M=256", LLAMA3_8B, "MLP down", "decode", 256, 4096, 14336,
+               "a batch of 256: 2 x 16 = 32 tiles of 128 x 256, K 3.5 times N"),
 )
 
 def find(shape: Shape) -> ModelShape:

@@ -4,7 +4,7 @@ warm-up run outside the range):
 
     PYTHONPATH=. COURSE_BACKEND=gpu ncu --clock-control none --nvtx --nvtx-include "measure/" --csv \
         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size \
-        python3 experiments/gpu_ncu_shapes.py [labels, spaces as dashes]
+        python3 experiments/gpu_ncu_shapes.py [labels, spaces as dashes; sq-N for the square N^3]
 
 What it asks: which kernel cuBLAS runs at the shapes where the course's kernels fall behind (its
 name gives the tile, the cluster and split-K or stream-K), with what grid, and how long each kernel
@@ -18,7 +18,7 @@ import sys
 import torch
 
 from course_lib.gemm import random_inputs
-from course_lib.model_shapes import MODEL_SHAPES
+from course_lib.model_shapes import MODEL_SHAPES, ModelShape
 from course_lib.registry import get_stage
 
 DEFAULT = ("gpt2-qkv-2k", "gpt2-qkv-8k", "gpt2-xl-fc-4k", "gpt2-dW-qkv", "llama3-qkv-M=1", "llama3-o-M=16",
@@ -27,7 +27,10 @@ DEFAULT = ("gpt2-qkv-2k", "gpt2-qkv-8k", "gpt2-xl-fc-4k", "gpt2-dW-qkv", "llama3
 
 def main(labels: list[str]) -> int:
     wanted = labels or list(DEFAULT)
-    shapes = [s for s in MODEL_SHAPES if s.label.replace(" ", "-") in wanted]
+    squares = [int(w[3:]) for w in wanted if w.startswith("sq-")]  # sq-1024: the square 1024^3
+    wanted = [w for w in wanted if not w.startswith("sq-")]
+    shapes = [ModelShape(f"{n}^3", "-", "square", "square", n, n, n, "") for n in squares]
+    shapes += [s for s in MODEL_SHAPES if s.label.replace(" ", "-") in wanted]
     missing = set(wanted) - {s.label.replace(" ", "-") for s in MODEL_SHAPES}
     if missing:
         raise SystemExit(f"not in the shape table: {sorted(missing)}")

@@ -295,3 +295,24 @@ def test_the_timer_reports_the_median_after_synchronising(monkeypatch):
     monkeypatch.setattr(timing, "_flusher", lambda buf, how: (lambda: None))
     t = timing.time_fn(lambda: None, budget_ms=30.0)
     assert t.runs == 3 and t.median_ms == 2.0
+
+
+def test_cublas_as_called_is_one_time_per_shape_for_every_kernel():
+    """Each final stage times cuBLAS as called in its own rounds; the recording pools them, so that
+    every kernel's as-called ratio at a shape is taken against the same cuBLAS time."""
+    from course_lib.bench.recording import pool_cublas_as_called
+
+    def row(stage, rounds, ms):
+        return {"stage": stage, "dtype": "bf16", "M": 8, "N": 64, "K": 64, "ms_as_called": ms,
+                "cublas_ms_as_called": sorted(rounds)[len(rounds) // 2], "cublas_ms_as_called_rounds": rounds}
+
+    rows = (row("tc_6_tma_store", [0.040, 0.041], 0.036), row("triton_fast", [0.030, 0.031], 0.036),
+            {"stage": "cublas", "dtype": "bf16", "M": 8, "N": 64, "K": 64, "ms": 0.02},
+            dict(row("triton_fast", [0.5], 0.5), M=4096))
+    pooled = pool_cublas_as_called(rows)
+    assert pooled == pool_cublas_as_called(pooled)  # pooling again changes nothing
+    a, b, plain, other = pooled
+    assert a["cublas_ms_as_called"] == b["cublas_ms_as_called"] == pytest.approx(0.0355)
+    assert a["ratio_to_cublas_as_called"] == b["ratio_to_cublas_as_called"] == pytest.approx(0.0355 / 0.036)
+    assert a["cublas_ms_as_called_spread"] == [0.030, 0.041] and a["cublas_ms_as_called_beside"] == pytest.approx(0.0405)
+    assert plain == rows[2] and other["cublas_ms_as_called"] == 0.5  # other rows and shapes untouched

@@ -50,6 +50,7 @@ SWEEP_SHAPES: tuple[Shape, ...] = (
     (1000, 1000, 1000),
     (1536, 1536, 1536),
     (3000, 3000, 3000),
+    (3072, 3072, 3072),
     (6144, 6144, 6144),
     (8192, 2048, 4096),
     (2048, 8192, 1024),
@@ -72,7 +73,8 @@ def measure(gemm: str | Stage | Callable | Target, dtype: str | CourseDtype, sha
     as :func:`course_lib.target.resolve` takes them. The record's ``ms`` is GPU time (the host's time
     to call kept out). With ``as_called``, both are also timed as a caller gets them - one call on an
     idle GPU, host time included (``time_fn(host=True)``) - in AS_CALLED_ROUNDS more alternating
-    rounds: ``ms_as_called``, ``cublas_ms_as_called`` and ``ratio_to_cublas_as_called``."""
+    rounds: ``ms_as_called``, ``cublas_ms_as_called`` and ``ratio_to_cublas_as_called`` (and
+    cuBLAS's rounds, which a recording pools: :func:`course_lib.bench.recording.pool_cublas_as_called`)."""
     _require_gpu("measure")
     t = gemm if isinstance(gemm, Target) else resolve(gemm, dtype, scaling)
     label, fn, cublas = t.label, t.fn, t.reference()
@@ -105,7 +107,8 @@ def measure(gemm: str | Stage | Callable | Target, dtype: str | CourseDtype, sha
             theirs_called.append(time_fn(lambda: cublas(a, b), budget_ms=AS_CALLED_BUDGET_MS, host=True).median_ms)
         ms_called, cms_called = statistics.median(mine_called), statistics.median(theirs_called)
         called = {"ms_as_called": ms_called, "cublas_ms_as_called": cms_called,
-                  "ratio_to_cublas_as_called": cms_called / ms_called}
+                  "ratio_to_cublas_as_called": cms_called / ms_called,
+                  "cublas_ms_as_called_rounds": theirs_called}
     ms = statistics.median(t.median_ms for t in mine)
     cms = statistics.median(t.median_ms for t in theirs)
     tf = flops(M, N, K) / (ms * 1e-3) / 1e12
@@ -176,7 +179,8 @@ def provenance(command: str = "") -> dict[str, Any]:
         "method": "CUDA events, L2 flushed before each run, runs under 1 ms queued behind up to 256 extra "
                   "flushes (Python's launch time kept out), median of alternating rounds stage/cuBLAS; "
                   "'as called' (final stages): the host waits for each flush, so a run's time includes "
-                  "the wrapper and the launch",
+                  "the wrapper and the launch; cuBLAS's as-called time at a shape is the median of all its "
+                  "as-called rounds there, beside every kernel it alternated with",
     }
 
 

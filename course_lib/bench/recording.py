@@ -13,6 +13,7 @@ The command line is ``python -m course_lib.bench --record`` (:mod:`course_lib.be
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
@@ -147,7 +148,7 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
             log = st.tuning_log()
             prov[f"{st.name}_tuning"] = [{k: v for k, v in t.items() if k != "candidates_ms"} for t in log]
             (log_dir / f"{out.stem}_{st.name}_tuning_log.json").write_text(json.dumps(log, indent=1))
-    path = save(Results(out, prov, ceilings, tuple(records)), out)
+    path = save(Results(out, prov, ceilings, pool_cublas_as_called(records)), out)
     out.with_suffix(".partial.json").unlink(missing_ok=True)
     for f in failures:
         print("FAILED:", f, file=sys.stderr)
@@ -191,4 +192,37 @@ def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas
     ceilings = dict(old.ceilings)
     ceilings["cublas_peak_tflops"] = {d: max(r["tflops"] for r in merged if r["stage"] == "cublas" and r["dtype"] == d)
                                       for d in sorted({r["dtype"] for r in merged if r["stage"] == "cublas"})}
-    return save(Results(recording, prov, ceilings, merged), recording)
+    return save(Results(recording, prov, ceilings, pool_cublas_as_called(merged)), recording)
+
+
+def pool_cublas_as_called(records: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """cuBLAS timed as called one way for every kernel: at each (dtype, scaling, shape), the median
+    of all of cuBLAS's as-called rounds there, beside whichever kernel each round alternated with.
+
+    Each final stage's row times cuBLAS as called in its own alternating rounds, and those move with
+    the partner (on the H200 beside tc_6 up to 7 us more at a decode row than beside triton_fast, and
+    60 us more at 6144^3: experiments/gpu_as_called.py), so two kernels' as-called ratios were measured
+    against two different cuBLAS times. A row keeps its own rounds (``cublas_ms_as_called_rounds``)
+    and their median (``cublas_ms_as_called_beside``); ``cublas_ms_as_called`` becomes the pooled
+    median, ``cublas_ms_as_called_spread`` the lowest and highest round, and
+    ``ratio_to_cublas_as_called`` is taken against the pooled time. Pooling again gives the same."""
+    def key(r: dict) -> tuple:
+        return r["dtype"], r.get("scaling"), r["M"], r["N"], r["K"]
+
+    def own_rounds(r: dict) -> list[float]:
+        return list(r.get("cublas_ms_as_called_rounds") or [r.get("cublas_ms_as_called_beside", r["cublas_ms_as_called"])])
+
+    pooled: dict[tuple, list[float]] = {}
+    for r in records:
+        if "ms_as_called" in r:
+            pooled.setdefault(key(r), []).extend(own_rounds(r))
+    out = []
+    for r in records:
+        if "ms_as_called" in r:
+            mine, every = own_rounds(r), pooled[key(r)]
+            cms = statistics.median(every)
+            r = dict(r, cublas_ms_as_called_rounds=mine, cublas_ms_as_called_beside=statistics.median(mine),
+                     cublas_ms_as_called=cms, cublas_ms_as_called_spread=[min(every), max(every)],
+                     ratio_to_cublas_as_called=cms / r["ms_as_called"])
+        out.append(r)
+    return tuple(out)

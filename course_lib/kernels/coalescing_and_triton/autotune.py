@@ -30,6 +30,7 @@ from course_lib.model.layout import cdiv
 from course_lib.timing import time_fn
 
 SMALL_M = 64  # at most this many rows of A: the small-M candidates
+SIXTEEN_BIT = ("fp16", "bf16")
 
 
 def small_m_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:
@@ -62,14 +63,26 @@ def few_tile_configs(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple
     at least 8 K-slices)."""
     big = FAST_CONFIGS[dtype][0]
     tiles = cdiv(M, big.block_m) * cdiv(N, big.block_n)
-    out = [replace(big, block_n=big.block_n // 2, persistent=False, epilogue_split=1, num_stages=4)]
+    half = replace(big, block_n=big.block_n // 2, persistent=False, epilogue_split=1, num_stages=4)
+    out = [half]
     if 4 * tiles <= sm_count:  # a quarter of a wave or less (1024^3: 32 tiles): quarter-size tiles too
         out.append(replace(big, block_m=big.block_m // 2, block_n=big.block_n // 2, num_warps=4, persistent=False,
                            epilogue_split=1, num_stages=4))
     for split in (2, 3, 4):
         if tiles * split <= 3 * sm_count and cdiv(K, big.block_k) >= 8 * split:
             out.append(replace(big, persistent=False, split_k=split, epilogue_split=1))
-    return tuple(out)
+    if dtype in SIXTEEN_BIT:
+        # Half tiles on 4 warps with 6 K-slices in flight, alone or with K split in two, and 64-row
+        # tiles with 128-wide K-slices: the best of a grid of 132 bf16 configurations at the mid-size
+        # squares and at M = 96-512 on the H200, 5-18 points above these candidates before
+        # (experiments/gpu_triton_mid_sweep.py; not swept in fp32 or tf32).
+        deep = replace(half, num_warps=4, num_stages=6)
+        out += [deep, replace(deep, persistent=True)]
+        if cdiv(K, big.block_k) >= 16:
+            out.append(replace(deep, split_k=2))
+        narrow = replace(half, block_m=big.block_m // 2, block_k=2 * big.block_k, num_warps=4)
+        out += [narrow, replace(narrow, persistent=True)]
+    return tuple(dict.fromkeys(out))
 
 
 def shape_candidates(dtype: str, M: int, N: int, K: int, sm_count: int) -> tuple[FastConfig, ...]:

@@ -87,6 +87,8 @@ _SIXTEEN_BIT = (
     FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3, persistent=True),
     FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=4, persistent=True, epilogue_split=2),
     FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=4, persistent=True),
+    # 6 K-slices in flight: 5 points above the rest at 3072^3 (experiments/gpu_triton_mid_sweep.py).
+    FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=6, persistent=True),
 )
 FAST_CONFIGS: dict[str, tuple[FastConfig, ...]] = {
     "fp16": _SIXTEEN_BIT,
