@@ -107,8 +107,9 @@ def test_summaries_are_what_the_raw_logs_give():
 
 def test_the_package_ships_no_large_logs():
     for path in results.RESULTS_DIR.iterdir():
-        # the recording: 602 records since FP8 joined it (issue 36: 208 rows of e4m3, each scaling)
-        limit = 400_000 if path == results.DEFAULT_GPU_FILE else 100_000
+        # the recording: 683 records since the shape table grew to mid-size shapes and M = 96-512, each
+        # final stage's row with cuBLAS's as-called rounds (bench.recording.pool_cublas_as_called)
+        limit = 460_000 if path == results.DEFAULT_GPU_FILE else 100_000
         assert path.stat().st_size < limit, f"{path.name} is {path.stat().st_size // 1000} KB: raw logs go to experiments/runs"
 
 

@@ -182,7 +182,9 @@ def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas
     tuning = {f"{st}_tuning" for st in stages_new}
     for key in tuning:
         prov.pop(key, None)  # the re-recording's tuning replaces it (below)
-    prov["rerecorded"] = list(prov.get("rerecorded", [])) + [{
+    # Earlier re-recordings' tuning of these stages no longer describes any row (their raw logs keep it).
+    earlier = [{k: v for k, v in e.items() if k not in tuning} for e in prov.get("rerecorded", [])]
+    prov["rerecorded"] = earlier + [{
         "stages": stages_new, "date": new.provenance["date"], "command": command or new.provenance.get("command", ""),
         **({"cublas_rows": "kept from the recording"} if keep_cublas else {}),
         "failures": new.provenance.get("failures", []),
