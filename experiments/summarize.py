@@ -49,6 +49,9 @@ SHAPE_LIMITS = "2026-12-01_1927_shape_limits"
 SHAPE_EXPLORE = ("2026-12-01_0940_shapes_explore_1", "2026-12-01_0955_shapes_explore_2")
 # Host time per call and the final kernels timed as called and in GPU time (experiments/gpu_host_time.py).
 HOST_TIME = "2026-12-03_0225_host_time_alternating"
+# What the course's as-called time of cuBLAS contains, and how it moves with the kernel it alternates
+# with (experiments/gpu_as_called.py).
+AS_CALLED = "2026-12-04_1340_mid_shapes/as_called.json"
 # cuBLAS in FP8 against bf16, and its accumulator with and without fast accumulation
 # (experiments/gpu_fp8_cublas.py).
 FP8_CUBLAS = "2026-12-03_0245_fp8_cublas"
@@ -436,7 +439,24 @@ def host_time_summary() -> dict:
         "host_us_per_call": run["host_us_per_call"],
         "shapes": shapes,
         "decode": [e for e in shapes if e["phase"] == "decode" and e["dtype"] == "bf16"],
+        "as_called": as_called_rows(),
     }
+
+
+def as_called_rows() -> dict:
+    """torch.matmul (bf16) per shape: GPU time, as called alone and beside each partner (the median of
+    the rounds, and every round), as called one by one with and without the flush and after the host
+    slept 1 ms, and the host time per call back to back; microseconds."""
+    run = json.loads((RUNS / AS_CALLED).read_text())
+    rows = {}
+    for r in run["rows"]:
+        rows[r["label"]] = {"shape": r["shape"], "gpu_us": round(r["gpu_us"], 2),
+                            "called_us": {k: round(v, 2) for k, v in r["called_us"].items()},
+                            "called_rounds": r["called_rounds"],
+                            **{k: round(r[k], 2) for k in ("called_one_by_one_us", "called_no_flush_us", "called_idle_us")},
+                            "host_us": round(r["host_us"], 2) if r["host_us"] else None}
+    return {"run": f"experiments/runs/{AS_CALLED}", "gpu": run["provenance"]["gpu"],
+            "torch": run["provenance"]["torch"], "rows": rows}
 
 
 def fp8_summary() -> dict:

@@ -808,3 +808,11 @@ def tc7_same_as_cublas_up_to(fast: bool = True) -> int:
     return same
 
 
+
+
+def as_called_us(label: str, key: str) -> float:
+    """torch.matmul (bf16) at ``label`` in the as-called experiment (experiments/gpu_as_called.py), µs:
+    ``key`` "gpu_us", "host_us", "called_one_by_one_us", "called_no_flush_us", "called_idle_us", or
+    as called in the rounds "alone" / beside "tc_6" / beside "triton_fast"."""
+    r = results.summary("host_time")["as_called"]["rows"][label]
+    return r["called_us"][key] if key in r["called_us"] else r[key]
