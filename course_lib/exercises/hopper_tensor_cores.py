@@ -4,6 +4,10 @@ address, a descriptor's LBO for another box, and the register budget of warp spe
 Every expected answer comes from the course's Python model of TMA and ``wgmma``
 (``course_lib.model.layout.tma_box_offset``; ``course_lib.kernels.tensor_cores``: ``make_descriptor``,
 ``wgmma_mn_major_address``) or from the register arithmetic of ``setmaxnreg``.
+
+Also what the notebook reads the kernels with: ``cuda_function`` (a helper of ``tc_hopper.cuh`` by
+name, as it is defined there) and ``kernel_piece`` (a paragraph of a stage's source, by one of its
+lines), so stage 2 is printed top to bottom from ``csrc/`` itself.
 """
 
 from __future__ import annotations
