@@ -13,5 +13,6 @@ One module per topic; each module's docstring shows the exact calls a notebook m
 * :mod:`course_lib.viz.hierarchy`  block tile, warp tiles and thread tiles of register tiling (03)
 * :mod:`course_lib.viz.launch_order` the order programs compute C's tiles in, row-major or grouped (05)
 * :mod:`course_lib.viz.fragments`  which lane holds which element for mma.m16n8k16 and wgmma m64nNk16 (05)
+* :mod:`course_lib.viz.ring`       the producer/consumer handshake over two ring slots, lap by lap (07)
 * :mod:`course_lib.viz.trace`      a trace of your own numba kernel (course_lib.instruments), per warp request (01, 02, 04)
 """
