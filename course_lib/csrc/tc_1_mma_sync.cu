@@ -87,7 +87,7 @@ kernel(const bf16* __restrict__ a, const bf16* __restrict__ b, bf16* __restrict_
       // [excerpt fragments-and-mma]
       // ---- shared -> registers (ldmatrix) ----------------------------------------------------
       // A: lanes 0-15 point at rows 0-15 (k 0-7), lanes 16-31 at the same rows (k 8-15):
-      // the four 8x8 matrices come back as a0..a3 of the mma fragment.
+      // the four 8x8 matrices come back as registers 0..3 of the mma fragment (elements a0..a7).
       uint32_t fa[WARP_M / MMA_M][4];
 #pragma unroll
       for (int i = 0; i < WARP_M / MMA_M; ++i) {

@@ -14,6 +14,8 @@ all import, so a picture, an exercise's expected answer and the test of a kernel
 * :mod:`course_lib.model.schedules`        the grouped tile order against row-major order, what the
   programs in flight read, stream-K's work units (05, 07)
 * :mod:`course_lib.model.fragments`        which lane holds which element for mma.m16n8k16 and wgmma (06, 07)
+* :mod:`course_lib.model.ldmatrix`         which lane gives which row address to ldmatrix, which register
+  receives what (06)
 * :mod:`course_lib.model.ring`             the producer/consumer handshake over a ring of slots: mbarriers
   and their parity (07)
 * :mod:`course_lib.model.fp8_accumulator`  Hopper's FP8 tensor core adding in a narrow accumulator (09)
@@ -29,6 +31,7 @@ from course_lib.model import (
     fragments,
     hardware,
     layout,
+    ldmatrix,
     mapping,
     ring,
     schedules,
@@ -37,5 +40,5 @@ from course_lib.model import (
 )
 from course_lib.model.hardware import H200, WARP_SIZE, SMLimits, device_sms, itemsize, tma_elements, tma_rule_text
 
-__all__ = ["banks", "coalescing", "fp8_accumulator", "fragments", "hardware", "layout", "mapping", "ring", "schedules",
+__all__ = ["banks", "coalescing", "fp8_accumulator", "fragments", "hardware", "layout", "ldmatrix", "mapping", "ring", "schedules",
            "tiles", "waves", "H200", "WARP_SIZE", "SMLimits", "device_sms", "itemsize", "tma_elements", "tma_rule_text"]
