@@ -51,7 +51,7 @@ SHAPE_EXPLORE = ("2026-12-01_0940_shapes_explore_1", "2026-12-01_0955_shapes_exp
 HOST_TIME = "2026-12-03_0225_host_time_alternating"
 # What the course's as-called time of cuBLAS contains, and how it moves with the kernel it alternates
 # with (experiments/gpu_as_called.py).
-AS_CALLED = "2026-12-04_1340_mid_shapes/as_called.json"
+AS_CALLED = "2026-12-04_1240_mid_shapes/as_called.json"
 # cuBLAS in FP8 against bf16, and its accumulator with and without fast accumulation
 # (experiments/gpu_fp8_cublas.py).
 FP8_CUBLAS = "2026-12-03_0245_fp8_cublas"
