@@ -257,6 +257,9 @@ def test_tiled_puzzle_finds_a_missing_second_barrier(capsys):
     ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
     assert not ok and "Races in shared memory" in out and "in different passes of the loop" in out
     assert "a barrier is missing after line" in out
+    # the race is the diagnosis: said before the wrong shapes, and no note sends the learner to the loop over K
+    assert out.index("Races in shared memory") < out.index("right on ")
+    assert "longest K" not in out and "partial tile of K" not in out
 
 
 def test_tiled_puzzle_names_loads_without_their_edge_check(capsys):
@@ -423,6 +426,7 @@ def test_questions_know_their_answers():
     (gpu_execution_model.last_wave_pct, 0.09, "a fraction"),
     (gpu_execution_model.last_wave_pct, 12, "the number of blocks in the last wave"),
     (gpu_execution_model.last_wave_pct, 109, "all the tiles over 132"),
+    (gpu_execution_model.last_wave_pct, 8, "a share of all the tiles"),   # 12 / 144, not 12 / 132
     (gpu_execution_model.fp32_bound, 33.5, "a multiply-add as one operation"),
     (gpu_execution_model.fp32_bound, 2.09, "all 32 lanes"),
     (gpu_execution_model.fp32_bound, 16.7, "4 schedulers"),
@@ -437,6 +441,7 @@ def test_a_right_answer_is_right_and_a_part_answer_is_checked_part_by_part(capsy
     assert thread_coarsening.reuse.check(2.667)
     assert thread_coarsening.pitch.check(36) and thread_coarsening.pitch.check(33) and not thread_coarsening.pitch.check(96)
     assert naive.article_shapes.check(["a", "b", "d"]) and naive.article_shapes.check("abd")
+    assert naive.article_shapes.check({"A", "B", "D"}) and naive.article_shapes.check("aBd")   # either case
     assert not naive.warp_sectors.check({"a": 1, "b": 4, "c": 2})
     out = capsys.readouterr().out
     assert "2.667 is right" in out and "sectors per warp request, c: 2 is not it yet" in out

@@ -231,10 +231,19 @@ class NumbaGemmPuzzle(Puzzle):
         report = Report(f"{self.title}, checked on {len(self.shapes)} shapes you have not seen:")
         if nothing_yet(self.title, kernel, "kernel"):
             return Verdict(False)
-        right, _ = _gemm_shapes(report, lambda a, b: self.launch(kernel, a, b), self.shapes, self.k_tile)
+        # The shapes, then the trace; a race the trace finds (a missing barrier) is said first, before
+        # the wrong shapes it explains, and then no note guesses at the loop over K.
+        found = Report(report.title)
+        right, failures = _gemm_shapes(found, lambda a, b: self.launch(kernel, a, b), self.shapes)
         if right is None:  # it never wrote C, or did not run at all: nothing to trace yet
-            return report.show()
-        clean = _compare_traces(report, kernel, self.reference, self.trace_shape, self.grid, self.block, right)
+            return found.show()
+        after_shapes = len(found.lines)
+        clean = _compare_traces(found, kernel, self.reference, self.trace_shape, self.grid, self.block, right,
+                                races_to=report)
+        short = None if right or report.lines else _k_stops_early(failures, self.shapes, self.k_tile)
+        if short:
+            found.lines.insert(after_shapes, (4, short))
+        report.lines += found.lines
         if right:
             _compiled(report, kernel, self.reference, self._compile_reference)
         compiles = _source_notes(report, kernel)
@@ -259,8 +268,7 @@ class NumbaGemmPuzzle(Puzzle):
         self.launch(self.reference, *random_inputs(*self.trace_shape, seed=0))
 
 
-def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape],
-                 tile: int | None = None) -> tuple[bool | None, list]:
+def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple[bool | None, list]:
     """Check ``fn`` on ``shapes`` and report every wrong one. Returns (True if all were right, None if
     ``fn`` never wrote C or did not run, else False; the failures, :class:`course_lib.correctness.Failure`)."""
     from course_lib.correctness import CheckFailure, check  # noqa: PLC0415 - check imports exercises' peers
@@ -284,9 +292,6 @@ def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape],
             report.add(f"{x.shape}: {x.finding}", 4)
         for note in notes:
             report.add(note[0].upper() + note[1:] + ".", 4)
-        short = _k_stops_early(f.failures, shapes, tile)
-        if short:
-            report.add(short, 4)
         return False, list(f.failures)
     except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
         from course_lib.instruments import simulator_message  # noqa: PLC0415
@@ -380,9 +385,11 @@ def _why_costlier(key: tuple[str, str], mine: tuple[int, float], course: tuple[i
     return out
 
 
-def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block, right: bool) -> bool:
-    """Trace ``kernel`` and the course's ``reference`` on one launch; report races and memory costs
-    (and, for a kernel already found wrong, nothing if the trace itself cannot run it)."""
+def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block, right: bool,
+                    races_to: Report | None = None) -> bool:
+    """Trace ``kernel`` and the course's ``reference`` on one launch; report races (to ``races_to``
+    where given) and memory costs (and, for a kernel already found wrong, nothing if the trace itself
+    cannot run it)."""
     key = (id(reference), shape, tuple(grid), tuple(block))
     if key not in _REFERENCE_TRACES:
         _REFERENCE_TRACES[key] = trace_gemm(reference, shape, grid, block)
@@ -401,10 +408,11 @@ def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block
     races = mine.races(limit=2)
     if races:
         clean = False
-        report.add("Races in shared memory (a barrier is missing; on a GPU the result can change "
-                   "from run to run):")
+        to = report if races_to is None else races_to
+        to.add("Races in shared memory (a barrier is missing; on a GPU the result can change "
+               "from run to run):")
         for race in races:
-            report.add(race.describe(), 4)
+            to.add(race.describe(), 4)
     want, got = _memory_costs(ref), _memory_costs(mine)
     report.add("Traced on one launch, per warp request (course = the course's kernel, where yours costs more):")
     reasons = []

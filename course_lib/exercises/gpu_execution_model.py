@@ -60,7 +60,8 @@ last_wave_pct = Question(
     what="how full the last wave is, in %",
     expected=lambda: 100 * _first_two_wave().tail_utilisation,
     rel_tol=0.05,
-    hint=f"the blocks left over after the first wave of {H200.sms}, as a share of {H200.sms} slots",
+    hint=f"the blocks left over after the first wave of {H200.sms}, as a share of {H200.sms} slots (an "
+         "answer counts within 5% of the right value, not within 5 percentage points)",
     wrong=[
         (lambda want: 100 - want, "that is the share of the last wave's slots that stay empty; the question "
                                   "asks how full it is."),
@@ -69,5 +70,8 @@ last_wave_pct = Question(
                                                      f"of the {H200.sms} slots do they fill?"),
         (lambda want: 100 * _first_two_wave().blocks / H200.sms, f"that is all the tiles over {H200.sms}; the "
                                                                  f"first wave takes {H200.sms} of them."),
+        (lambda want: 100 * _first_two_wave().tail_blocks / _first_two_wave().blocks,
+         f"that is the last wave's blocks as a share of all the tiles; the question asks what share of "
+         f"its {H200.sms} slots they fill."),
     ],
 )

@@ -52,9 +52,16 @@ def _port_is_right(shape) -> bool:
     return True
 
 
+def _letters(answer):
+    """The shapes' letters as a set, in either case: {"A", "b"}, ["a", "b"] and "ab" are all {"a", "b"}."""
+    if isinstance(answer, (list, tuple, set, frozenset, str)):
+        return {x.lower() if isinstance(x, str) else x for x in answer}
+    return answer
+
+
 article_shapes = Question(
     what="the shapes the port gets right",
-    normalize=lambda answer: set(answer) if isinstance(answer, (list, tuple, str, frozenset)) else answer,
+    normalize=_letters,
     expected=lambda: {name for name, shape in ARTICLE_SHAPES.items() if _port_is_right(shape)},
     hint="in a row-major M x K matrix, how far apart are two rows?",
     wrong=[
