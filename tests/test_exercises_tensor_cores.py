@@ -132,9 +132,20 @@ def test_stage0_intensity_and_roof(capsys):
         ok, out = _answer(ex06.stage0_intensity, answer, capsys)
         assert not ok and words in out, (answer, out)
     want = ex06.stage0_roof.expected()
-    for answer, words in [(want / 2, "4 bytes an element"), (want * 1000, "GFLOP/s"),
+    for answer, words in [(want / 2, "4 bytes an element"), (want / 2, "multiply-adds"), (want * 1000, "GFLOP/s"),
                           (copy_tbs / (16 / 3), "not bandwidth over intensity")]:
         ok, out = _answer(ex06.stage0_roof, answer, capsys)
+        assert not ok and words in out, (answer, out)
+
+
+def test_bf16_ridge_is_from_the_recorded_peaks(capsys):
+    ceilings = results.load().ceilings
+    want = ceilings["cublas_peak_tflops"]["bf16"] * 1000 / ceilings["copy_bandwidth_gbs"]
+    assert ex06.bf16_ridge.expected() == pytest.approx(want)
+    assert _answer(ex06.bf16_ridge, 12 * 15, capsys)[0]  # from the text's rounded numbers
+    for answer, words in [(12, "the fp32 ridge"), (0.8, "divides by the factor"), (15, "the factor the peak"),
+                          (2 * want, "2-byte elements"), (120, "Hint:")]:
+        ok, out = _answer(ex06.bf16_ridge, answer, capsys)
         assert not ok and words in out, (answer, out)
 
 
@@ -508,7 +519,7 @@ def test_decode_questions_take_about_50_mb_and_name_what_was_left_out(capsys):
 
 # ---- every question: no wrong answer is the right one, no printed line is too wide ----------------
 
-QUESTIONS = [ex06.b_owner, ex06.stage0_intensity, ex06.stage0_roof, ex06.pitch64_passes,
+QUESTIONS = [ex06.bf16_ridge, ex06.b_owner, ex06.stage0_intensity, ex06.stage0_roof, ex06.pitch64_passes,
              ex07.swizzled_offset, ex07.box_lbo, ex07.register_budget,
              ex08.intensity_192, ex08.ridge_side, ex08.tiles_6144, ex08.waves_6144, ex08.last_wave_6144,
              ex08.one_wave_n, ex08.decode_bytes, ex08.decode_us]

@@ -940,6 +940,7 @@ def test_grouped_order_other_mistakes_are_counted(capsys):
 QUESTIONS = [
     (ex04.fewest_passes_padded, 8),
     (ex04.passes_swizzled, 2),
+    (ex05.grouped_blocks, 25),
     (ex05.tiles, 512),
     (ex05.programs_with_one_more, 116),
 ]

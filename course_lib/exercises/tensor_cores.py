@@ -1,5 +1,6 @@
-"""Exercises of notebook ``06_tensor_cores``: which lane holds an element of ``mma.sync``'s A (you
-write the map), who holds an element of B, stage 0 on the roofline, and why stage 1 pads its rows.
+"""Exercises of notebook ``06_tensor_cores``: where the bf16 ridge lies, which lane holds an element
+of ``mma.sync``'s A (you write the map), who holds an element of B, stage 0 on the roofline, and why
+stage 1 pads its rows.
 
 Every expected answer comes from the course's models: the PTX fragment layout
 (``course_lib.model.fragments``), the recorded copy bandwidth, notebook 02's bank model
@@ -26,6 +27,37 @@ def _owner(operand: str, row: int, col: int) -> tuple[int, int]:
     """(lane, element i) holding element (row, col) of an mma.m16n8k16 operand: the PTX layout."""
     fm = _fragment_map(operand)
     return int(fm.owner[row, col]), int(fm.reg[row, col])
+
+
+# ---- predict: the bf16 ridge ----------------------------------------------------------------------
+
+def ridge(dtype: str) -> float:
+    """FLOP per byte where the recorded roofs meet: the best cuBLAS rate over the copy bandwidth."""
+    from course_lib import results  # noqa: PLC0415
+
+    return results.load().ceilings["cublas_peak_tflops"][dtype] / _copy_tbs()
+
+
+def _peak_ratio() -> float:
+    return ridge("bf16") / ridge("fp32")
+
+
+bf16_ridge = Question(
+    what="the bf16 ridge (FLOP/byte)",
+    expected=lambda: ridge("bf16"),
+    rel_tol=0.15,  # a prediction from the rounded numbers of the text (12 and 15) is well inside
+    hint="the ridge is the peak over the bandwidth: the fp32 ridge times the factor the peak grew by",
+    wrong=[
+        (lambda want: ridge("fp32"), "that is the fp32 ridge: the bf16 peak is higher on the same "
+                                     "bandwidth, so the ridge moves right by the same factor."),
+        (lambda want: ridge("fp32") / _peak_ratio(), "that divides by the factor: the ridge is peak over "
+                                                     "bandwidth, so a higher peak moves it right."),
+        (lambda want: _peak_ratio(), "that is the factor the peak grew by; the ridge is the fp32 ridge "
+                                     "times it."),
+        (lambda want: 2 * want, "that doubles it again for bf16's 2-byte elements; the ridge counts bytes "
+                                "of bandwidth, which did not change."),
+    ],
+)
 
 
 # ---- the puzzle: which lane holds A[row][col], as which element ---------------------------------
@@ -162,7 +194,8 @@ stage0_roof = Question(
     rel_tol=0.03,
     hint="intensity times the copy bandwidth in TB/s gives TFLOP/s",
     wrong=[
-        (lambda want: stage0_intensity_value(4) * _copy_tbs(), "that uses 4 bytes an element: bf16 is 2."),
+        (lambda want: stage0_intensity_value(4) * _copy_tbs(), "that uses 4 bytes an element, or counts "
+         "multiply-adds, not FLOP (either halves the intensity): bf16 is 2 bytes, a multiply-add 2 FLOP."),
         (lambda want: want * 1000, "that is GFLOP/s (intensity times GB/s): divide by 1000."),
         (lambda want: _copy_tbs() / stage0_intensity_value(), "the roof is intensity times bandwidth, "
                                                               "not bandwidth over intensity."),

@@ -123,6 +123,33 @@ grouped_order = _OrderPuzzle(
     reveal=schedules.grouped_order,
 )
 
+# ---- predict first: blocks read by the first wave ---------------------------------------------------
+# C in 128 x 128 tiles at 4096^3: a 32 x 32 grid of tiles; the first 132 programs (one per SM) in
+# grouped order with bands of 8 tile rows. A count of blocks: only the exact integer is right.
+WAVE_GRID, WAVE_GROUP_M, WAVE_PROGRAMS = 32, 8, 132
+
+
+def _wave_blocks(order) -> int:
+    return schedules.blocks_loaded(order, WAVE_GRID, WAVE_GRID, WAVE_GROUP_M, WAVE_PROGRAMS)["A + B"]
+
+
+grouped_blocks = Question(
+    what="Blocks read by the first 132 programs, grouped",
+    expected=lambda: _wave_blocks(schedules.grouped_order),
+    hint="a band is 8 tile rows, walked column by column: how many columns do 132 programs reach, "
+         "and how many block-rows of A do they read?",
+    wrong=[
+        (lambda want: WAVE_GROUP_M + WAVE_PROGRAMS // WAVE_GROUP_M, "one column short: 132 / 8 = 16.5, so "
+         "the programs fill 16 columns and start a 17th; round up, 8 + 17."),
+        (lambda want: _wave_blocks(schedules.row_major_order), "that is the row-major count given above; "
+         "in grouped order the programs walk down the columns of a band of 8 tile rows."),
+        (lambda want: cdiv(WAVE_PROGRAMS, WAVE_GROUP_M), "those are the block-columns of B only; add the "
+         "8 block-rows of A that the band covers."),
+        (lambda want: WAVE_GROUP_M + WAVE_GRID, "that is the whole band, all 32 columns; 132 programs "
+         "reach only part of it."),
+    ],
+)
+
 # ---- exercise: who walks how far -----------------------------------------------------------------
 PERSISTENT_SIZE = 4096  # M = N = K of the question
 
