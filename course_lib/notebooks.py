@@ -76,7 +76,6 @@ def execute(path: Path, backend: str, out: Path | None, timeout: int) -> float:
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
         store_widget_state=False,  # see _tidy
-        coalesce_streams=True,  # one stdout output per cell however the kernel's messages were split
     )
     t0 = time.time()
     client.execute()
