@@ -158,7 +158,7 @@ def _matches(answer: Any, value: Any, rel_tol: float) -> bool:
 
 
 def compare_prediction(guess: float | None, measured: float, *, unit: str, explain: str = "",
-                       pivot: float | None = None) -> Verdict:
+                       pivot: float | None = None, measured_as: str = "measured") -> Verdict:
     """Say how a learner's prediction compares with what was measured (or recorded); the verdict's
     ``value`` is the ratio measured / predicted (None, and the verdict false, when nothing usable
     was predicted).
@@ -166,7 +166,9 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     ``pivot``: the value that means "no change" (by default 1 for a ratio: a unit "x", "x as fast",
     "x the time" ...). A prediction of a change in one direction - more than 5 % away from the
     pivot - is told that it points the wrong way when the measurement changed the other way or not at
-    all, however close the two numbers are (the verdict is then false)."""
+    all, however close the two numbers are (the verdict is then false).
+
+    ``measured_as``: the word for where the number comes from ("recorded" for a recording)."""
     if guess is None:  # the measurement stays hidden until there is a prediction to compare it with
         say(f"No prediction entered: set it in the cell above ({unit}), then run both cells again "
              "to see the measurement.")
@@ -180,7 +182,7 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     if pivot is not None:
         want, got = direction(guess, pivot), direction(measured, pivot)
         if want != 0 and want != got:
-            say(f"You predicted {fmt(guess)} {unit} ({_DIRECTION[want]} {fmt(pivot)}); measured "
+            say(f"You predicted {fmt(guess)} {unit} ({_DIRECTION[want]} {fmt(pivot)}); {measured_as} "
                 f"{fmt(measured)} {unit} ({_DIRECTION[got]} {fmt(pivot)}): your prediction points the wrong way.")
             if explain:
                 say(explain)
@@ -188,7 +190,7 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     verdict = ("close: within 25 %" if 0.8 <= ratio <= 1.25
                else f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
                else f"the measurement is {1 / ratio:.2g}x below your prediction")
-    say(f"You predicted {fmt(guess)} {unit}; measured {fmt(measured)} {unit} — {verdict}.")
+    say(f"You predicted {fmt(guess)} {unit}; {measured_as} {fmt(measured)} {unit} — {verdict}.")
     if explain:
         say(explain)
     return Verdict(True, ratio)

@@ -330,6 +330,23 @@ def test_the_fp8_questions_know_their_answers():
     assert not ex.weight_scale_bytes.check(3584).ok
 
 
+@pytest.mark.parametrize("question, answer, words", [
+    ("vanishing_ratio", 2**15, "rounds to nearest"),           # the adder taken for one that rounds
+    ("vanishing_ratio", 14, "number of bits kept"),
+    ("weight_scale_bytes", 3584, "number of scales"),
+    ("weight_scale_bytes", 7168, "2 bytes a scale"),
+    ("weight_scale_bytes", 14336 * 4, "one scale per row"),   # 4096 x 14336 read as per-row scaling
+    ("weight_scale_bytes", 14336 * 4096, "the e4m3 weight itself"),
+    ("weight_scale_bytes", 3584 * 128 * 4, "1 x 128 block"),
+])
+def test_the_fp8_questions_name_each_likely_mistake(question, answer, words, capsys):
+    from course_lib.exercises import fp8 as ex
+
+    assert not getattr(ex, question).check(answer).ok
+    out = " ".join(capsys.readouterr().out.split())
+    assert words in out and "not it yet" not in out, out
+
+
 @pytest.mark.parametrize("name", ["qa", "qw"])
 def test_check_in_e4m3_guards_each_operand_s_scales(name):
     """A write one past an operand's scales is named too: the scales are guarded like A, W and C."""

@@ -19,6 +19,8 @@ def test_a_prediction_is_compared_with_the_measurement(capsys):
     assert "4x below your prediction" in capsys.readouterr().out
     assert not learn.compare_prediction("fast", 1.0, unit="ms")
     assert "positive number" in capsys.readouterr().out
+    assert learn.compare_prediction(60, 64, unit="%", measured_as="recorded")
+    assert "You predicted 60 %; recorded 64 % — close" in capsys.readouterr().out
 
 
 def test_an_answer_is_checked(capsys):

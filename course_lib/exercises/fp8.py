@@ -243,7 +243,10 @@ vanishing_ratio = Question(
     hint="the adder keeps 14 bits below the largest exponent; a product smaller than the last bit kept adds 0",
     wrong=((fp8_accumulator.ACCUMULATOR_BITS, "that is the number of bits kept: how many times larger is the sum than its last bit?"),
            (2 ** E4M3.mantissa_bits, "that is e4m3's mantissa: the products are exact, the adder is what drops bits"),
-           (2 ** 23, "that is fp32's mantissa: the promoted sum in registers, not the tensor core's adder")),
+           (2 ** 23, "that is fp32's mantissa: the promoted sum in registers, not the tensor core's adder"),
+           (2 ** (fp8_accumulator.ACCUMULATOR_BITS + 1),
+            "that is where an adder that rounds to nearest would lose the product (below half its last "
+            "bit); this one truncates: a product below the last bit kept is dropped whole")),
 )
 
 WEIGHT = (14336, 4096)  # llama3's gate projection, N x K
@@ -259,5 +262,10 @@ weight_scale_bytes = Question(
     what=f"Bytes of fp32 scales of a {WEIGHT[0]} x {WEIGHT[1]} weight in 128 x 128 blocks",
     expected=_weight_scale_bytes,
     wrong=((lambda want: want // 4, "that is the number of scales: each is an fp32 of 4 bytes"),
-           (lambda want: want * 128, "that is one scale per 1 x 128 block, the activations' blocks")),
+           (lambda want: want * 128, "that is one scale per 1 x 128 block, the activations' blocks"),
+           (lambda want: want // 2, "that counts 2 bytes a scale: each is an fp32 of 4 bytes"),
+           (4 * WEIGHT[0], "that is one scale per row of the weight (per-row scaling); a 128 x 128 block "
+                           "shares one scale among 128 rows and 128 columns"),
+           (WEIGHT[0] * WEIGHT[1], "that is the e4m3 weight itself, a byte per element; the question asks "
+                                   "for its scales, one fp32 per 128 x 128 block")),
 )

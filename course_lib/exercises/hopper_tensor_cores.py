@@ -135,29 +135,55 @@ swizzle = _BoxPuzzle(
 
 @dataclass(frozen=True)
 class ChangePrediction:
-    """A prediction of a speed relative to a baseline (100 % = as fast as the baseline), compared with
-    the measurement as :func:`course_lib.learn.compare_prediction` does (pivot 100 %), in words about
-    the two stages: a prediction of a gain where there was none (or a loss where there was a gain) is
-    told so, however close its number; a change within 5 % (:func:`course_lib.learn.direction`) counts
-    as "about as fast", and a prediction of no change is compared by size."""
+    """A prediction of a speed relative to a baseline, in per cent (100 = as fast as the baseline),
+    compared with the measurement in words about the two stages.
+
+    The rule: a prediction within 5 % of 100 (:func:`course_lib.learn.direction`) says "about as
+    fast" and is compared by size only. Any other prediction says which way the speed moves, and
+    it points the wrong way - however close its number - unless the measurement moved that way by
+    more than ``MEASURED_WITHIN`` %. A prediction not the wrong way counts (the verdict is true),
+    and is called close within 25 % of the measurement, as :func:`course_lib.learn.compare_prediction`
+    does. A number between 0 and 2 is taken for a ratio typed where a percentage was asked for."""
 
     what: str          # "stage 3", the thing predicted
     baseline: str      # "stage 2", what it is a percentage of
 
-    def _way(self, percent: float) -> str:
-        return {1: f"faster than {self.baseline}", -1: f"slower than {self.baseline}",
-                0: f"about as fast as {self.baseline}"}[learn.direction(percent, 100)]
+    MEASURED_WITHIN = 1.0  # % of the baseline: a measurement this close to 100 % has no direction
+
+    def _way(self, percent: float, way: int) -> str:
+        if way == 0:
+            return f"{self.what} about as fast as {self.baseline}"
+        return f"{self.what} {'faster' if way > 0 else 'slower'} than {self.baseline} ({percent - 100:+.0f} %)"
 
     def check(self, guess, measured: float) -> Verdict:
         usable = isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess) and guess > 0
-        if not usable or learn.direction(guess, 100) in (0, learn.direction(measured, 100)):
+        if guess is None:  # nothing entered: said as for any prediction, the measurement kept hidden
             return learn.compare_prediction(guess, measured, unit="%", pivot=100)
-        say(f"You predicted {learn.fmt(guess)} %, {self.what} {self._way(guess)} ({guess - 100:+.0f} %); "
-            f"measured {learn.fmt(round(measured, 1))} %, {self.what} {self._way(measured)} "
-            f"({measured - 100:+.0f} %). Your prediction points the wrong way"
-            + (": the change you expected did not happen." if learn.direction(measured, 100) == 0
-               else ", not just by too much or too little."))
-        return Verdict(False, measured / guess)
+        if not usable:
+            say(f"A prediction is a positive number of % (100 = as fast as {self.baseline}), not {guess!r}.")
+            return Verdict(False)
+        if guess < 2:
+            say(f"You entered {learn.fmt(guess)}: that looks like a ratio. Give {self.what}'s speed in per "
+                f"cent of {self.baseline}'s ({learn.fmt(guess)}x is {learn.fmt(round(100 * guess, 1))} %), "
+                "then run both cells again.")
+            return Verdict(False)
+        want = learn.direction(guess, 100)
+        got = 0 if abs(measured - 100) <= self.MEASURED_WITHIN else (1 if measured > 100 else -1)
+        said = (f"You predicted {learn.fmt(guess)} %, {self._way(guess, want)}; measured "
+                f"{learn.fmt(round(measured, 1))} %, {self._way(measured, got)}.")
+        ratio = measured / guess
+        if want != 0 and want != got:
+            say(said + " Your prediction points the wrong way"
+                + (": the change you expected did not happen." if got == 0 else ", not just by too much or too little."))
+            return Verdict(False, ratio)
+        off = (f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
+               else f"the measurement is {1 / ratio:.2g}x below your prediction")
+        if 0.8 <= ratio <= 1.25:
+            verdict = "Close: the right way and within 25 % of the measurement." if want else "Close: within 25 % of the measurement."
+        else:
+            verdict = f"The right way, but {off}." if want else f"{off[0].upper()}{off[1:]}."
+        say(f"{said} {verdict}")
+        return Verdict(True, ratio)
 
 
 stage3_speed = ChangePrediction(what="stage 3", baseline="stage 2")
