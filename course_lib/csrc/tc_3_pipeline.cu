@@ -7,9 +7,9 @@
 // it arrives on empty[s]; thread 0 waits for empty[s] and immediately asks for the slice
 // STAGES ahead into slot s. During use number u of a slot (u = slice / STAGES) the readers wait
 // for parity u % 2 of full[s], and thread 0, before it copies use u + 1's slice, for parity u % 2
-// of empty[s] (the release of use u) - the ring's only bookkeeping. Copies now overlap the tensor cores, but
-// thread 0 still stalls its warpgroup while it waits to refill; stage 4 gives that job to a warp
-// of its own.
+// of empty[s] (the release of use u) - the ring's only bookkeeping. Copies now overlap the tensor
+// cores, but thread 0 still stalls its warpgroup while it waits to refill; stage 4 gives that job
+// to a warp of its own.
 //
 // Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
