@@ -3,7 +3,7 @@
 A course dtype names the arithmetic a GEMM does, not only what its tensors hold: "fp32" means exact
 IEEE fp32 multiply-adds; "tf32" means fp32 inputs rounded to TensorFloat-32 (10-bit mantissa) inside
 the tensor cores, accumulated in fp32. Both take and return torch.float32 tensors, so the record, not
-the tensor, tells them apart. "e4m3" is the FP8 GEMM of notebook 09: its operands are quantized
+the tensor, tells them apart. "e4m3" is the FP8 GEMM of notebook 12: its operands are quantized
 (``course_lib.fp8.Quantized``, each with its scales), so its GEMMs have their own signature
 (``operands``). Adding a dtype is one record here plus the kernels that compute it.
 """
@@ -82,7 +82,7 @@ BF16 = CourseDtype(
     needs=(BF16_TENSOR_CORES,), unit_roundoff=2.0**-8, product_error=0.0, tolerance=1e-2, sanity=5e-2,
     triton_precision="ieee", triton_type="bf16")
 
-# FP8 (notebook 09): e4m3 operands with fp32 scales, products exact in fp32, sums promoted into fp32
+# FP8 (notebook 12): e4m3 operands with fp32 scales, products exact in fp32, sums promoted into fp32
 # every 128 of K (or kept in the tensor core's narrow adder: fast accumulation), C in bf16. The
 # tolerance, a relative Frobenius error: rounding C to bf16 costs about 1.7e-3 on normal data; the
 # sums of e4m3 products erred by 1.3e-4 with promotion (cuBLAS, every K up to 16,384 on the H200) and

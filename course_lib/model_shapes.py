@@ -1,4 +1,4 @@
-"""The GEMMs real models run: the shape table of notebook 08's "Real shapes".
+"""The GEMMs real models run: the shape table of notebook 10's "Real shapes".
 
 Every row is one linear layer of a public model at a number of tokens M. A linear layer computes
 Y = X W^T with X of M x K (M tokens, K input features) and W of N x K; in the course's convention

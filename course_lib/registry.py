@@ -217,21 +217,21 @@ def _manifest() -> list[Stage]:
               gemms=_per_dtype(c04.fast_matmul_autotuned, "triton_fast", four), tuning_log=c04.tuning_log),
         # 06 and 07: tensor cores from CUDA C++ (stage 0, then the staircase whose last step is swept).
         # TMA, and stage 1's 16-byte loads, need every row of A, B and C to start on a 16-byte boundary.
-        _cuda("tc_0_mma_sync_minimal", "06_tensor_cores", "mma.sync, fragments from global memory", 1),
-        _cuda("tc_1_mma_sync", "06_tensor_cores", "mma.sync + ldmatrix (warp-level)", rows16),
-        _cuda("tc_2_wgmma_tma", "07_hopper_tensor_cores", "wgmma + TMA, 128B swizzle", rows16),
-        _cuda("tc_3_pipeline", "07_hopper_tensor_cores", "5-slot mbarrier pipeline", rows16),
-        _cuda("tc_4_warp_specialized", "07_hopper_tensor_cores", "warp specialisation, setmaxnreg, 128x256", rows16),
-        _cuda("tc_5_persistent", "07_hopper_tensor_cores", "persistent + clusters, TMA multicast", rows16),
+        _cuda("tc_0_mma_sync_minimal", "07_mma_sync_kernels", "mma.sync, fragments from global memory", 1),
+        _cuda("tc_1_mma_sync", "07_mma_sync_kernels", "mma.sync + ldmatrix (warp-level)", rows16),
+        _cuda("tc_2_wgmma_tma", "08_hopper_tensor_cores", "wgmma + TMA, 128B swizzle", rows16),
+        _cuda("tc_3_pipeline", "09_hopper_pipelines", "5-slot mbarrier pipeline", rows16),
+        _cuda("tc_4_warp_specialized", "09_hopper_pipelines", "warp specialisation, setmaxnreg, 128x256", rows16),
+        _cuda("tc_5_persistent", "09_hopper_pipelines", "persistent + clusters, TMA multicast", rows16),
         # Stage 6 takes any M (TMA fills a partial box of A's rows, clips C's), and runs at most one CTA
         # per SM (the textbook persistent grid): on the H200 that measured better than the grid derived
         # from occupancy (stage 5's), at 4096^3 and at 8192^3.
-        _cuda("tc_6_tma_store", "07_hopper_tensor_cores", "wgmma in flight + TMA-store epilogue", (1, rows16, rows16),
+        _cuda("tc_6_tma_store", "09_hopper_pipelines", "wgmma in flight + TMA-store epilogue", (1, rows16, rows16),
               sweep=True, group_m=8, max_ctas=backend.sm_count),
         # 09: FP8 - e4m3 operands with their scales (course_lib.fp8), C = A W^T in bf16
-        Stage(name="triton_fp8", notebook="09_fp8", backend="triton", title="Triton FP8 (e4m3)",
+        Stage(name="triton_fp8", notebook="12_fp8", backend="triton", title="Triton FP8 (e4m3)",
               gemms={"e4m3": c04.triton_fp8}, scalings=tuple(fp8.OPERAND_SCALING)),
-        Stage(name=tensor_cores.FP8_STAGE.stage, notebook="09_fp8", backend="cuda-extension",
+        Stage(name=tensor_cores.FP8_STAGE.stage, notebook="12_fp8", backend="cuda-extension",
               title="FP8 (e4m3) wgmma, scaled in the epilogue or per K slice", gemms={"e4m3": tensor_cores.tc_7_fp8},
               gpu_only=True, needs=tensor_cores.FP8_STAGE.needs, shape_multiple=tensor_cores.FP8_SHAPE_MULTIPLE,
               scalings=tuple(fp8.OPERAND_SCALING)),

@@ -2,7 +2,7 @@
 
     python experiments/gpu_fp8_cublas_long_k.py --out $OUT/fp8_cublas_long_k.json
 
-Notebook 09 measured cuBLAS's fast accumulation (``use_fast_accum``) erring by 9.1 % at 256 x 256 x
+Notebook 12 measured cuBLAS's fast accumulation (``use_fast_accum``) erring by 9.1 % at 256 x 256 x
 16,384 on positive data, where the model of the tensor core's narrow adder - and the course's own
 kernels with fast accumulation - err by 25 %; at every K <= 4,096 cuBLAS's errors are the model's.
 Hypothesis: at 256 x 256 x 16,384 cuBLAS splits K (few tiles, long K), so each part's sum is shorter

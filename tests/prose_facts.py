@@ -608,7 +608,7 @@ def cublas_decode_called_span() -> tuple[float, float]:
     return span(rows.values())
 
 
-# ---- notebook 09: FP8 (course_lib/results/nvidia_h200_fp8_summary.json) ---------------------------
+# ---- notebook 12: FP8 (course_lib/results/nvidia_h200_fp8_summary.json) ---------------------------
 
 def fp8_row(shape) -> dict:
     """The recorded cuBLAS FP8 / bf16 row of one shape."""
@@ -681,7 +681,7 @@ def fp8_triton_accum(K: int, fast: bool) -> float:
 def fp8_model_split(data: str, K: int, pieces: int, size: int = 32) -> float:
     """The model's relative error (course_lib.model.fp8_accumulator, no promotion) when K is cut into
     ``pieces`` ranges of whole 128-wide slices, each summed on its own and the sums added exactly:
-    split-K. The inputs are notebook 09's (``size`` x K and K x ``size``, seeded with K); pieces=1 is
+    split-K. The inputs are notebook 12's (``size`` x K and K x ``size``, seeded with K); pieces=1 is
     the notebook's "model, fast" column."""
     import torch
 

@@ -1,4 +1,4 @@
-"""The puzzles and questions of notebooks 06-08: each puzzle's solution passes, its unfilled starter
+"""The puzzles and questions of notebooks 06-10: each puzzle's solution passes, its unfilled starter
 is told to fill in the TODO lines, and realistic wrong solutions fail with the message that names
 their mistake; each question's expected answer is the model's, and each likely wrong answer is told
 what it means."""

@@ -156,7 +156,7 @@ def test_check_in_e4m3_names_a_wrong_output_type_and_cublas_refuses_mixed_scalin
         fp8.fp8_inputs(4, 8, 16, "channel")
 
 
-# ---- notebook 09's exercises ----------------------------------------------------------------------
+# ---- notebook 12's exercises ----------------------------------------------------------------------
 
 def _blocks(x, *, divide_by=448.0, zero_scale=1.0, per_matrix_row=False, skip_divide=False):
     """quantize_blocks with one deliberate mistake at a time."""

@@ -1,5 +1,5 @@
 """course_lib.model.ring (a ring of slots handed over through mbarriers), its picture
-(course_lib.viz.ring) and the source helpers notebook 07 prints the kernels with."""
+(course_lib.viz.ring) and the source helpers notebook 08 prints the kernels with."""
 
 import re
 
@@ -123,7 +123,7 @@ def test_the_picture_refuses_more_slots_than_it_has_colours():
     plt.close("all")
 
 
-# ---- the helpers' source, as notebook 07 prints it -------------------------------------------------
+# ---- the helpers' source, as notebook 08 prints it -------------------------------------------------
 @pytest.mark.parametrize("name", ["mbar_init", "fence_barrier_init", "mbar_arrive_expect_tx", "mbar_wait", "mbar_try_wait",
                                   "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_accumulators", "wgmma_slice",
                                   "tma_load_slice", "mbar_init_ring", "mbar_arrive", "setmaxnreg_dec", "setmaxnreg_inc",
@@ -160,7 +160,7 @@ def test_source_helpers_name_what_is_wrong(tmp_path):
 
 
 def test_stage_2_read_in_pieces_is_the_whole_kernel():
-    """The pieces notebook 07 prints hold every line of stage 2's kernel and launcher."""
+    """The pieces notebook 08 prints hold every line of stage 2's kernel and launcher."""
     pieces = ["constexpr int BLOCK_M", "struct Smem", "kernel(const", "mbar_init(&s.full", "float acc[",
               "tma_load_slice<", "wgmma_slice<", "store_accumulators", "launch_tile_per_cta"]
     shown = "\n".join(ex.kernel_piece("tc_2_wgmma_tma", p) for p in pieces)

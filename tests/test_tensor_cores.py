@@ -38,8 +38,8 @@ def test_every_stage_is_registered_with_its_metadata():
     rows16 = hardware.tma_elements("bf16")  # TMA's 16-byte rows
     for i, name in enumerate(STAGE_NAMES):
         st = course_lib.get_stage(name)
-        # mma.sync (stages 0-1) is taught in notebook 06, Hopper's wgmma path (stages 2-6) in 07
-        assert st.notebook == ("06_tensor_cores" if i < 2 else "07_hopper_tensor_cores")
+        # mma.sync (stages 0-1) is taught in notebook 07, wgmma and TMA (stage 2) in 08, stages 3-6 in 09
+        assert st.notebook == ("07_mma_sync_kernels" if i < 2 else "08_hopper_tensor_cores" if i == 2 else "09_hopper_pipelines")
         assert st.dtypes == ("bf16",)
         want = 1 if i == 0 else (1, rows16, rows16) if st.name == "tc_6_tma_store" else rows16
         assert st.gpu_only and st.shape_multiple == want and rows16 == 8

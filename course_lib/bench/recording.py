@@ -28,7 +28,7 @@ from course_lib.results import RESULTS_DIR, Results, load, save, slug
 
 # The GEMMs of real models (course_lib.model_shapes): recorded for the course's final kernels.
 MODEL_TABLE: tuple[Shape, ...] = tuple(s.shape for s in MODEL_SHAPES)
-FINAL_STAGES = ("triton_fast", "tc_6_tma_store", "triton_fp8", "tc_7_fp8")  # FP8 (e4m3): notebook 09's
+FINAL_STAGES = ("triton_fast", "tc_6_tma_store", "triton_fp8", "tc_7_fp8")  # FP8 (e4m3): notebook 12's
 
 VARIANT_SIZE = 4096  # parameter variants of a stage are recorded at this size only
 

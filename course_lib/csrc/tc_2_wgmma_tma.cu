@@ -12,7 +12,7 @@
 // Everything is still serial: load a slice, wait for it, multiply it, wait for the multiply, load
 // the next. Stage 3 overlaps the two.
 //
-// Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 08 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"

@@ -29,7 +29,7 @@
 //   instead (stream-K, tc_stream_k.cuh): every cluster gets the same number of slices, and a tile
 //   whose slices went to several clusters is finished by the one holding its first slice.
 //
-// Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 08 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_decode.cuh"
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"

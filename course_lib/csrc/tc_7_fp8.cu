@@ -8,7 +8,7 @@
 //   wide and each slice is 4 wgmmas of k = 32. Per slice the bytes are stage 6's (48 KB for a
 //   128 x 256 tile) and the multiply-adds twice as many: the tensor cores run FP8 at twice the rate.
 // * The sum over K. The FP8 tensor cores keep fewer bits in their accumulator than fp32 (about 14
-//   below its largest exponent: course_lib/fp8.py's model, measured on the H200 in notebook 09), so
+//   below its largest exponent: course_lib/fp8.py's model, measured on the H200 in notebook 12), so
 //   a long sum left in wgmma's accumulator loses digits ("fast accumulation", cuBLAS's
 //   use_fast_accum). By default each slice's wgmmas start from zero, and once they are done the
 //   consumer adds the slice's sums into a second set of fp32 registers (`total`): promotion, every

@@ -1,4 +1,4 @@
-"""Exercises of notebook ``09_fp8``: quantize with one scale per 1 x 128 block (you write it), when
+"""Exercises of notebook ``12_fp8``: quantize with one scale per 1 x 128 block (you write it), when
 the tensor core's sum drops a product, and what block scales of a weight cost.
 
 Every expected answer comes from :mod:`course_lib.fp8`: ``quantize`` for the puzzle, the model of

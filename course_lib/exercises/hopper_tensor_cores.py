@@ -1,4 +1,4 @@
-"""Exercises of notebook ``07_hopper_tensor_cores``: the 128-byte swizzle (you write it), one swizzled
+"""Exercises of notebook ``08_hopper_tensor_cores``: the 128-byte swizzle (you write it), one swizzled
 address, a descriptor's LBO for another box, and the register budget of warp specialisation.
 
 Every expected answer comes from the course's Python model of TMA and ``wgmma``
@@ -307,7 +307,7 @@ register_budget = Question(
 
 
 # ---- reading the kernels: a helper function, or a piece of a kernel, printed from its source -------
-# Notebook 07 prints each synchronisation helper where a stage first uses it, and stage 2 top to
+# Notebook 08 prints each synchronisation helper where a stage first uses it, and stage 2 top to
 # bottom, straight from csrc/ (no copy of the C++ lives in Python). The excerpt markers of
 # tensor_cores.source_excerpt are for longer passages; these find a helper by its name and a piece
 # of a kernel by a line of it, so the sources need no markers for them.

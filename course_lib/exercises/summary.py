@@ -1,4 +1,4 @@
-"""Exercises of notebook ``08_summary``: plan a tile and split-K for real shapes with the wave model
+"""Exercises of notebook ``10_summary``: plan a tile and split-K for real shapes with the wave model
 (you write the plan), a tile's intensity, waves at 6144³, the largest square in one wave, the decode
 roof.
 
@@ -324,7 +324,7 @@ tile_plan = PlanPuzzle(title="Your plan", reference=plan, known_wrong=PLAN_WRONG
 
 # ---- exercise 1: a tile's intensity, and which side of the ridge --------------------------------
 
-TILE = (192, 192)  # cuBLAS's tile at gpt2 qkv 2k (notebook 08, Nsight Compute)
+TILE = (192, 192)  # cuBLAS's tile at gpt2 qkv 2k (notebook 10, Nsight Compute)
 
 
 def tile_intensity(block_m: int, block_n: int, itemsize: int = BF16_BYTES) -> float:
@@ -358,7 +358,7 @@ intensity_192 = Question(
 
 class _ReadWhenChecked(Sequence):
     """A table of wrong answers built when it is read, so that a meaning can name a number of the
-    recording (the bf16 ridge as notebook 08 prints it) without loading it at import."""
+    recording (the bf16 ridge as notebook 10 prints it) without loading it at import."""
 
     def __init__(self, build: Callable[[], list[tuple[Any, str]]]) -> None:
         self._build = build
@@ -436,7 +436,7 @@ last_wave_6144 = Question(
 
 # ---- exercise 3: the largest square in one wave -------------------------------------------------
 
-ONE_WAVE_TILE = (192, 192)  # cuBLAS's tile at some of the shape table's rows (notebook 08)
+ONE_WAVE_TILE = (192, 192)  # cuBLAS's tile at some of the shape table's rows (notebook 10)
 
 
 def largest_one_wave(tile: tuple[int, int] = ONE_WAVE_TILE, up_to: int = 8192) -> int:

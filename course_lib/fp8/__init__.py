@@ -7,7 +7,7 @@
   kernel's wrapper runs (:func:`check_gemm_operands`) and what it decides once per kind of operands
   (:func:`fp8_plan_key`);
 * :mod:`.cublas`: cuBLAS's FP8 GEMM, the yardstick (:func:`cublas_fp8`);
-* :mod:`.outliers`: notebook 09's activations with outlier channels.
+* :mod:`.outliers`: notebook 12's activations with outlier channels.
 
 The FP8 kernels are in ``course_lib.kernels`` (Triton's ``fast_fp8``, CUDA's ``tc_7_fp8``), the model
 of the tensor core's narrow adder in :mod:`course_lib.model.fp8_accumulator`, and ``course_lib.check``

@@ -1,4 +1,4 @@
-"""Notebook 09's demonstration data: activations with a few outlier channels, and what one scale
+"""Notebook 12's demonstration data: activations with a few outlier channels, and what one scale
 per tensor costs the ordinary channels when the outliers set it."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A model of Hopper's FP8 tensor core adding its products with a narrow adder (14 bits below the
 largest exponent), with or without promoting the partial sums into fp32 every few instructions:
-:func:`limited_sum_matmul`. It runs on the CPU; notebook 09 and experiments/JOURNAL.md ("cuBLAS in
+:func:`limited_sum_matmul`. It runs on the CPU; notebook 12 and experiments/JOURNAL.md ("cuBLAS in
 FP8") compare it with cuBLAS on the H200."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A ring of shared-memory slots handed between a producer and a consumer through mbarriers, played
 step by step: the handshake of stages 3-6 (csrc/tc_3_pipeline.cu ... tc_6_tma_store.cu), small
-enough to draw (:mod:`course_lib.viz.ring`, notebook 07).
+enough to draw (:mod:`course_lib.viz.ring`, notebook 08).
 
 An mbarrier (PTX ISA, "mbarrier") counts arrivals and the bytes an asynchronous copy announced;
 when both are complete, its current *phase* completes and the next one begins. A waiter names the

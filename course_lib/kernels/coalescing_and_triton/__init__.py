@@ -99,7 +99,7 @@ __all__ = [
     "tuning_log",
     # notebooks 06 and 08
     "TILED_CONFIG", "split_k_matmul_kernel",
-    # notebook 09: FP8
+    # notebook 12: FP8
     "Fp8Config", "fp8_config", "fp8_matmul", "fp8_matmul_blockscaled", "fp8_matmul_kernel", "fp8_blockscaled_kernel",
     "triton_fp8",
     # the course manifest

@@ -1,9 +1,9 @@
 """Tensor cores through a bundled CUDA C++ extension (notebooks 06_tensor_cores and
-07_hopper_tensor_cores).
+08_hopper_tensor_cores).
 
 Seven bf16 stages, ``tc_0_mma_sync_minimal`` (one ``mma.sync`` per warp, fragments from global
 memory) and the staircase ``tc_1_mma_sync`` ... ``tc_6_tma_store``, and, off the staircase,
-``tc_7_fp8`` (notebook 09): stage 6's kernel on e4m3 inputs with their scales, called as
+``tc_7_fp8`` (notebook 12): stage 6's kernel on e4m3 inputs with their scales, called as
 ``tc_7_fp8(qa, qw)`` on :class:`course_lib.fp8.Quantized` operands. Each is a real ``.cu`` file in
 ``course_lib/csrc/`` (shared helpers in ``tc_*.cuh``) whose header says what it adds, and one entry
 of the extension's binding (``tc_binding.cu``), which is where this package reads the list from; the

@@ -64,7 +64,7 @@ SASS_HIGHLIGHTS = {
 
 
 # Stage 6's file also holds its decode path (the operands swapped, one kernel per token tile), which
-# notebook 08 teaches; the tables of the staircase show each stage's own kernel.
+# notebook 10 teaches; the tables of the staircase show each stage's own kernel.
 DECODE_KERNEL = "decode_kernel"
 
 

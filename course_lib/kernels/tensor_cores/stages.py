@@ -108,7 +108,7 @@ ALL_DESIGNS: tuple[Design, ...] = tuple(Design(e.stage, e.sm90a) for e in csrc.e
 MINIMAL, DESIGNS = ALL_DESIGNS[0], ALL_DESIGNS[1:]
 DESIGN = {d.stage: d for d in ALL_DESIGNS}
 # Stage 7 leaves the bf16 staircase: its operands are FP8 with their scales (course_lib.fp8), so it
-# has its own binding and wrapper (tc_7_fp8 below) and is taught in notebook 09.
+# has its own binding and wrapper (tc_7_fp8 below) and is taught in notebook 12.
 FP8_STAGE = design("tc_7_fp8")
 
 
