@@ -2,7 +2,7 @@
 
     PYTHONPATH=. COURSE_BACKEND=gpu ncu --clock-control none --kernel-name <filter> \
         --launch-skip 1 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
-        --section MemoryWorkloadAnalysis_Tables python3 experiments/gpu_ncu_fp8.py <what>
+        --section MemoryWorkloadAnalysis_Tables python3 experiments/gpu_ncu_fp8.py <what> [M,N,K]
 
 <what> (one scale per tensor unless named, e4m3 operands from a normal distribution):
 
@@ -16,6 +16,8 @@
     triton_block   fp8_matmul_blockscaled's default (1 x 128, 128 x 128)   filter: regex:fp8
     tc7_block   tc_7_fp8 with block scales                              filter: regex:stage7
     cublas_block   torch._scaled_mm with block scales                   filter: regex:gemm|xmma|cutlass|nvjet
+
+M,N,K (default 4096,4096,4096) profiles another shape, e.g. a decode row: 16,4096,4096.
 
 Used for the evidence on what limits stage 7's promoted mainloop (experiments/JOURNAL.md).
 """
@@ -49,10 +51,11 @@ SCALING = {"triton_row": "row", "cublas_row": "row", "triton_block": "block", "t
 
 def main() -> int:
     what = sys.argv[1] if len(sys.argv) > 1 else ""
-    if what not in PROBES:
-        print(f"usage: gpu_ncu_fp8.py {{{'|'.join(PROBES)}}}", file=sys.stderr)
+    if what not in PROBES or len(sys.argv) > 3:
+        print(f"usage: gpu_ncu_fp8.py {{{'|'.join(PROBES)}}} [M,N,K]", file=sys.stderr)
         return 2
-    qa, qw = fp8.fp8_inputs(N, N, N, SCALING.get(what, "tensor"), seed=0)
+    shape = tuple(int(x) for x in sys.argv[2].split(",")) if len(sys.argv) == 3 else (N, N, N)
+    qa, qw = fp8.fp8_inputs(*shape, SCALING.get(what, "tensor"), seed=0)
     for _ in range(2):
         PROBES[what](qa, qw)
     torch.cuda.synchronize()
