@@ -28,6 +28,11 @@
 //   clusters) and K is long, the tiles of the ragged last wave are shared out by K slices
 //   instead (stream-K, tc_stream_k.cuh): every cluster gets the same number of slices, and a tile
 //   whose slices went to several clusters is finished by the one holding its first slice.
+// * Middle shapes: the kernel is a template on the tile's width, BN. Where whole 128 x 256 tiles
+//   leave many clusters idle (1024^3: 16 cluster tiles for 66 clusters) the launcher takes 128 x 128
+//   tiles, twice as many (each consumer a 64 x 128 wgmma, as in stages 2-3; its ring slots are 32 KB,
+//   so it keeps 6 of them), and shares those out by K slices where even they are too few. The
+//   producer, the clusters, the epilogue and stream-K are the same code for both widths.
 //
 // Notebook 08 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_decode.cuh"
@@ -40,24 +45,36 @@
 namespace tc {
 namespace stage6 {
 
-constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;
-constexpr int STAGES = 4;
+constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;  // the stage's tile
+constexpr int STAGES = 4;                                   // 48 KB ring slots
+constexpr int NARROW_BLOCK_N = 128;                         // the middle shapes' tile: 128 x 128
+constexpr int NARROW_STAGES = 6;                            // 32 KB ring slots
 constexpr int CLUSTER = 2;                                  // CTAs sharing B by multicast (stage 5)
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(fits_register_pool(THREADS, PRODUCER_REGS, CONSUMER_REGS, CONSUMERS), "more than the CTA's register pool");
-constexpr int C_HALF_COLS = BLOCK_N / 2;                    // columns staged per round
+constexpr int C_HALF_COLS = BLOCK_N / 2;                    // columns staged per round (128 x 256 tile)
 constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;           // 2
 
+// The shared memory of a CTA with a 128 x BN tile: the ring, each consumer's staging boxes for half
+// its 64 x BN tile (2 boxes of 64 x 64 for BN = 256, one for BN = 128), the ring's barriers.
+template <int BN>
 struct Smem {
-  bf16 a[STAGES][BLOCK_M * BLOCK_K];
-  bf16 b[STAGES][BLOCK_K * BLOCK_N];
-  bf16 c[CONSUMERS][C_HALF_BOXES][C_BOX * C_BOX];          // 2 x 16 KB
-  uint64_t full[STAGES], empty[STAGES];
+  static_assert(BN == BLOCK_N || BN == NARROW_BLOCK_N, "stage 6's two tiles");
+  static constexpr int SLOTS = BN == BLOCK_N ? STAGES : NARROW_STAGES;
+  static constexpr int HALF_COLS = BN / 2;                  // columns of C staged per round
+  bf16 a[SLOTS][BLOCK_M * BLOCK_K];
+  bf16 b[SLOTS][BLOCK_K * BN];
+  bf16 c[CONSUMERS][HALF_COLS / C_BOX][C_BOX * C_BOX];
+  uint64_t full[SLOTS], empty[SLOTS];
 };
-constexpr int SMEM_BYTES = sizeof(Smem) + SMEM_SLACK;
-static_assert(SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit");
+static_assert(Smem<BLOCK_N>::HALF_COLS / C_BOX == C_HALF_BOXES, "the 128 x 256 tile's staging boxes");
+template <int BN>
+constexpr int smem_bytes() { return int(sizeof(Smem<BN>)) + SMEM_SLACK; }
+constexpr int SMEM_BYTES = smem_bytes<BLOCK_N>();
+constexpr int NARROW_SMEM_BYTES = smem_bytes<NARROW_BLOCK_N>();
+static_assert(SMEM_BYTES <= 227 * 1024 && NARROW_SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit");
 
 // A consumer's 64 rows are 4 warps of 16: a warp whose rows all lie below C's last row (a decode
 // step has M = 1-64) neither writes nor reads partial sums; its accumulators only hold zeros.
@@ -65,11 +82,15 @@ __device__ __forceinline__ bool warp_rows_in_c(int row0, int M) {
   return row0 + (threadIdx.x % WARPGROUP) / 32 * 16 < M;
 }
 
+// A 128 x BN tile per work unit (BN = BLOCK_N or NARROW_BLOCK_N).
+template <int BN>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
        const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials, int M) {
+  using Shared = Smem<BN>;
+  constexpr int SLOTS = Shared::SLOTS, HALF_COLS = Shared::HALF_COLS;
   extern __shared__ uint8_t smem_raw[];
-  Smem& s = *reinterpret_cast<Smem*>(align_smem(smem_raw));
+  Shared& s = *reinterpret_cast<Shared*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
   const uint32_t rank = cluster_cta_rank();
   const int cluster_id = blockIdx.x / CLUSTER;
@@ -88,11 +109,11 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       WorkCursor work(sched, cluster_id);
       for (WorkUnit w; work.next(w);) {
         int m0, n0;
-        sched.order.origin<CLUSTER, BLOCK_M, BLOCK_N>(w.tile, rank, m0, n0);
+        sched.order.origin<CLUSTER, BLOCK_M, BN>(w.tile, rank, m0, n0);
         for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
-          const int slot = it % STAGES;
-          mbar_wait(&s.empty[slot], ((it / STAGES) % 2) ^ 1);
-          tma_load_slice<BLOCK_M, BLOCK_N, CLUSTER>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0,
+          const int slot = it % SLOTS;
+          mbar_wait(&s.empty[slot], ((it / SLOTS) % 2) ^ 1);
+          tma_load_slice<BLOCK_M, BN, CLUSTER>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0,
                                                     n0, rank);
         }
       }
@@ -103,31 +124,31 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     const int cw = wg - 1;
     const bool leader = threadIdx.x % WARPGROUP == 0;
     if (leader) prefetch_tensor_map(&map_c);
-    float acc[BLOCK_N / 2];
+    float acc[BN / 2];
     // The finished tile as bf16 pairs (pair i = accumulators 2i, 2i+1), stored during the next tile.
-    uint32_t staged[BLOCK_N / 4];
+    uint32_t staged[BN / 4];
     bool staged_waiting = false;
     int staged_row0 = 0, staged_col0 = 0;
     int it = 0;  // slices this consumer has finished, over all work units
     WorkCursor work(sched, cluster_id);
     for (WorkUnit w; work.next(w);) {
       int m0, n0;
-      sched.order.origin<CLUSTER, BLOCK_M, BLOCK_N>(w.tile, rank, m0, n0);
+      sched.order.origin<CLUSTER, BLOCK_M, BN>(w.tile, rank, m0, n0);
       int previous_slot = -1;
       // The staged tile's first half goes out once this unit's 2nd slice is issued, the second half
       // once its 4th is (or both earlier, if the unit has fewer slices).
       const int store_at = w.k_end - w.k_begin > 1 ? w.k_begin + 1 : w.k_begin;
       const int store_at2 = w.k_end - w.k_begin > 3 ? w.k_begin + 3 : w.k_end - 1;
       for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
-        const int slot = it % STAGES;
-        mbar_wait(&s.full[slot], (it / STAGES) % 2);
+        const int slot = it % SLOTS;
+        mbar_wait(&s.full[slot], (it / SLOTS) % 2);
         // [excerpt one-batch-in-flight]
         // The unit's first wgmma overwrites the accumulators (scale-d = 0).
-        wgmma_slice<BLOCK_N>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > w.k_begin);
+        wgmma_slice<BN>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > w.k_begin);
         if (staged_waiting && ks == store_at)
-          store_tile_tma<C_HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+          store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
         if (staged_waiting && ks == store_at2) {
-          store_tile_tma<C_HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+          store_tile_tma<HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
           staged_waiting = false;
         }
         wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
@@ -141,33 +162,47 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       // [excerpt stream-k-fixup]
       const bool live = warp_rows_in_c(m0 + cw * 64, M);
       if (w.k_begin > 0) {  // stream-K contributor: the owner finishes this tile
-        publish_partial<BLOCK_N, CONSUMERS>(acc, partials, blockIdx.x, cw, live);
+        publish_partial<BN, CONSUMERS>(acc, partials, blockIdx.x, cw, live);
         continue;
       }
       if (w.k_end < sched.slices) {  // stream-K owner: add the partial sums of the clusters after this one
         const int tile_end = sched.split_tile_end(w.tile);
         for (int c = cluster_id + 1; c < sched.clusters && sched.share_start(c) < tile_end; ++c)
           if (sched.share_start(c + 1) > sched.share_start(c))
-            add_partial<BLOCK_N, CONSUMERS>(acc, partials, c * CLUSTER + int(rank), cw, live);
+            add_partial<BN, CONSUMERS>(acc, partials, c * CLUSTER + int(rank), cw, live);
       }
       // [/excerpt stream-k-fixup]
       // Stored during the next tile (or below, after the last one). TMA clips the rows and columns
       // that lie outside C (partial tiles, the idle half of a cluster with an odd number of tile rows).
 #pragma unroll
-      for (int i = 0; i < BLOCK_N / 4; ++i) staged[i] = pack_bf16x2(acc[2 * i], acc[2 * i + 1]);
+      for (int i = 0; i < BN / 4; ++i) staged[i] = pack_bf16x2(acc[2 * i], acc[2 * i + 1]);
       staged_waiting = true, staged_row0 = m0 + cw * 64, staged_col0 = n0;
     }
-    if (staged_waiting) store_tile_tma<C_HALF_COLS, 0, 2>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+    if (staged_waiting) store_tile_tma<HALF_COLS, 0, 2>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
   }
   // No CTA may leave while its partner can still arrive on its barriers.
   cluster_sync();
 }
 
+// [excerpt which-tile]
+// The 128 x 256 tile while its whole tiles keep the clusters at least 80 % busy. Below that, the
+// 128 x 128 tile: twice as many tiles fill the clusters better (1024^3: 16 cluster tiles of 128 x 256
+// for 66 clusters, 24 % busy, and 32 of 128 x 128, 48 %; a 512-token prompt, 512 x 4096 x 4096: 48 %,
+// and 97 %), though each tile does half the multiply-adds per byte of B it loads.
+constexpr double NARROW_TILE_BELOW = 0.8;  // whole-tile efficiency of 128 x 256 tiles below which 128 x 128 is used
+constexpr int cluster_tiles(int M, int N, int block_n) {
+  return ceil_div(ceil_div(M, BLOCK_M), CLUSTER) * ceil_div(N, block_n);
+}
+constexpr int auto_block_n(int M, int N, int clusters) {
+  return whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters) < NARROW_TILE_BELOW ? NARROW_BLOCK_N : BLOCK_N;
+}
+// [/excerpt which-tile]
+
 // [excerpt when-stream-k]
-// Whole tiles while they keep the clusters at least 80 % busy (4096^3: 256 cluster tiles in 4
-// rounds of 66 = 97 %), or when a tile has fewer than 32 K-slices (the fix-up, a 128 x 256 fp32
-// tile written by one cluster and read by another, weighs more against a short tile). Otherwise
+// Whole tiles (of the tile chosen above) while they keep the clusters at least 80 % busy (4096^3: 256
+// cluster tiles in 4 rounds of 66 = 97 %), or when a tile has fewer than 32 K-slices (the fix-up, an
+// fp32 tile written by one cluster and read by another, weighs more against a short tile). Otherwise
 // stream-K over every resident cluster.
 constexpr double STREAM_K_BELOW = 0.8;     // whole-tile efficiency below which stream-K is used
 constexpr int STREAM_K_MIN_SLICES = 32;    // ... for tiles of at least this many K slices
@@ -176,6 +211,27 @@ constexpr bool use_stream_k(int k_slices, int cluster_tiles, int clusters) {
          whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW;
 }
 // [/excerpt when-stream-k]
+
+// ---- the plan: tile and schedule per shape ---------------------------------------------------------
+// What the launcher below runs, as one constexpr function (course_lib/kernels/tensor_cores/model.py,
+// stage6_plan, is held to it by a test that compiles both): the operands swapped for M <= DECODE_MAX_M
+// (tc_decode.cuh), else the tile above and whole tiles or stream-K. `block_n` (TILE_AUTO or a tile's
+// width) and `schedule` (SCHEDULE_AUTO or one of the others, tc_launch.h) force a choice; `clusters`
+// (>= 1) are the 2-CTA clusters the GPU holds at once.
+struct Plan {
+  int tile_m, tile_n;  // the piece of C a CTA computes: 128 x 256, 128 x 128, or (swapped) T rows x 64 columns
+  int schedule;        // SCHEDULE_WHOLE_TILES, SCHEDULE_STREAM_K or SCHEDULE_SWAPPED
+};
+// The swapped schedule's token tile: the smallest of 16, 32, 64, 128 that holds M rows (128 beyond).
+constexpr int token_tile(int M) { return M <= 16 ? 16 : M <= 32 ? 32 : M <= 64 ? 64 : DECODE_MAX_M; }
+constexpr Plan plan(int M, int N, int K, int clusters, int block_n = TILE_AUTO, int schedule = SCHEDULE_AUTO) {
+  if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(M)))
+    return Plan{token_tile(M), DECODE_COLS, SCHEDULE_SWAPPED};
+  const int bn = block_n == TILE_AUTO ? auto_block_n(M, N, clusters) : block_n;
+  const bool split = schedule == SCHEDULE_STREAM_K ||
+                     (schedule == SCHEDULE_AUTO && use_stream_k(ceil_div(K, BLOCK_K), cluster_tiles(M, N, bn), clusters));
+  return Plan{BLOCK_M, bn, split ? SCHEDULE_STREAM_K : SCHEDULE_WHOLE_TILES};
+}
 
 // ---- decode: few rows of A, operands swapped ------------------------------------------------------
 // The schedule of tc_decode.cuh (when to swap, the tile, the ring's depth, split K): each CTA computes
@@ -279,37 +335,60 @@ void launch_decode(const Gemm& g, cudaStream_t stream, const Workspace& ws) {
   check_launch("tc_6_tma_store (decode)");
 }
 
-// The token tile for M rows: the smallest of 16, 32, 64, 128 that holds them.
+// The token tile for M rows (token_tile above).
 inline void launch_decode_for(const Gemm& g, cudaStream_t stream, const Workspace& ws) {
-  if (g.M <= 16) return launch_decode<16>(g, stream, ws);
-  if (g.M <= 32) return launch_decode<32>(g, stream, ws);
-  if (g.M <= 64) return launch_decode<64>(g, stream, ws);
-  return launch_decode<128>(g, stream, ws);
+  switch (token_tile(g.M)) {
+    case 16: return launch_decode<16>(g, stream, ws);
+    case 32: return launch_decode<32>(g, stream, ws);
+    case 64: return launch_decode<64>(g, stream, ws);
+    default: return launch_decode<DECODE_MAX_M>(g, stream, ws);
+  }
+}
+
+// Whole tiles (a grid trimmed to the tiles, tc_schedule.cuh) or stream-K (every resident cluster) over
+// 128 x BN tiles. Stream-K's partial sums and flags come from the launch's workspace, one slot of
+// 128 x BN fp32 per CTA (fixup_buffers, tc_stream_k.cuh).
+template <int BN>
+void launch_tiles(const Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m, int max_ctas, bool split) {
+  auto k = kernel<BN>;
+  constexpr int smem = smem_bytes<BN>();
+  allow_dynamic_smem(k, smem);
+  const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BN), group_m};
+  const int clusters = resident_clusters(k, THREADS, smem, CLUSTER, max_ctas);
+  const int ctas = split ? clusters * CLUSTER : trimmed_ctas(tiles.count(), clusters, CLUSTER);
+  const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, ceil_div(g.K, BLOCK_K), split);
+  const Partials partials =
+      sched.dp_tiles < tiles.count() ? fixup_buffers<BN, CONSUMERS>(ws, ctas) : Partials{nullptr, nullptr};
+  const CUtensorMap map_c = make_tensor_map(g.c, g.M, g.N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
+  k<<<ctas, THREADS, smem, stream>>>(tensor_map_a<BLOCK_M>(g), tensor_map_b(g), map_c, sched, partials, g.M);
+  check_launch(BN == BLOCK_N ? "tc_6_tma_store" : "tc_6_tma_store (128 x 128 tiles)");
 }
 
 }  // namespace stage6
 
 void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m, int max_ctas,
-                           int schedule) {
+                           int schedule, int block_n) {
   using namespace stage6;
   if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
-  if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M)))
-    return launch_decode_for(g, stream, ws);  // forced at M > 128: tiles of 128 tokens
-  allow_dynamic_smem(kernel, SMEM_BYTES);
-  const GroupedTiles tiles{ceil_div(ceil_div(g.M, BLOCK_M), CLUSTER), ceil_div(g.N, BLOCK_N), group_m};
-  const int clusters = resident_clusters(kernel, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
-  const int k_slices = ceil_div(g.K, BLOCK_K);
-  const bool split = schedule == SCHEDULE_STREAM_K || (schedule == SCHEDULE_AUTO && use_stream_k(k_slices, tiles.count(), clusters));
-  const int ctas = split ? clusters * CLUSTER
-                         : persistent_ctas(kernel, THREADS, SMEM_BYTES, CLUSTER, tiles.count(), max_ctas);
-  const TileSchedule sched = make_schedule(tiles, ctas / CLUSTER, k_slices, split);
-  const Partials partials = sched.dp_tiles < tiles.count()
-                                ? fixup_buffers(ws, ctas, CONSUMERS, size_t(BLOCK_M) * BLOCK_N)
-                                : Partials{nullptr, nullptr};
-  const CUtensorMap map_c = make_tensor_map(g.c, g.M, g.N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
-  kernel<<<ctas, THREADS, SMEM_BYTES, stream>>>(tensor_map_a<BLOCK_M>(g), tensor_map_b(g), map_c, sched, partials,
-                                                 g.M);
-  check_launch("tc_6_tma_store");
+  if (schedule < SCHEDULE_AUTO || schedule > SCHEDULE_SWAPPED)
+    throw std::runtime_error("tc_6_tma_store: schedule must be SCHEDULE_AUTO (-1), SCHEDULE_WHOLE_TILES (0), "
+                             "SCHEDULE_STREAM_K (1) or SCHEDULE_SWAPPED (2), not " + std::to_string(schedule));
+  if (block_n != TILE_AUTO && block_n != BLOCK_N && block_n != NARROW_BLOCK_N)
+    throw std::runtime_error("tc_6_tma_store: block_n must be TILE_AUTO (0), 256 (128 x 256 tiles) or 128 "
+                             "(128 x 128 tiles), not " + std::to_string(block_n));
+  const bool swapped = schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M));
+  // The rule counts the clusters the 128 x 256 kernel holds at once (each tile's kernel holds one CTA
+  // per SM); the decode path needs no count.
+  int clusters = 0;
+  if (!swapped) {
+    allow_dynamic_smem(kernel<BLOCK_N>, SMEM_BYTES);  // before the occupancy API is asked about it
+    clusters = resident_clusters(kernel<BLOCK_N>, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
+  }
+  const Plan p = plan(g.M, g.N, g.K, clusters, block_n, schedule);
+  if (p.schedule == SCHEDULE_SWAPPED) return launch_decode_for(g, stream, ws);  // forced at M > 128: tiles of 128 tokens
+  const bool split = p.schedule == SCHEDULE_STREAM_K;
+  if (p.tile_n == NARROW_BLOCK_N) return launch_tiles<NARROW_BLOCK_N>(g, stream, ws, group_m, max_ctas, split);
+  return launch_tiles<BLOCK_N>(g, stream, ws, group_m, max_ctas, split);
 }
 
 }  // namespace tc

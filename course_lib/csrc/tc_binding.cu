@@ -37,23 +37,25 @@ void bind(pybind11::module_& m, const char* name, PersistentLauncher launcher) {
 }
 
 // Stage 6 also takes the schedule (tc_launch.h): -1 by the shape, 0 whole tiles, 1 stream-K,
-// 2 operands swapped (M <= 128); and it takes any M (`any_m`).
+// 2 operands swapped (M <= 128); and the tile's width: 0 by the shape, 256 or 128 (128 x 256 or
+// 128 x 128 tiles); and it takes any M (`any_m`).
 using ScheduleLauncher = void (*)(const tc::Gemm&, cudaStream_t, const tc::Workspace&, int group_m, int max_ctas,
-                                  int schedule);
+                                  int schedule, int block_n);
 void bind(pybind11::module_& m, const char* name, ScheduleLauncher launcher) {
   m.def(
       name,
       [launcher](const torch::Tensor& a, const torch::Tensor& b, torch::Tensor c, int group_m, int max_ctas,
-                 int schedule) {
+                 int schedule, int block_n) {
         tc::run(
             a, b, c,
             [&](const tc::Gemm& g, cudaStream_t stream, const tc::Workspace& ws) {
-              launcher(g, stream, ws, group_m, max_ctas, schedule);
+              launcher(g, stream, ws, group_m, max_ctas, schedule, block_n);
             },
             /*any_shape=*/false, /*any_m=*/true);
       },
       DOC, pybind11::arg("a"), pybind11::arg("b"), pybind11::arg("c"), pybind11::arg("group_m") = 8,
-      pybind11::arg("max_ctas") = 0, pybind11::arg("schedule") = tc::SCHEDULE_AUTO);
+      pybind11::arg("max_ctas") = 0, pybind11::arg("schedule") = tc::SCHEDULE_AUTO,
+      pybind11::arg("block_n") = tc::TILE_AUTO);
 }
 
 }  // namespace

@@ -51,15 +51,19 @@ void launch_tc_4_warp_specialized(const Gemm& g, cudaStream_t stream);
 // Persistent stages (clusters of 2 CTAs): `group_m` is the number of cluster rows of tiles walked
 // together (L2 reuse), `max_ctas` caps the grid (0: as many clusters as fit on the GPU at once).
 void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
-// Stage 6 picks a schedule by the shape: whole tiles; stream-K (tiles shared out by K slices) when
-// whole tiles leave clusters idle; for M <= 128 (a decode step) the operands swapped, C^T = B^T A^T.
+// Stage 6 picks a tile and a schedule by the shape (tc_6_tma_store.cu, plan): 128 x 256 tiles, or
+// 128 x 128 tiles where whole 128 x 256 tiles leave clusters idle; whole tiles, or stream-K (tiles
+// shared out by K slices) where whole tiles of the chosen size leave clusters idle; for M <= 128 (a
+// decode step) the operands swapped, C^T = B^T A^T.
 // `schedule` SCHEDULE_AUTO decides by the shape; the others force one (for the tests and experiments;
-// forced, the swapped schedule takes any M, in token tiles of 128). Stage 6 takes any M; N and K
-// multiples of 8 (16-byte rows for TMA). Stream-K and the swapped schedule's split-K take their
-// partial sums and flags from `ws`.
+// forced, the swapped schedule takes any M, in token tiles of 128). `block_n` TILE_AUTO decides the
+// tile by the shape; 256 or 128 forces 128 x 256 or 128 x 128 tiles (ignored by the swapped schedule).
+// Stage 6 takes any M; N and K multiples of 8 (16-byte rows for TMA). Stream-K and the swapped
+// schedule's split-K take their partial sums and flags from `ws`.
 constexpr int SCHEDULE_AUTO = -1, SCHEDULE_WHOLE_TILES = 0, SCHEDULE_STREAM_K = 1, SCHEDULE_SWAPPED = 2;
+constexpr int TILE_AUTO = 0;
 void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m = 8,
-                           int max_ctas = 0, int schedule = SCHEDULE_AUTO);
+                           int max_ctas = 0, int schedule = SCHEDULE_AUTO, int block_n = TILE_AUTO);
 
 // Stage 7: C = (A W^T) scaled, from e4m3 A (M x K) and W (N x K, the weight of nn.Linear; both
 // K-major, as wgmma requires for 8-bit inputs), bf16 C (M x N). The scales are fp32:

@@ -117,9 +117,12 @@ struct Partials {
   int* flags;    // [CTA][consumer], FLAG_EMPTY when the kernel starts and when it ends
 };
 
+// One consumer's slot: its 64 x BLOCK_N fp32 partial sums, BLOCK_N / 8 float4s per thread.
+template <int BLOCK_N>
+__host__ __device__ constexpr size_t partial_slot_float4s() { return size_t(BLOCK_N / 8) * WARPGROUP; }
 template <int BLOCK_N, int CONSUMERS>
 __device__ __forceinline__ float4* partial_slot(const Partials& p, int cta, int cw) {
-  return p.data + size_t(cta * CONSUMERS + cw) * (BLOCK_N / 8) * WARPGROUP;
+  return p.data + size_t(cta * CONSUMERS + cw) * partial_slot_float4s<BLOCK_N>();
 }
 
 // Contributor: write this consumer's fp32 partial sums (each thread its own BLOCK_N / 2 values, so a
@@ -169,6 +172,12 @@ __device__ __forceinline__ void add_partial(float (&acc)[BLOCK_N / 2], const Par
 inline Partials fixup_buffers(const Workspace& ws, int ctas, int consumers, size_t tile_floats) {
   return Partials{static_cast<float4*>(ws.scratch(size_t(ctas) * tile_floats * sizeof(float))),
                   ws.zeroed(size_t(ctas) * consumers)};
+}
+// The same, sized from the slots the kernel addresses (partial_slot): CONSUMERS slots of 64 x BLOCK_N
+// per CTA, so a tile of any width gets the bytes its kernel writes.
+template <int BLOCK_N, int CONSUMERS>
+inline Partials fixup_buffers(const Workspace& ws, int ctas) {
+  return fixup_buffers(ws, ctas, CONSUMERS, size_t(CONSUMERS) * partial_slot_float4s<BLOCK_N>() * 4);
 }
 
 }  // namespace tc
