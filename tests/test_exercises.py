@@ -153,6 +153,39 @@ def test_naive_puzzle_reports_a_kernel_that_does_not_run(capsys):
     assert not ok and "did not run" in out and "NameError" in out and "tid=" not in out
 
 
+# ---- 01, exercise 1: the source article's port, fixed ------------------------------------------
+PORT_FIXED = """
+@cuda.jit
+def k(A, B, C, M, N, K):
+    col, row = cuda.grid(2)
+    if row < M and col < N:
+        acc = float32(0.0)
+        for kk in range(K):
+            acc += A[row * K + kk] * B[kk * N + col]
+        C[row * N + col] = acc
+"""
+
+
+def test_port_fix_puzzle_accepts_the_fix_and_tells_the_starter_to_fill_it_in(capsys):
+    ok, out = _check(naive.article_port_fix, _kernel(PORT_FIXED, "k"), capsys)
+    assert ok and "Solved" in out
+    assert _check(naive.article_port_fix, naive.article_port_fix.solved_by, capsys)[0]
+    starter = _kernel("@cuda.jit\ndef k(A, B, C, M, N, K):\n    col, row = cuda.grid(2)\n    pass\n", "k")
+    ok, out = _check(naive.article_port_fix, starter, capsys)
+    assert not ok and "Fill in the TODO lines" in out
+
+
+@pytest.mark.parametrize("old, new, said", [
+    ("A[row * K + kk]", "A[row * N + kk]", "K differs from N"),                 # the port as written
+    ("C[row * N + col]", "C[row * K + col]", "K differs from N"),               # C stepped with A's rows
+    ("B[kk * N + col]", "B[kk * K + col]", "read B["),                          # B stepped with A's rows
+    ("    if row < M and col < N:\n", "    if True:\n", "read A["),             # no bounds check
+])
+def test_port_fix_puzzle_names_what_is_still_wrong(capsys, old, new, said):
+    ok, out = _check(naive.article_port_fix, _variant(PORT_FIXED, "k", (old, new)), capsys)
+    assert not ok and said in out and "Solved" not in out
+
+
 # ---- 02: the tiled kernel, and a transposed tile without conflicts ------------------------------
 TILED = """
 @cuda.jit

@@ -257,8 +257,8 @@ fewest_passes_padded = Question(
     wrong=[
         (lambda want: _passes(pitch=64), "that is the unpadded pitch of 64 words, and every pitch that is "
          "a multiple of 8 words; try a pitch that is a multiple of 4 but not of 8."),
-        (2, "2 passes would need the lanes to start in banks all over the 32; with a pitch that is a "
-         "multiple of 4 words they only start in bank 0 or bank 16."),
+        (2, "2 passes would need the 16 distinct lanes to start in banks spread over all 32. Work out "
+         "lane t's starting word, 4t x pitch, for a pitch of 4p words: which banks can it fall in?"),
         (1, "one pass delivers 128 bytes (32 banks of 4 bytes), and the warp's 16 distinct lanes load "
          "16 bytes each: 256 bytes need at least 2 passes."),
     ],

@@ -3,7 +3,10 @@ quantisation first strikes."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from course_lib.exercises import Question
+from course_lib.learn import Verdict, fmt, say
 from course_lib.model import waves
 from course_lib.model.hardware import H200, WARP_SIZE
 
@@ -15,6 +18,12 @@ def _fp32_bound() -> float:
     # every scheduler (one per register sub-partition) of every SM issues one fp32 multiply-add
     # instruction per cycle: 32 lanes, two operations each
     return H200.sms * H200.reg_subpartitions * WARP_SIZE * 2 * BOOST_CLOCK_GHZ * 1e9 / 1e12
+
+
+def fp32_bound_working() -> str:
+    """The fp32 bound worked out, for the cell that shows it once the learner has predicted."""
+    return (f"{H200.sms} SMs x {H200.reg_subpartitions} schedulers x {WARP_SIZE} lanes x 2 operations x "
+            f"{BOOST_CLOCK_GHZ}e9 cycles/s = {_fp32_bound():.1f} TFLOP/s")
 
 
 fp32_bound = Question(
@@ -43,7 +52,24 @@ def _first_two_wave() -> waves.Waves:
     return waves.gemm_waves(n, n, TILE, TILE, occupancy=1)
 
 
-first_two_wave_n = Question(
+@dataclass(frozen=True)
+class _TileMultipleQuestion(Question):
+    """A question about sizes made of whole tiles: an answer that is no multiple of the tile is told
+    so, before any other message."""
+
+    multiple: int = TILE
+
+    def check(self, answer) -> Verdict:
+        numeric = isinstance(answer, (int, float)) and not isinstance(answer, bool)
+        if numeric and answer > 0 and answer % self.multiple:
+            say(f"{self.what}: {fmt(answer)} is not a multiple of {self.multiple}. The question asks only about "
+                f"sizes N = {self.multiple}, {2 * self.multiple}, {3 * self.multiple}, ..., made of whole "
+                f"{self.multiple} x {self.multiple} tiles: which of them is the first to need a second wave?")
+            return Verdict(False)
+        return super().check(answer)
+
+
+first_two_wave_n = _TileMultipleQuestion(
     what="the first two-wave size",
     expected=_first_two_wave_n,
     hint=f"count tiles, (N / {TILE}) squared, and compare with {H200.sms}",

@@ -6,11 +6,15 @@ its fix, the solution of exercise 1, is here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from numba import cuda, float32
 
+from course_lib import learn
 from course_lib.correctness import CheckFailure, check
-from course_lib.exercises import NumbaGemmPuzzle, Question
+from course_lib.exercises import NumbaGemmPuzzle, Puzzle, Question, Report, _gemm_shapes, nothing_yet
 from course_lib.kernels import naive
+from course_lib.learn import Verdict
 
 # The shapes a puzzle's kernel is checked on: check's own awkward ones (1 x 1 x 1, sizes off every
 # tile, one row, one column, K = 1) and a few more - a whole number of blocks, a grid wider than tall,
@@ -42,6 +46,46 @@ def article_port_fixed_kernel(A, B, C, M, N, K):
         for k in range(K):
             acc += A[row * K + k] * B[k * N + col]
         C[row * N + col] = acc
+
+
+def _stride_note(failures) -> str | None:
+    """A note when the wrong shapes are exactly those where a row stride of N and one of K differ
+    (K != N, and more than one row): some row is still stepped through with the other matrix's length."""
+    wrong = {tuple(x.shape) for x in failures}
+    if wrong and wrong == {tuple(s) for s in PUZZLE_SHAPES if s[2] != s[1] and s[0] > 1}:
+        return ("Wrong exactly on the shapes where K differs from N (and M > 1): some array is still stepped "
+                "through with the row length of another. A is M x K, B is K x N, C is M x N: each row "
+                "is as long as that matrix's own number of columns.")
+    return None
+
+
+@dataclass(frozen=True)
+class _FlatKernelPuzzle(Puzzle):
+    """Exercise 1's fix: a flat-indexed kernel ``kernel(A, B, C, M, N, K)``, run by ``naive.run_flat``
+    on every shape of ``PUZZLE_SHAPES`` through ``course_lib.check`` (guard regions name a read past
+    an array)."""
+
+    title: str
+    reference: object
+
+    def check(self, kernel) -> Verdict:
+        report = Report(f"{self.title}, checked on {len(PUZZLE_SHAPES)} shapes you have not seen:")
+        if nothing_yet(self.title, kernel, "kernel"):
+            return Verdict(False)
+        right, failures = _gemm_shapes(report, lambda a, b: naive.run_flat(kernel, a, b), PUZZLE_SHAPES)
+        note = None if right else _stride_note(failures)
+        if note:
+            report.add(note, 4)
+        report.solved = bool(right)
+        if right:
+            report.add("Solved: right on every shape.", 0)
+        return report.show()
+
+    def solution(self):
+        return learn.show_source(self.reference)
+
+
+article_port_fix = _FlatKernelPuzzle(title="Your fixed port", reference=article_port_fixed_kernel)
 
 
 def _port_is_right(shape) -> bool:

@@ -139,8 +139,9 @@ grouped_blocks = Question(
     hint="a band is 8 tile rows, walked column by column: how many columns do 132 programs reach, "
          "and how many block-rows of A do they read?",
     wrong=[
-        (lambda want: WAVE_GROUP_M + WAVE_PROGRAMS // WAVE_GROUP_M, "one column short: 132 / 8 = 16.5, so "
-         "the programs fill 16 columns and start a 17th; round up, 8 + 17."),
+        (lambda want: WAVE_GROUP_M + WAVE_PROGRAMS // WAVE_GROUP_M, "one column short: 132 is no multiple of "
+         "8, so the last column the programs reach is only partly computed. Does a partly read column "
+         "of B count?"),
         (lambda want: _wave_blocks(schedules.row_major_order), "that is the row-major count given above; "
          "in grouped order the programs walk down the columns of a band of 8 tile rows."),
         (lambda want: cdiv(WAVE_PROGRAMS, WAVE_GROUP_M), "those are the block-columns of B only; add the "
