@@ -1,10 +1,10 @@
 """Exercises of notebook ``10_summary``: plan a tile and split-K for real shapes with the wave model
-(you write the plan), a tile's intensity, waves at 6144³, the largest square in one wave, the decode
-roof.
+(you write the plan), a tile's intensity, waves at 6144³, the largest square in one wave. (The decode
+roof is notebook 11's: ``course_lib.exercises.decode_and_host_time``.)
 
 Every expected answer comes from the course's models (``course_lib.model.waves``, the shape table of
-``course_lib.model_shapes``, the recorded copy bandwidth); the recording's own choices are printed
-beside a plan, labelled as recorded.
+``course_lib.model_shapes``, the recorded roofs); the recording's own choices are printed beside a
+plan, labelled as recorded.
 
 The plan model (``estimate``) is the wave model of notebook 00 with two costs added, each from a
 number the course measured or built:
@@ -34,7 +34,7 @@ from course_lib.learn import Verdict, say
 from course_lib.model import hardware, waves
 from course_lib.model.hardware import BF16_BYTES, H200
 from course_lib.model.layout import cdiv
-from course_lib.model_shapes import GPT2, GPT2_XL, MODEL_SHAPES, ModelShape, bytes_moved
+from course_lib.model_shapes import GPT2, GPT2_XL, MODEL_SHAPES, ModelShape
 
 SMS = H200.sms
 
@@ -456,67 +456,3 @@ one_wave_n = Question(
     ],
 )
 
-
-# ---- exercise 4: the decode roof --------------------------------------------------------------
-
-DECODE_SHAPE = (1, 6144, 4096)  # llama3 qkv M=1
-DECODE_TOLERANCE = 0.02
-
-
-@dataclass(frozen=True)
-class _NoteQuestion(Question):
-    """A question answered within a tolerance; an answer inside it that is one of ``notes`` exactly
-    is still right, and told what it left out."""
-
-    notes: Sequence[tuple[Any, str]] = ()
-
-    def check(self, answer) -> Verdict:
-        verdict = super().check(answer)
-        if verdict:
-            note = next((m for v, m in self.notes if answer == v), None)
-            if note:
-                say(f"  (Exactly, {note})")
-        return verdict
-
-
-def _decode_bytes(itemsize: int = BF16_BYTES, a: bool = True, b: bool = True, c: bool = True) -> int:
-    M, N, K = DECODE_SHAPE
-    return (a * M * K + b * K * N + c * M * N) * itemsize
-
-
-def _copy_gbs() -> float:
-    from course_lib import results  # noqa: PLC0415
-
-    return results.load().ceilings["copy_bandwidth_gbs"]
-
-
-decode_bytes = _NoteQuestion(
-    what="bytes",
-    expected=lambda: bytes_moved(*DECODE_SHAPE, BF16_BYTES),
-    rel_tol=DECODE_TOLERANCE,
-    hint="A (1 x 4096), B (4096 x 6144) and C (1 x 6144), 2 bytes an element",
-    wrong=[
-        (_decode_bytes(itemsize=4), "that counts 4 bytes an element; bf16 is 2."),
-        (lambda want: want / 1e6, "that is in MB; the answer is in bytes."),
-        (_decode_bytes(b=False), "that leaves out the weight B, almost all of the bytes."),
-    ],
-    notes=[
-        (_decode_bytes(c=False), "you left out writing C: 1 x 6144 x 2 bytes, next to the weight's 50 MB."),
-        (_decode_bytes(a=False), "you left out reading A: 1 x 4096 x 2 bytes, next to the weight's 50 MB."),
-        (_decode_bytes(a=False, c=False), "you counted the weight alone; A and C add 20 KB."),
-    ],
-)
-
-decode_us = Question(
-    what="microseconds",
-    expected=lambda: bytes_moved(*DECODE_SHAPE, BF16_BYTES) / (_copy_gbs() * 1e9) * 1e6,
-    rel_tol=0.03,
-    hint="bytes over the copy bandwidth in bytes per second, times 10^6",
-    wrong=[
-        (lambda want: 2 * want, "that moves 4 bytes an element; bf16 is 2."),
-        (lambda want: want / 1000, "that is in milliseconds; the answer is in microseconds."),
-        (lambda want: want * 1e3, "that is in nanoseconds; the answer is in microseconds."),
-        (lambda want: bytes_moved(*DECODE_SHAPE, BF16_BYTES) / (_copy_gbs() * 2**30) * 1e6,
-         "GB/s here means 10^9 bytes per second, not 2^30."),
-    ],
-)
