@@ -17,7 +17,6 @@ from course_lib.exercises import tensor_cores as ex06
 from course_lib.kernels import tensor_cores as tc
 from course_lib.model import banks, layout, waves
 from course_lib.model.fragments import fragment_map
-from course_lib.model_shapes import bytes_moved
 
 
 def _check(puzzle, fn, capsys) -> tuple[bool, str]:
@@ -513,34 +512,12 @@ def test_one_wave_question(capsys):
         assert not ok and words in out, (answer, out)
 
 
-def test_decode_questions_take_about_50_mb_and_name_what_was_left_out(capsys):
-    want = bytes_moved(1, 6144, 4096, 2)
-    assert ex08.decode_bytes.expected() == want == 50_352_128
-    ok, out = _answer(ex08.decode_bytes, 50e6, capsys)  # "about 50 MB" is within the stated 2 %
-    assert ok and "Exactly" not in out
-    for answer, words in [(want - 6144 * 2, "left out writing C"), (want - 4096 * 2, "left out reading A"),
-                          (4096 * 6144 * 2, "the weight alone")]:
-        ok, out = _answer(ex08.decode_bytes, answer, capsys)
-        assert ok and words in out, (answer, out)
-    for answer, words in [(2 * want, "4 bytes an element"), (50.35, "in MB"),
-                          ((4096 + 6144) * 2, "leaves out the weight")]:
-        ok, out = _answer(ex08.decode_bytes, answer, capsys)
-        assert not ok and words in out, (answer, out)
-    us = want / (results.load().ceilings["copy_bandwidth_gbs"] * 1e9) * 1e6
-    assert ex08.decode_us.expected() == pytest.approx(us)
-    assert _answer(ex08.decode_us, round(us, 1), capsys)[0]
-    for answer, words in [(2 * us, "4 bytes"), (us / 1000, "milliseconds"), (us * 1000, "nanoseconds"),
-                          (want / (results.load().ceilings["copy_bandwidth_gbs"] * 2**30) * 1e6, "not 2^30")]:
-        ok, out = _answer(ex08.decode_us, answer, capsys)
-        assert not ok and words in out, (answer, out)
-
-
 # ---- every question: no wrong answer is the right one, no printed line is too wide ----------------
 
 QUESTIONS = [ex06.bf16_ridge, ex06.b_owner, ex06.stage0_intensity, ex06.stage0_roof, ex06.pitch64_passes,
              ex07.swizzled_offset, ex07.box_lbo, ex07.register_budget,
              ex08.intensity_192, ex08.ridge_side, ex08.tiles_6144, ex08.waves_6144, ex08.last_wave_6144,
-             ex08.one_wave_n, ex08.decode_bytes, ex08.decode_us]
+             ex08.one_wave_n]
 
 
 @pytest.mark.parametrize("question", QUESTIONS, ids=lambda q: q.what)
