@@ -24,6 +24,21 @@ from course_lib.model import schedules
 # a cluster's share spans several tiles or none.
 SCHEDULES = [(144, 66, 47), (27, 66, 256), (16, 66, 128), (7, 5, 9), (3, 8, 5), (11, 4, 3)]
 INTERLEAVINGS = 20
+# Stage 6's 128 x 128 tile shared out by K slices: where the plan takes it by the shape (M = 200 and 256
+# with long K: 32 or 48 cluster tiles for 66 clusters) and where an experiment forces it (1024^3: fewer tiles
+# than clusters, each split in two or three; 1536^3: 72 tiles, one whole wave and 6 split; 3000^3).
+NARROW_BY_SHAPE = [(200, 4096, 4096), (256, 4096, 2048), (256, 6144, 4096)]
+NARROW_FORCED = [(1024, 1024, 1024), (1536, 1536, 1536), (3000, 3000, 3000)]
+NARROW_BLOCK_N = tc.STAGE6_TILES["128x128"]
+
+
+def _narrow_split(M: int, N: int, K: int) -> tuple[int, int, int]:
+    """(cluster tiles, clusters, K slices) of stage 6's 128 x 128 stream-K at M x N x K on the H200."""
+    block_k = tc.DESIGN["tc_6_tma_store"].block[2]
+    return tc.stage6_cluster_tiles(M, N, NARROW_BLOCK_N), 66, -(-K // block_k)
+
+
+NARROW_SCHEDULES = [_narrow_split(*shape) for shape in NARROW_BY_SHAPE + NARROW_FORCED]
 
 
 def _work(tiles, clusters, slices):
@@ -34,7 +49,19 @@ def _orders():
     return [None] + [random.Random(seed) for seed in range(INTERLEAVINGS)]
 
 
-@pytest.mark.parametrize("tiles, clusters, slices", SCHEDULES)
+def test_the_narrow_tiles_schedules_are_what_stage_6_runs():
+    for shape in NARROW_BY_SHAPE:
+        assert tc.stage6_plan(*shape) == ("128x128", "stream-K"), shape
+    for shape in NARROW_FORCED:
+        assert tc.stage6_plan(*shape, block_n=NARROW_BLOCK_N, schedule="stream-K") == ("128x128", "stream-K")
+    assert NARROW_SCHEDULES[0] == (32, 66, 64) and NARROW_SCHEDULES[3] == (32, 66, 16)
+    # the work is really split: some cluster contributes to a tile another finishes
+    for tiles, clusters, slices in NARROW_SCHEDULES:
+        work = _work(tiles, clusters, slices)
+        assert any(k0 > 0 for units in work for _, k0, _ in units), (tiles, clusters, slices)
+
+
+@pytest.mark.parametrize("tiles, clusters, slices", SCHEDULES + NARROW_SCHEDULES)
 def test_every_eager_launch_and_every_graph_replay_adds_only_its_own_partial_sums(tiles, clusters, slices):
     work = _work(tiles, clusters, slices)
     for rng in _orders():
@@ -46,7 +73,7 @@ def test_every_eager_launch_and_every_graph_replay_adds_only_its_own_partial_sum
             assert model.fixup_stale_reads(work, slices, [(f"replay {r}", 1, graph)], rng=rng) == []
 
 
-@pytest.mark.parametrize("tiles, clusters, slices", SCHEDULES[:3])
+@pytest.mark.parametrize("tiles, clusters, slices", SCHEDULES[:3] + NARROW_SCHEDULES[:1] + NARROW_SCHEDULES[3:4])
 def test_launches_on_two_streams_at_once_never_meet(tiles, clusters, slices):
     """Each stream (and each graph) has its own flags and slots, so two launches running at once - on
     two streams, or a replay beside an eager call - play out as if alone."""
@@ -112,8 +139,17 @@ def test_the_kernels_follow_the_modelled_protocol():
     assert "store_release_gpu(p.flags + cta * CONSUMERS + cw, FLAG_READY)" in publish
     assert "!= FLAG_READY" in add_partial and "= FLAG_EMPTY" in add_partial
     assert "epoch" not in sk  # no launch number anywhere: a graph would record it once
-    # The buffers are each launch's own, from the caller's workspace (no per-device scratch).
+    # The buffers are each launch's own, from the caller's workspace (no per-device scratch), sized
+    # from the slots the kernel addresses, for the launched tile's width (BN), not the 128 x 256 tile's.
     assert "ws.scratch(" in sk and "ws.zeroed(" in sk
+    assert "* partial_slot_float4s<BLOCK_N>()" in sk[sk.index("float4* partial_slot("):sk.index("void publish_partial")]
+    stage6 = _code("tc_6_tma_store.cu")
+    launch = stage6[stage6.index("void launch_tiles("):]
+    assert "fixup_buffers<BN, CONSUMERS>(ws, ctas)" in launch and "fixup_buffers(" not in launch.replace(
+        "fixup_buffers<BN, CONSUMERS>(ws, ctas)", "")
+    kernel = stage6[stage6.index("kernel(const __grid_constant__"):stage6.index("constexpr double NARROW_TILE_BELOW")]
+    assert "publish_partial<BN, CONSUMERS>" in kernel and "add_partial<BN, CONSUMERS>" in kernel
+    assert "BLOCK_N" not in kernel  # every size in the kernel is the template's tile width
     host = _code("tc_host.cuh")
     assert "device_scratch" not in host and "static std::map" not in host
     # Split-K's counters (the decode paths of stages 6 and 7, tc_decode.cuh): the last CTA of a tile

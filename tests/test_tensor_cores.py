@@ -166,25 +166,30 @@ def test_accumulator_layout_covers_the_tile_once(n_tile):
     assert len(seen) == 64 * n_tile and set(seen.values()) == {1}
 
 
-def test_stmatrix_puts_each_accumulator_where_the_tma_store_reads_it():
-    """Stage 6's epilogue: per half of 128 columns, stmatrix j = 0..7 writes registers
-    acc[8q .. 8q+7] (q = 8*half + j) of each thread; the byte each value lands on must be the
-    byte the TMA store (64 x 64 boxes, 128-byte swizzle) reads for that (row, column)."""
+@pytest.mark.parametrize("block_n", sorted(tc.STAGE6_TILES.values()))
+def test_stmatrix_puts_each_accumulator_where_the_tma_store_reads_it(block_n):
+    """Stage 6's epilogue, for each of its tiles: per half of block_n / 2 columns, stmatrix j = 0 ..
+    block_n / 32 - 1 writes registers acc[8q .. 8q+7] (q = block_n / 32 * half + j) of each thread;
+    the byte each value lands on must be the byte the TMA store (64 x 64 boxes, 128-byte swizzle)
+    reads for that (row, column)."""
+    half_cols = block_n // 2
+    per_half = half_cols // 16
     written = {}
-    for half, j, t in itertools.product(range(2), range(8), range(128)):
-        q = 8 * half + j
+    for half, j, t in itertools.product(range(2), range(per_half), range(128)):
+        q = per_half * half + j
         warp, lane = divmod(t, 32)
         for matrix, e in itertools.product(range(4), range(2)):
-            row, col = tc.wgmma_accumulator_position(t, 8 * q + 2 * matrix + e, 256)
+            row, col = tc.wgmma_accumulator_position(t, 8 * q + 2 * matrix + e, block_n)
             mrow, mcol = tc.stmatrix_fragment_position(lane, matrix, e)
             row_addr = tc.stmatrix_staging_address(32 * warp + 8 * matrix + mrow, j)
             addr = row_addr + 2 * mcol
-            col_in_half = col - 128 * half
-            assert 0 <= col_in_half < 128
+            col_in_half = col - half_cols * half
+            assert 0 <= col_in_half < half_cols
             want = (col_in_half // 64) * 8192 + layout.tma_box_offset(row, col_in_half % 64)
             assert addr == want, (half, j, t, matrix, e)
             written[(half, addr)] = written.get((half, addr), 0) + 1
-    assert len(written) == 2 * 64 * 128 and set(written.values()) == {1}
+    assert len(written) == 2 * 64 * half_cols and set(written.values()) == {1}
+    assert max(addr for _, addr in written) < (half_cols // 64) * 8192  # inside the consumer's staging boxes
 
 
 @pytest.mark.parametrize("rows,cols,group", [(1, 1, 8), (5, 3, 2), (32, 32, 8), (7, 11, 8), (9, 4, 1)])
@@ -214,17 +219,46 @@ def test_stream_k_covers_every_slice_once_and_owners_find_their_contributors(til
                 assert schedules.stream_k_contributors(tiles, clusters, slices, c, t) == holders
 
 
-def test_stage6_uses_stream_k_only_when_whole_tiles_leave_clusters_idle():
-    assert tc.stage6_schedule(4096, 4096, 4096) == "whole tiles"  # 256 cluster tiles: 97 % in 4 rounds
-    assert tc.stage6_schedule(8192, 8192, 8192) == "whole tiles"
-    assert tc.stage6_schedule(768, 2304, 16384) == "stream-K"  # 27 cluster tiles: 41 %
-    assert tc.stage6_schedule(2048, 2304, 768) == "whole tiles"  # 55 %, but only 12 K-slices a tile
-    assert tc.stage6_schedule(136, 14336, 4096) == "whole tiles"  # 56 of 66: 85 %
-    assert tc.stage6_schedule(200, 4096, 4096) == "stream-K"  # 16 tiles for 66 clusters
-    # a decode step, M <= 128: the operands swapped, whatever N and K
-    for m in (1, 16, 64, 100, 128):
-        assert tc.stage6_schedule(m, 4096, 4096) == tc.stage6_schedule(m, 64, 64) == "swapped"
-    # the launcher's own rule (use_stream_k) is held to this one in tests/test_tensor_cores_cxx.py
+def test_stage6_plan_takes_the_narrow_tile_and_stream_k_only_where_whole_tiles_leave_clusters_idle():
+    plan = tc.stage6_plan
+    # Whole 128 x 256 tiles keep the 66 clusters at least 80 % busy: they stay.
+    assert plan(4096, 4096, 4096) == ("128x256", "whole tiles")  # 256 cluster tiles: 97 % in 4 rounds
+    assert plan(8192, 8192, 8192) == ("128x256", "whole tiles")
+    assert plan(136, 14336, 4096) == ("128x256", "whole tiles")  # 56 of 66: 85 %
+    assert plan(2048, 2048, 2048) == ("128x256", "whole tiles")  # 64 of 66
+    # Too few of them: the 128 x 128 tile, whole where its tiles fill the clusters or K is short ...
+    assert plan(1024, 1024, 1024) == ("128x128", "whole tiles")  # 16 -> 32 cluster tiles, 16 K-slices
+    assert plan(512, 4096, 4096) == ("128x128", "whole tiles")  # 32 (48 %) -> 64 (97 %)
+    assert plan(768, 2304, 16384) == ("128x128", "whole tiles")  # 27 (41 %) -> 54 (82 %)
+    assert plan(2048, 2304, 768) == ("128x128", "whole tiles")  # 36 (55 %) -> 72 (55 %), 12 K-slices
+    assert plan(3072, 3072, 3072) == ("128x128", "whole tiles")  # 144 in 3 rounds (73 %) -> 288 in 5 (87 %)
+    # ... and shared out by K slices where even they leave clusters idle and K is long.
+    assert plan(200, 4096, 4096) == ("128x128", "stream-K")  # 16 -> 32 cluster tiles for 66 clusters
+    assert plan(256, 4096, 31 * 64) == ("128x128", "whole tiles")  # 31 K-slices: too short to split
+    assert plan(256, 4096, 32 * 64) == ("128x128", "stream-K")
+    # A decode step, M <= 128: the operands swapped, whatever N and K, in the smallest token tile.
+    for m, tile in ((1, "16x64"), (16, "16x64"), (17, "32x64"), (64, "64x64"), (100, "128x64"), (128, "128x64")):
+        assert plan(m, 4096, 4096) == plan(m, 64, 64) == (tile, "swapped")
+        assert tc.stage6_schedule(m, 4096, 4096) == "swapped"
+    # The schedule alone, as notebooks print it.
+    assert [tc.stage6_schedule(*s) for s in ((4096,) * 3, (200, 4096, 4096))] == ["whole tiles", "stream-K"]
+    # the launcher's own rule (plan in tc_6_tma_store.cu) is held to this one in tests/test_tensor_cores_cxx.py
+
+
+def test_stage6_plan_takes_what_is_forced():
+    plan = tc.stage6_plan
+    assert plan(1024, 1024, 1024, block_n=256) == ("128x256", "whole tiles")
+    assert plan(1024, 1024, 1024, block_n=128, schedule="stream-K") == ("128x128", "stream-K")
+    assert plan(4096, 4096, 4096, schedule="stream-K") == ("128x256", "stream-K")  # the tile by the rule
+    assert plan(200, 4096, 4096, schedule="whole tiles") == ("128x128", "whole tiles")
+    assert plan(200, 4096, 4096, block_n=256) == ("128x256", "stream-K")  # 16 cluster tiles: the schedule by the rule
+    assert plan(1000, 1008, 520, schedule="swapped", block_n=256) == ("128x64", "swapped")  # tiles of 128 tokens
+    assert plan(64, 4096, 4096, schedule="whole tiles") == ("128x128", "whole tiles")
+    with pytest.raises(ValueError, match="block_n must be 0 .by the shape. or one of .128, 256., not 64"):
+        plan(1024, 1024, 1024, block_n=64)
+    with pytest.raises(ValueError, match="schedule must be one of 'auto', 'whole tiles', 'stream-K', 'swapped'"):
+        plan(1024, 1024, 1024, schedule="split-K")
+    assert tc.SCHEDULE_CODES == {"auto": -1, "whole tiles": 0, "stream-K": 1, "swapped": 2}  # tc_launch.h's
 
 
 # ---- stage 0's fragment formulas -----------------------------------------------------------------
@@ -443,15 +477,24 @@ def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
     if name in ("tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"):
         assert mix["USETMAXREG"] > 0
     if name == "tc_6_tma_store":
-        # C leaves through stmatrix + TMA store only. The only ordinary global stores are stream-K's:
-        # a contributor's 32 float4 of partial sums per thread (unrolled) and the flag it raises, and
-        # the owner's store that empties the flag again (what keeps a replayed CUDA graph right).
-        assert mix["STSM"] > 0 and mix["UTMASTG"] > 0 and mix["STG"] == 256 // 8 + 2
+        # One kernel per tile width. C leaves through stmatrix + TMA store only. The only ordinary
+        # global stores are stream-K's: a contributor's BN / 8 float4 of partial sums per thread
+        # (unrolled) and the flag it raises, and the owner's store that empties the flag again (what
+        # keeps a replayed CUDA graph right).
+        by_kernel = tc.sass_mix_by_kernel(results[name].cubin)
+        for bn in tc.STAGE6_TILES.values():
+            tile = by_kernel[f"tc::stage6::kernel<{bn}>"]
+            assert tile["STSM"] == bn // 8 and tile["UTMASTG"] == bn // 32, (bn, tile)
+            assert tile["STG"] == bn // 8 + 2 and tile["HGMMA"] == 4, (bn, tile)
     # One kernel per file (the persistent stages' clusters of 2 are a constant, not a template
-    # argument with several instantiations) - and stage 6's decode path, one kernel per token tile.
-    own = [k for k in results[name].kernels if tc.staircase_kernel(k.name)]
+    # argument with several instantiations) - but stage 6's, one per tile width, and its decode path,
+    # one kernel per token tile.
+    own = [k.name for k in results[name].kernels if tc.inspection.DECODE_KERNEL not in k.name]
     decode = [k for k in results[name].kernels if not tc.staircase_kernel(k.name)]
-    assert len(own) == 1
+    if name == "tc_6_tma_store":
+        assert sorted(own) == sorted(f"tc::stage6::kernel<{bn}>" for bn in tc.STAGE6_TILES.values())
+    else:
+        assert len(own) == 1
     assert len(decode) == (4 if name == "tc_6_tma_store" else 0)
 
 
@@ -479,10 +522,12 @@ def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
     for name in ("tc_4_warp_specialized", "tc_5_persistent", "tc_6_tma_store"):
         d = tc.DESIGN[name]
         c = d.constants
-        (k,) = [k for k in results[name].kernels if tc.staircase_kernel(k.name)]
-        assert k.registers == 65536 // d.threads // 8 * 8 == 168, k  # tc::registers_at_launch(384)
-        pool = k.registers * d.threads
-        assert 128 * c["PRODUCER_REGS"] + c["CONSUMERS"] * 128 * c["CONSUMER_REGS"] <= pool < 65536, name
+        kernels = [k for k in results[name].kernels if tc.inspection.DECODE_KERNEL not in k.name]
+        assert len(kernels) == (len(tc.STAGE6_TILES) if name == "tc_6_tma_store" else 1)
+        for k in kernels:  # stage 6: both tile widths
+            assert k.registers == 65536 // d.threads // 8 * 8 == 168, k  # tc::registers_at_launch(384)
+            pool = k.registers * d.threads
+            assert 128 * c["PRODUCER_REGS"] + c["CONSUMERS"] * 128 * c["CONSUMER_REGS"] <= pool < 65536, name
 
 
 def test_mma_sync_stages_also_build_for_ampere():
@@ -614,13 +659,21 @@ SWAPPED_SHAPES = [(1, 6144, 4096), (3, 8, 8), (9, 4608, 3584), (17, 200, 1032), 
                   (100, 520, 18944), (128, 4096, 14336)]
 
 
+# The middle shapes, where the plan takes the 128 x 128 tile (whole, or stream-K at M = 200), an odd M
+# and a partial last K slice among them.
+MID_SHAPES = [(1024, 1024, 1024), (200, 4096, 4096), (257, 1032, 2056)]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("schedule", [-1, 0, 1, 2])
-def test_stage6_schedules_are_correct_on_the_gpu(schedule):
-    """-1 by the shape, 0 whole tiles, 1 stream-K, 2 operands swapped (tc_launch.h's SCHEDULE_*)."""
+@pytest.mark.parametrize("schedule,block_n", [(-1, 0), (0, 0), (1, 0), (2, 0), (-1, 128), (0, 128), (1, 128),
+                                              (0, 256), (1, 256)])
+def test_stage6_schedules_are_correct_on_the_gpu(schedule, block_n):
+    """-1 by the shape, 0 whole tiles, 1 stream-K, 2 operands swapped (tc_launch.h's SCHEDULE_*); the
+    tile by the shape (0) or forced (128 x 128, 128 x 256)."""
     fn = tc.make_gemm("tc_6_tma_store", shape_multiple=course_lib.get_stage("tc_6_tma_store").shape_multiple,
-                      group_m=8, max_ctas=course_lib.backend.sm_count, schedule=schedule)
-    shapes = SWAPPED_SHAPES if schedule == 2 else STREAM_K_SHAPES + (SWAPPED_SHAPES if schedule == -1 else [])
+                      group_m=8, max_ctas=course_lib.backend.sm_count, schedule=schedule, block_n=block_n)
+    shapes = (SWAPPED_SHAPES if schedule == 2 else
+              STREAM_K_SHAPES + MID_SHAPES + (SWAPPED_SHAPES if schedule == -1 else []))
     course_lib.check(fn, "bf16", shapes)
     for _ in range(3):  # the fix-up flags and split-K counters carry over: back-to-back launches stay right
         course_lib.check(fn, "bf16", shapes[:1], seed=len(shapes))
@@ -633,6 +686,17 @@ def test_stage6_swapped_forced_takes_more_than_128_rows_on_the_gpu():
     fn = tc.make_gemm("tc_6_tma_store", shape_multiple=course_lib.get_stage("tc_6_tma_store").shape_multiple,
                       group_m=8, max_ctas=0, schedule=2)
     course_lib.check(fn, "bf16", [(136, 64, 64), (1000, 1008, 520), (1024, 1024, 1024)])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("knobs,message", [({"block_n": 64}, "block_n must be TILE_AUTO .0., 256 .* or 128"),
+                                           ({"schedule": 3}, "schedule must be SCHEDULE_AUTO .-1., .* not 3")])
+def test_stage6_refuses_an_unknown_tile_or_schedule_on_the_gpu(knobs, message):
+    fn = tc.make_gemm("tc_6_tma_store", shape_multiple=course_lib.get_stage("tc_6_tma_store").shape_multiple,
+                      group_m=8, max_ctas=0, **knobs)
+    a, b = course_lib.random_inputs(256, 256, 256, "bf16", seed=0)
+    with pytest.raises(RuntimeError, match=message):
+        fn(a, b)
 
 
 @pytest.mark.gpu

@@ -1,8 +1,9 @@
 """The Python side of the tensor-core stages against the C++, by the compiler: every constant the
 Python reads from course_lib/csrc by name, every shared-memory size it computes, and every formula it
-models (the wgmma descriptors, the grouped tile order, the persistent grid, stage 6's stream-K rule)
-is written out as a ``static_assert`` on the C++'s own constexpr and compiled with nvcc (front end
-only: nothing is generated, no GPU needed). A C++ edit the model does not follow fails to compile."""
+models (the wgmma descriptors, the grouped tile order, the persistent grid, stage 6's plan: its tile
+and schedule per shape) is written out as a ``static_assert`` on the C++'s own constexpr and compiled
+with nvcc (front end only: nothing is generated, no GPU needed). A C++ edit the model does not follow
+fails to compile."""
 
 import itertools
 import subprocess
@@ -17,13 +18,13 @@ from course_lib.model import fragments, hardware, layout, schedules, waves
 HEADERS = ("tc_hopper.cuh", "tc_schedule.cuh", "tc_stream_k.cuh")
 BASES = (0x8000, 0x8000 + 64 * layout.SWIZZLE_ROW, 0x1C400)  # a tile, its second warpgroup's rows, another tile
 ORDERS = [(1, 1, 8), (5, 3, 2), (7, 11, 8), (9, 4, 1), (16, 8, 4)]  # (cluster rows, columns, group_m)
-# (M, N, K, clusters): either side of 80 % busy and of 32 K-slices, one exactly at 80 % (4 tiles for 5
-# clusters: not below it), the deep dive's shapes and the H200's 66 clusters.
-SCHEDULES = [(4096, 4096, 4096, 66), (16, 4096, 4096, 66), (768, 2304, 16384, 66), (2048, 2304, 768, 66),
-             (64, 14336, 4096, 66), (136, 14336, 4096, 66), (200, 4096, 31 * 64, 66), (200, 4096, 31 * 64 + 8, 66),
-             (256, 512, 4096, 5), (256, 768, 4096, 5), (8192, 8192, 8192, 66), (1, 8, 8, 66), (128, 4096, 4096, 66),
-             (129, 4096, 4096, 66)]
-
+# Stage 6's plan, over a grid of shapes: M either side of the swapped schedule's limit (128) and of the
+# token tiles, odd M, small and large squares; N that cuts the tiles or not; K either side of 32
+# K-slices; the H200's 66 clusters, 5 (where 4 cluster tiles are exactly 80 % busy: not below it) and 1.
+PLAN_M = (1, 16, 17, 64, 96, 128, 129, 200, 256, 257, 512, 768, 1000, 1024, 1536, 2048, 3000, 3072, 4096, 8192)
+PLAN_N = (8, 512, 1032, 2304, 4096, 14336)
+PLAN_K = (64, 31 * 64, 31 * 64 + 8, 4096, 16384)
+PLAN_CLUSTERS = (66, 5, 1)
 
 # ---- the reader --------------------------------------------------------------------------------------
 def test_the_reader_takes_namespace_scope_constexprs_with_cxx_arithmetic(tmp_path):
@@ -80,6 +81,11 @@ def _constant_checks() -> list[str]:
         if d.hopper:
             lines.append(f'static_assert({ns}::SMEM_BYTES == {d.smem_bytes}, "{d.source}: SMEM_BYTES is not the '
                          f'{d.smem_bytes} bytes Design.smem_bytes lays out");')
+        if "NARROW_BLOCK_N" in d.constants:  # stage 6's 128 x 128 tile
+            c = d.constants
+            want = d.ring_smem_bytes(c["NARROW_BLOCK_N"], c["NARROW_STAGES"])
+            lines.append(f'static_assert({ns}::NARROW_SMEM_BYTES == {want}, "{d.source}: NARROW_SMEM_BYTES is not '
+                         f'the {want} bytes Design.ring_smem_bytes lays out");')
         if "PRODUCER_REGS" in d.constants:
             regs = 65536 // d.threads // 8 * 8  # what ptxas gives each thread under __launch_bounds__(THREADS, 1)
             lines.append(f'static_assert(tc::registers_at_launch({ns}::THREADS) == {regs}, "{d.source}: '
@@ -126,19 +132,34 @@ def _order_checks() -> list[str]:
     return lines
 
 
-def _schedule_checks() -> list[str]:
-    lines = []
-    block_m, block_n, block_k = tc.DESIGN["tc_6_tma_store"].block
-    for M, N, K, clusters in SCHEDULES:
-        want = tc.stage6_schedule(M, N, K, clusters)
-        lines.append(f"static_assert(tc::use_swapped({M}) == {'true' if want == 'swapped' else 'false'}, "
-                     f"\"M = {M}: Python's stage6_schedule says {want}\");")
-        if want == "swapped":
-            continue
-        tiles = layout.cdiv(layout.cdiv(M, block_m), tc.DESIGN["tc_6_tma_store"].cluster) * layout.cdiv(N, block_n)
-        lines.append(f"static_assert(tc::stage6::use_stream_k({layout.cdiv(K, block_k)}, {tiles}, {clusters}) == "
-                     f"{'true' if want == 'stream-K' else 'false'}, \"{M} x {N} x {K} on {clusters} clusters: "
-                     f"Python's stage6_schedule says {want}\");")
+def _plan_line(M: int, N: int, K: int, clusters: int, block_n: int = tc.TILE_AUTO, schedule: str = "auto") -> str:
+    """static_assert that stage 6's C++ plan() is what Python's stage6_plan says."""
+    want = tc.stage6_plan(M, N, K, clusters, block_n=block_n, schedule=schedule)
+    tile_m, tile_n = (int(x) for x in want.tile.split("x"))
+    return (f"static_assert(plan_is(tc::stage6::plan({M}, {N}, {K}, {clusters}, {block_n}, "
+            f"{tc.SCHEDULE_CODES[schedule]}), {tile_m}, {tile_n}, {tc.SCHEDULE_CODES[want.schedule]}), "
+            f"\"{M} x {N} x {K} on {clusters} clusters, block_n {block_n}, schedule {schedule}: Python's "
+            f"stage6_plan says {want.tile} {want.schedule}\");")
+
+
+PLAN_IS = ("constexpr bool plan_is(tc::stage6::Plan p, int tile_m, int tile_n, int schedule) {\n"
+           "  return p.tile_m == tile_m && p.tile_n == tile_n && p.schedule == schedule;\n}")
+
+
+def _plan_checks() -> list[str]:
+    """Stage 6's plan by the shape over the grid above, then every forced tile and schedule at the
+    H200's 66 clusters."""
+    lines = [PLAN_IS]
+    for M, N, K, clusters in itertools.product(PLAN_M, PLAN_N, PLAN_K, PLAN_CLUSTERS):
+        lines.append(_plan_line(M, N, K, clusters))
+    forced = itertools.product((tc.TILE_AUTO, *tc.STAGE6_TILES.values()), tc.SCHEDULE_CODES)
+    for (block_n, schedule), M, N, K in itertools.product(forced, PLAN_M, PLAN_N[::2], PLAN_K[::2]):
+        lines.append(_plan_line(M, N, K, 66, block_n, schedule))
+    # Every branch of the rule occurs by the shape on the grid (the checks above cover them): both
+    # tiles whole, the narrow one shared out by K slices, the operands swapped.
+    plans = {tc.stage6_plan(M, N, K, 66) for M, N, K in itertools.product(PLAN_M, PLAN_N, PLAN_K)}
+    assert {("128x256", "whole tiles"), ("128x128", "whole tiles"), ("128x128", "stream-K")} <= plans, plans
+    assert {schedule for _, schedule in plans} == {"whole tiles", "stream-K", "swapped"}, plans
     return lines
 
 
@@ -160,7 +181,7 @@ def _failures(proc: subprocess.CompletedProcess) -> str:
     return "\n".join(found) or (proc.stdout + proc.stderr)[-3000:]
 
 
-@pytest.mark.parametrize("checks", [_constant_checks, _descriptor_checks, _order_checks, _schedule_checks],
+@pytest.mark.parametrize("checks", [_constant_checks, _descriptor_checks, _order_checks, _plan_checks],
                          ids=lambda f: f.__name__.strip("_"))
 def test_the_cxx_is_what_the_python_model_says(tmp_path, checks):
     lines = checks()
@@ -170,11 +191,17 @@ def test_the_cxx_is_what_the_python_model_says(tmp_path, checks):
 
 
 def test_a_wrong_expectation_fails_to_compile(tmp_path):
-    """The checks can fail: a descriptor one slice off, and a constant off by one, are refused."""
+    """The checks can fail: a descriptor one slice off, a constant off by one, and stage 6's plan
+    expected with the other tile (1024^3 takes 128 x 128) or the other schedule, are refused."""
     wrong = _descriptor_checks()[0].replace("_descriptor_at(0x8000u, 0)", "_descriptor_at(0x8000u, 1)")
-    proc = _compile_checks(tmp_path, [wrong, 'static_assert(tc::stage6::THREADS == 385, "threads");'])
+    right_plan = _plan_line(1024, 1024, 1024, 66)
+    assert "plan(1024, 1024, 1024, 66, 0, -1), 128, 128, 0)" in right_plan
+    wrong_tile = right_plan.replace("128, 128, 0)", "128, 256, 0)")
+    wrong_schedule = right_plan.replace("128, 128, 0)", "128, 128, 1)")
+    proc = _compile_checks(tmp_path, [wrong, 'static_assert(tc::stage6::THREADS == 385, "threads");', PLAN_IS,
+                                      wrong_tile, wrong_schedule, right_plan])
     assert proc.returncode != 0
-    assert _failures(proc).count("static assertion failed") == 2, _failures(proc)
+    assert _failures(proc).count("static assertion failed") == 4, _failures(proc)
 
 
 # ---- what ptxas reports --------------------------------------------------------------------------------
@@ -189,5 +216,7 @@ def compiled():
 def test_static_shared_memory_is_what_the_design_lays_out(compiled, design):
     """Stages 0-1 declare their tiles __shared__ (ptxas counts them); the wgmma stages ask for
     dynamic shared memory at launch (SMEM_BYTES, held to Design.smem_bytes above) and declare none."""
-    (kernel,) = [k for k in compiled[design.stage].kernels if tc.staircase_kernel(k.name)]
-    assert kernel.static_smem_bytes == (0 if design.hopper else design.smem_bytes), kernel
+    kernels = [k for k in compiled[design.stage].kernels if tc.staircase_kernel(k.name)]
+    assert kernels  # stage 6: one per tile width
+    for kernel in kernels:
+        assert kernel.static_smem_bytes == (0 if design.hopper else design.smem_bytes), kernel

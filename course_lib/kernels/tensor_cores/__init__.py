@@ -37,7 +37,7 @@ The package, by job:
 * :mod:`.stages` - each stage's :class:`Design` (its numbers), the extension's build, the GEMM
   wrapper of a stage (:func:`make_gemm`);
 * :mod:`.model` - a pure-Python model of the address and schedule arithmetic the kernels rely on
-  (descriptors, wgmma's reads, stmatrix, stage 6's schedule, stream-K's fix-up), checked by the
+  (descriptors, wgmma's reads, stmatrix, stage 6's plan, stream-K's fix-up), checked by the
   tests; the swizzle, the tile order, stream-K's work units and waves it uses are
   :mod:`course_lib.model`'s (``layout``, ``schedules``, ``waves``), where every caller imports them;
 * :mod:`.inspection` - compiling without a GPU, SASS tables, the excerpts the notebooks print;
@@ -57,8 +57,11 @@ from course_lib.kernels.tensor_cores.inspection import (
     SASS_HIGHLIGHTS,
     compile_all,
     compile_stage,
+    cuda_function,
+    cuda_functions,
     excerpts,
     instruction_table,
+    kernel_piece,
     resource_table,
     sass_mix_by_kernel,
     source_excerpt,
@@ -71,14 +74,21 @@ from course_lib.kernels.tensor_cores.model import (
     A_SBO,
     B_LBO,
     B_SBO,
+    NARROW_TILE_BELOW,
+    SCHEDULE_CODES,
+    STAGE6_TILES,
     STREAM_K_BELOW,
     STREAM_K_MIN_SLICES,
     TC0_ELEMENTS,
+    TILE_AUTO,
+    Stage6Plan,
     a_descriptor,
     b_descriptor,
     decode_descriptor,
     descriptor_encode,
     make_descriptor,
+    stage6_cluster_tiles,
+    stage6_plan,
     stage6_schedule,
     stmatrix_fragment_position,
     stmatrix_staging_address,

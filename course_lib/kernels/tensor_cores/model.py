@@ -6,14 +6,16 @@ canonical layouts), that stage 6's epilogue stores every accumulator where the T
 (stmatrix), and that the persistent stages' schedules cover every tile and K slice once.
 
 The numbers the model shares with the kernels are read by name from the C++ (:mod:`.csrc`): the
-descriptors' strides from ``tc_hopper.cuh``, stage 6's tile and stream-K thresholds from
+descriptors' strides from ``tc_hopper.cuh``, stage 6's tiles and the thresholds of its plan from
 ``tc_6_tma_store.cu``. What is the hardware's or every persistent kernel's, not one kernel's (the
 128-byte swizzle, fragment layouts, waves, the grouped tile order, stream-K's work units), comes from
 :mod:`course_lib.model`. The C++ functions that compute the same things (``a_descriptor_at``, ``GroupedTiles::locate``,
-``use_stream_k`` ...) are held to this model by a test that compiles ``static_assert``s.
+stage 6's ``plan`` ...) are held to this model by a test that compiles ``static_assert``s.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from course_lib.kernels.tensor_cores import csrc
 from course_lib.model.fragments import MMA_SHAPES, mma_m16n8k16, wgmma_m64nNk16_d
@@ -117,28 +119,70 @@ def stmatrix_fragment_position(lane: int, matrix: int, element: int) -> tuple[in
     return lane // 4, 2 * (lane % 4) + element
 
 
-# ---- stage 6's schedule -------------------------------------------------------------------------
-# Stage 6's constexprs (its tile, cluster and stream-K thresholds), read from tc_6_tma_store.cu: stream-K
-# below STREAM_K_BELOW of whole-tile efficiency, for K of at least STREAM_K_MIN_SLICES slices.
+# ---- stage 6's plan: its tile and its schedule -----------------------------------------------------
+# Stage 6's constexprs (its two tiles, cluster and thresholds), read from tc_6_tma_store.cu: the 128 x 128
+# tile below NARROW_TILE_BELOW of the 128 x 256 tiles' whole-tile efficiency; stream-K below
+# STREAM_K_BELOW of the chosen tile's, for K of at least STREAM_K_MIN_SLICES slices. The codes the
+# launcher takes (SCHEDULE_*, TILE_AUTO) are tc_launch.h's.
 STAGE6 = csrc.constants("tc_6_tma_store.cu")
 STREAM_K_BELOW = STAGE6["STREAM_K_BELOW"]
 STREAM_K_MIN_SLICES = STAGE6["STREAM_K_MIN_SLICES"]
+NARROW_TILE_BELOW = STAGE6["NARROW_TILE_BELOW"]
 
 
 DECODE_MAX_M = STAGE6["DECODE_MAX_M"]
+SCHEDULE_CODES = {name: STAGE6[f"SCHEDULE_{code}"] for name, code in
+                  (("auto", "AUTO"), ("whole tiles", "WHOLE_TILES"), ("stream-K", "STREAM_K"), ("swapped", "SWAPPED"))}
+TILE_AUTO = STAGE6["TILE_AUTO"]
+STAGE6_TILES = {f"{STAGE6['BLOCK_M']}x{bn}": bn for bn in (STAGE6["BLOCK_N"], STAGE6["NARROW_BLOCK_N"])}  # name -> width
+
+
+class Stage6Plan(NamedTuple):
+    """What stage 6's launcher runs at one shape: the piece of C a CTA computes, as "rows x columns"
+    ("128x256", "128x128", or "16x64" ... "128x64" for the swapped schedule's token tile of T rows and
+    64 columns), and the schedule ("whole tiles", "stream-K", "swapped")."""
+
+    tile: str
+    schedule: str
+
+
+def stage6_cluster_tiles(M: int, N: int, block_n: int) -> int:
+    """Stage 6's cluster tiles at M x N with 128 x ``block_n`` tiles (tc_6_tma_store.cu, cluster_tiles)."""
+    return cdiv(cdiv(M, STAGE6["BLOCK_M"]), STAGE6["CLUSTER"]) * cdiv(N, block_n)
+
+
+def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TILE_AUTO,
+                schedule: str = "auto") -> Stage6Plan:
+    """How stage 6 covers an M x N x K product with ``clusters`` resident 2-CTA clusters (66 on the
+    H200), as its launcher does (``plan`` in tc_6_tma_store.cu, held to this by a test that compiles
+    both): "swapped" for M <= DECODE_MAX_M (C^T = B^T A^T, token tiles of 16-128 rows); else the
+    128 x 256 tile while its whole tiles keep the clusters at least NARROW_TILE_BELOW busy, the
+    128 x 128 tile otherwise; then "stream-K" where whole tiles of that size keep them less than
+    STREAM_K_BELOW busy and K has at least STREAM_K_MIN_SLICES slices, "whole tiles" otherwise.
+    ``block_n`` (256 or 128) and ``schedule`` (one of SCHEDULE_CODES) force a choice, as the
+    extension's arguments of those names do."""
+    c = STAGE6
+    if schedule not in SCHEDULE_CODES:
+        raise ValueError(f"schedule must be one of {', '.join(map(repr, SCHEDULE_CODES))}, not {schedule!r}")
+    if block_n != TILE_AUTO and block_n not in STAGE6_TILES.values():
+        raise ValueError(f"block_n must be {TILE_AUTO} (by the shape) or one of "
+                         f"{sorted(STAGE6_TILES.values())}, not {block_n!r}")
+    if schedule == "swapped" or (schedule == "auto" and M <= DECODE_MAX_M):
+        token_tile = next((t for t in (16, 32, 64) if M <= t), DECODE_MAX_M)
+        return Stage6Plan(f"{token_tile}x{c['DECODE_COLS']}", "swapped")
+    if block_n == TILE_AUTO:
+        wide = whole_tile_efficiency(stage6_cluster_tiles(M, N, c["BLOCK_N"]), clusters)
+        block_n = c["NARROW_BLOCK_N"] if wide < NARROW_TILE_BELOW else c["BLOCK_N"]
+    few = whole_tile_efficiency(stage6_cluster_tiles(M, N, block_n), clusters) < STREAM_K_BELOW
+    long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES
+    split = schedule == "stream-K" or (schedule == "auto" and few and long_k)
+    return Stage6Plan(f"{c['BLOCK_M']}x{block_n}", "stream-K" if split else "whole tiles")
 
 
 def stage6_schedule(M: int, N: int, K: int, clusters: int = 66) -> str:
-    """How stage 6 covers an M x N x K product with ``clusters`` resident 2-CTA clusters (66 on the
-    H200): "swapped" for M <= DECODE_MAX_M (C^T = B^T A^T), else "whole tiles" or "stream-K" (the
-    launcher's rule: launch_tc_6_tma_store and use_stream_k in tc_6_tma_store.cu)."""
-    c = STAGE6
-    if M <= DECODE_MAX_M:
-        return "swapped"
-    cluster_tiles = cdiv(cdiv(M, c["BLOCK_M"]), c["CLUSTER"]) * cdiv(N, c["BLOCK_N"])
-    few = whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW
-    long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES
-    return "stream-K" if few and long_k else "whole tiles"
+    """Stage 6's schedule at M x N x K by the shape: "swapped", "whole tiles" or "stream-K" (the
+    schedule of :func:`stage6_plan`, which also gives the tile)."""
+    return stage6_plan(M, N, K, clusters).schedule
 
 
 # ---- stream-K's fix-up across launches: the flags ------------------------------------------------------

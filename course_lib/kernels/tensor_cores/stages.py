@@ -88,9 +88,19 @@ class Design:
         c, (bm, bn, bk) = self.constants, self.block
         if not self.hopper:
             return BF16_BYTES * (bm * c["A_PITCH"] + bk * c["B_PITCH"]) if "A_PITCH" in c else 0
-        barriers = 8 * (2 * self.stages if "STAGES" in c else 1)  # full (and empty) per slot
-        staging = BF16_BYTES * c["CONSUMERS"] * c["C_HALF_BOXES"] * c["C_BOX"] ** 2 if "C_HALF_BOXES" in c else 0
-        return self.stages * (bm + bn) * bk * BF16_BYTES + barriers + staging + c["SMEM_SLACK"]
+        return self.ring_smem_bytes(bn, self.stages)
+
+    def ring_smem_bytes(self, block_n: int, stages: int) -> int:
+        """Dynamic shared memory of a wgmma stage's kernel with BLOCK_M x ``block_n`` tiles and
+        ``stages`` ring slots: the slots of A and B, their mbarriers, stage 6's staging boxes (half of
+        each consumer's 64 x ``block_n`` tile) and SMEM_SLACK bytes of alignment slack. Stage 6's
+        128 x 128 tile: ``ring_smem_bytes(NARROW_BLOCK_N, NARROW_STAGES)``, its NARROW_SMEM_BYTES."""
+        c, (bm, _, bk) = self.constants, self.block
+        if not self.hopper:
+            raise ValueError(f"{self.stage} has no ring of wgmma slots (its tiles are static shared memory)")
+        barriers = 8 * (2 * stages if "STAGES" in c else 1)  # full (and empty) per slot
+        staging = BF16_BYTES * c["CONSUMERS"] * (block_n // 2) * c["C_BOX"] if "C_HALF_BOXES" in c else 0
+        return stages * (bm + block_n) * bk * BF16_BYTES + barriers + staging + c["SMEM_SLACK"]
 
 
 def design(stage: str) -> Design:
