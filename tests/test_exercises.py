@@ -334,6 +334,16 @@ def test_transposed_tile_puzzle_reports_the_conflicts_left(capsys, shape, degree
     ok, out = _check(shared_memory_tiling.transposed_b, wrong, capsys)
     assert not ok and "right on all 10 shapes" in out
     assert f"shared loads: 2048 requests, {degree}-way (course 1)" in out
+    # padding on the number of rows has its own message; the other two get only the trace's
+    rows_padded = "b_tile is 17 x 16: you padded the number of rows, not the row pitch" in out
+    assert rows_padded == (shape == "(TILE + 1, TILE)"), out
+
+
+def test_transposed_tile_puzzle_names_padding_on_the_rows_written_as_numbers(capsys):
+    wrong = _variant(TRANSPOSED, "k", ("b_tile = cuda.shared.array((TILE, TILE), float32)",
+                                       "b_tile = cuda.shared.array((17, 16), float32)"))
+    ok, out = _check(shared_memory_tiling.transposed_b, wrong, capsys)
+    assert not ok and "you padded the number of rows, not the row pitch" in out and "pad the second dimension" in out
 
 
 # ---- 03: the 2 x 2 kernel ---------------------------------------------------------------------------

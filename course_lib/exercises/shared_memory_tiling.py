@@ -3,11 +3,14 @@ saves, and a transposed tile of B made free of bank conflicts."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from numba import cuda, float32
 
 from course_lib.exercises import NumbaGemmPuzzle, Question, trace_gemm
 from course_lib.exercises.naive import PUZZLE_SHAPES
 from course_lib.kernels import shared_memory_tiling as tiling
+from course_lib.learn import Verdict, say
 
 TILE = 16  # the puzzles' tile: blocks of 16 x 16 threads
 PADDED = TILE + 1  # a padded row; numba compiles a shared array's shape only from constants, not from TILE + 1
@@ -60,7 +63,60 @@ def transposed_b_padded_kernel(a, b, c):
         c[row, col] = acc
 
 
-transposed_b = NumbaGemmPuzzle(
+def _b_tile_shape(kernel) -> tuple[int, ...] | None:
+    """The shape the kernel's source gives ``b_tile`` (``cuda.shared.array(shape, ...)``): numbers,
+    the kernel's global names (TILE, PADDED) and sums or products of them (a learner's TILE + 1).
+    None where the source cannot be read or the shape is made of anything else."""
+    import ast  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+    import operator  # noqa: PLC0415
+    import textwrap  # noqa: PLC0415
+
+    fn = getattr(kernel, "py_func", None) or kernel
+    names = getattr(fn, "__globals__", {})
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and isinstance(names.get(node.id), int):
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            left, right = value(node.left), value(node.right)
+            return None if left is None or right is None else ops[type(node.op)](left, right)
+        return None
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "b_tile" for t in node.targets)
+                and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", None) == "array"
+                and node.value.args):
+            shape = node.value.args[0]
+            dims = [value(d) for d in (shape.elts if isinstance(shape, ast.Tuple) else [shape])]
+            return None if None in dims else tuple(dims)
+    return None
+
+
+@dataclass(frozen=True)
+class _TransposedTilePuzzle(NumbaGemmPuzzle):
+    """The transposed-tile puzzle: the kernel check, and a note for the padding put on the number
+    of rows (``(TILE + 1, TILE)``), which leaves the rows ``TILE`` words apart and the column read
+    in two banks as before."""
+
+    def check(self, kernel) -> Verdict:
+        verdict = super().check(kernel)
+        shape = None if verdict else _b_tile_shape(kernel)
+        if shape is not None and len(shape) == 2 and shape[0] > TILE and shape[1] == TILE:
+            say(f"b_tile is {shape[0]} x {shape[1]}: you padded the number of rows, not the row pitch. Row tx "
+                f"still starts at word {TILE} tx, so the lanes' words fall in two banks as before; pad the second "
+                f"dimension, the words per row.", indent=2)
+        return verdict
+
+
+transposed_b = _TransposedTilePuzzle(
     title="Your transposed-tile kernel",
     launch=_launch,
     reference=transposed_b_padded_kernel,
