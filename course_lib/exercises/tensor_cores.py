@@ -1,10 +1,9 @@
 """Exercises of notebook ``06_tensor_cores``: where the bf16 ridge lies, which lane holds an element
-of ``mma.sync``'s A (you write the map), who holds an element of B, stage 0 on the roofline, and why
-stage 1 pads its rows.
+of ``mma.sync``'s A (you write the map), and who holds an element of B. (Stage 0 on the roofline and
+stage 1's ldmatrix and padding are notebook 07's: ``course_lib.exercises.mma_sync_kernels``.)
 
 Every expected answer comes from the course's models: the PTX fragment layout
-(``course_lib.model.fragments``), the recorded copy bandwidth, notebook 02's bank model
-(``course_lib.model.banks``).
+(``course_lib.model.fragments``) and the recorded roofs.
 """
 
 from __future__ import annotations
@@ -13,9 +12,7 @@ from functools import lru_cache
 from typing import Callable
 
 from course_lib.exercises import FunctionPuzzle, Question
-from course_lib.model import banks
-from course_lib.model.fragments import MMA_SHAPES, fragment_map
-from course_lib.model.hardware import BF16_BYTES
+from course_lib.model.fragments import fragment_map
 
 
 @lru_cache(maxsize=None)
@@ -36,6 +33,12 @@ def ridge(dtype: str) -> float:
     from course_lib import results  # noqa: PLC0415
 
     return results.load().ceilings["cublas_peak_tflops"][dtype] / _copy_tbs()
+
+
+def _copy_tbs() -> float:
+    from course_lib import results  # noqa: PLC0415
+
+    return results.load().ceilings["copy_bandwidth_gbs"] / 1000
 
 
 def _peak_ratio() -> float:
@@ -148,79 +151,5 @@ b_owner = Question(
                                                 "add 2 to i (b2, b3)."),
         (_b_wrong(lambda k, n: a_owner(k, n)[0], lambda k, n: a_owner(k, n)[1]),
          "that reads B with A's layout, the row giving g; in B the column gives g (the lane's group)."),
-    ],
-)
-
-
-# ---- exercise 2: stage 0 on the roofline --------------------------------------------------------
-
-
-def _stage0_flop_and_bytes(itemsize: int = BF16_BYTES) -> tuple[int, int]:
-    """One mma.m16n8k16 per step of K: its FLOP, and the bytes of its A (16 x 16) and B (16 x 8)."""
-    (m, k, _), (_, n, _) = MMA_SHAPES["A"], MMA_SHAPES["B"]
-    return 2 * m * n * k, (m * k + k * n) * itemsize
-
-
-def stage0_intensity_value(itemsize: int = BF16_BYTES) -> float:
-    flop, nbytes = _stage0_flop_and_bytes(itemsize)
-    return flop / nbytes
-
-
-def _copy_tbs() -> float:
-    from course_lib import results  # noqa: PLC0415
-
-    return results.load().ceilings["copy_bandwidth_gbs"] / 1000
-
-
-stage0_intensity = Question(
-    what="stage 0's intensity (FLOP/byte)",
-    expected=stage0_intensity_value,
-    rel_tol=0.01,
-    hint="FLOP of one mma (2 x 16 x 8 x 16) over the bytes of its A and B pieces",
-    wrong=[
-        (lambda want: stage0_intensity_value(4), "that is 4 bytes an element (or multiply-adds, not FLOP): "
-                                                 "bf16 is 2 bytes, a multiply-add 2 FLOP."),
-        (lambda want: _stage0_flop_and_bytes()[0] / (16 * 16 * BF16_BYTES), "that counts only A's bytes: "
-                                                                            "B's 16 x 8 are loaded too."),
-        (lambda want: _stage0_flop_and_bytes()[0] / (16 * 8 * BF16_BYTES), "that counts only B's bytes: "
-                                                                           "A's 16 x 16 are loaded too."),
-        (lambda want: want * BF16_BYTES, "that is FLOP per element; per byte, divide by 2 bytes."),
-    ],
-)
-
-stage0_roof = Question(
-    what="its memory roof (TFLOP/s)",
-    expected=lambda: stage0_intensity_value() * _copy_tbs(),
-    rel_tol=0.03,
-    hint="intensity times the copy bandwidth in TB/s gives TFLOP/s",
-    wrong=[
-        (lambda want: stage0_intensity_value(4) * _copy_tbs(), "that uses 4 bytes an element, or counts "
-         "multiply-adds, not FLOP (either halves the intensity): bf16 is 2 bytes, a multiply-add 2 FLOP."),
-        (lambda want: want * 1000, "that is GFLOP/s (intensity times GB/s): divide by 1000."),
-        (lambda want: _copy_tbs() / stage0_intensity_value(), "the roof is intensity times bandwidth, "
-                                                              "not bandwidth over intensity."),
-    ],
-)
-
-
-# ---- exercise 3: why stage 1 pads its rows ------------------------------------------------------
-
-def passes(pitch_bytes: int) -> int:
-    """Passes through the banks for one 8 x 8 ldmatrix matrix whose 16-byte rows lie ``pitch_bytes``
-    apart (notebook 02's bank model)."""
-    return banks.bank_access([pitch_bytes * r for r in range(8)], itemsize=16).conflict_degree
-
-
-pitch64_passes = Question(
-    what="passes with 64-byte rows",
-    expected=lambda: passes(64),
-    hint="the 32 banks span 128 bytes: at which of the 128 bytes does each of the 8 rows start?",
-    wrong=[
-        (lambda want: passes(128), "that would be rows 128 bytes apart, all starting at bank 0; at 64 "
-                                   "only every second row does."),
-        (lambda want: passes(80), "that is the padded pitch of 80 bytes; unpadded, rows 0, 2, 4, 6 start "
-                                  "at the same bank."),
-        (lambda want: 128 // 64, "128 / 64 counts the rows that fit in the 128 bytes of banks, not the rows "
-                                 "that share banks: rows 0, 2, 4, 6 all start at bank 0."),
     ],
 )
