@@ -230,7 +230,12 @@ def test_stage6_plan_takes_the_narrow_tile_and_stream_k_only_where_whole_tiles_l
     assert plan(1024, 1024, 1024) == ("128x128", "whole tiles")  # 16 -> 32 cluster tiles, 16 K-slices
     assert plan(512, 4096, 4096) == ("128x128", "whole tiles")  # 32 (48 %) -> 64 (97 %)
     assert plan(768, 2304, 16384) == ("128x128", "whole tiles")  # 27 (41 %) -> 54 (82 %)
-    assert plan(2048, 2304, 768) == ("128x128", "whole tiles")  # 36 (55 %) -> 72 (55 %), 12 K-slices
+    assert plan(2048, 2304, 768) == ("128x128", "whole tiles")  # 72 (55 %) -> 144 (73 %), 12 K-slices
+    # ... but not where they fill the clusters no better: 1536^3 (36 and 72 cluster tiles, both 55 %),
+    # 1600^3 (49, 74 %, and 91, 69 %); there K decides as before.
+    assert plan(1536, 1536, 1536) == ("128x256", "whole tiles")  # 24 K-slices
+    assert plan(1600, 1600, 1600) == ("128x256", "whole tiles")
+    assert plan(1536, 1536, 4096) == ("128x256", "stream-K")
     assert plan(3072, 3072, 3072) == ("128x128", "whole tiles")  # 144 in 3 rounds (73 %) -> 288 in 5 (87 %)
     # ... and shared out by K slices where even they leave clusters idle and K is long.
     assert plan(200, 4096, 4096) == ("128x128", "stream-K")  # 16 -> 32 cluster tiles for 66 clusters

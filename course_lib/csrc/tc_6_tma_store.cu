@@ -187,15 +187,18 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
 
 // [excerpt which-tile]
 // The 128 x 256 tile while its whole tiles keep the clusters at least 80 % busy. Below that, the
-// 128 x 128 tile: twice as many tiles fill the clusters better (1024^3: 16 cluster tiles of 128 x 256
-// for 66 clusters, 24 % busy, and 32 of 128 x 128, 48 %; a 512-token prompt, 512 x 4096 x 4096: 48 %,
-// and 97 %), though each tile does half the multiply-adds per byte of B it loads.
+// 128 x 128 tile where its whole tiles, twice as many, keep them busier (1024^3: 16 cluster tiles of
+// 128 x 256 for 66 clusters, 24 % busy, and 32 of 128 x 128, 48 %; a 512-token prompt, 512 x 4096 x
+// 4096: 48 %, and 97 %), though each does half the multiply-adds per byte of B it loads. Not where
+// they fill no better (1600^3: 49 cluster tiles, 74 %, and 91, 69 %: two rounds).
 constexpr double NARROW_TILE_BELOW = 0.8;  // whole-tile efficiency of 128 x 256 tiles below which 128 x 128 is used
 constexpr int cluster_tiles(int M, int N, int block_n) {
   return ceil_div(ceil_div(M, BLOCK_M), CLUSTER) * ceil_div(N, block_n);
 }
 constexpr int auto_block_n(int M, int N, int clusters) {
-  return whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters) < NARROW_TILE_BELOW ? NARROW_BLOCK_N : BLOCK_N;
+  const double wide = whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters);
+  const double narrow = whole_tile_efficiency(cluster_tiles(M, N, NARROW_BLOCK_N), clusters);
+  return wide < NARROW_TILE_BELOW && narrow > wide ? NARROW_BLOCK_N : BLOCK_N;
 }
 // [/excerpt which-tile]
 

@@ -157,7 +157,8 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
     H200), as its launcher does (``plan`` in tc_6_tma_store.cu, held to this by a test that compiles
     both): "swapped" for M <= DECODE_MAX_M (C^T = B^T A^T, token tiles of 16-128 rows); else the
     128 x 256 tile while its whole tiles keep the clusters at least NARROW_TILE_BELOW busy, the
-    128 x 128 tile otherwise; then "stream-K" where whole tiles of that size keep them less than
+    128 x 128 tile otherwise if its whole tiles keep them busier; then "stream-K" where whole tiles
+    of that size keep them less than
     STREAM_K_BELOW busy and K has at least STREAM_K_MIN_SLICES slices, "whole tiles" otherwise.
     ``block_n`` (256 or 128) and ``schedule`` (one of SCHEDULE_CODES) force a choice, as the
     extension's arguments of those names do."""
@@ -172,7 +173,8 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
         return Stage6Plan(f"{token_tile}x{c['DECODE_COLS']}", "swapped")
     if block_n == TILE_AUTO:
         wide = whole_tile_efficiency(stage6_cluster_tiles(M, N, c["BLOCK_N"]), clusters)
-        block_n = c["NARROW_BLOCK_N"] if wide < NARROW_TILE_BELOW else c["BLOCK_N"]
+        narrow = whole_tile_efficiency(stage6_cluster_tiles(M, N, c["NARROW_BLOCK_N"]), clusters)
+        block_n = c["NARROW_BLOCK_N"] if wide < NARROW_TILE_BELOW and narrow > wide else c["BLOCK_N"]
     few = whole_tile_efficiency(stage6_cluster_tiles(M, N, block_n), clusters) < STREAM_K_BELOW
     long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES
     split = schedule == "stream-K" or (schedule == "auto" and few and long_k)
