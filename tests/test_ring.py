@@ -1,5 +1,6 @@
 """course_lib.model.ring (a ring of slots handed over through mbarriers), its picture
-(course_lib.viz.ring) and the source helpers notebook 08 prints the kernels with."""
+(course_lib.viz.ring) and the source helpers notebooks 08 and 09 print the kernels with
+(course_lib.kernels.tensor_cores.inspection: tc.cuda_function, tc.kernel_piece)."""
 
 import re
 
@@ -7,9 +8,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 import course_lib.viz._figure as figure
-from course_lib.exercises import hopper_tensor_cores as ex
 from course_lib.kernels import tensor_cores as tc
-from course_lib.model.ring import MBarrier, consumer_parity, producer_parity, ring_handshake
+from course_lib.model.ring import MBarrier, consumer_parity, kernels_parities, producer_parity, ring_handshake
 from course_lib.viz._figure import MAX_HEIGHT_PX, MAX_WIDTH_PX, MIN_FONT_PX
 from course_lib.viz.ring import draw_ring_handshake
 
@@ -81,6 +81,33 @@ def test_wrong_parities_are_caught_as_a_deadlock_or_a_race():
         hang.time_of("start", 0)
 
 
+def test_a_rule_per_slice_plays_as_the_rules_per_use():
+    """``parities(k, slots)`` (the form notebook 09's puzzle asks for) is the same handshake as the
+    two rules of the use, and the kernels' rule written that way plays through."""
+    for args in [(6, 2), (20, 5), (9, 1)]:
+        by_use, by_slice = ring_handshake(*args), ring_handshake(*args, parities=kernels_parities)
+        assert by_slice.ok and by_slice.events == by_use.events
+    hang = ring_handshake(parities=lambda k, slots: ((k // slots) % 2, (k // slots) % 2))
+    assert hang.problems == ring_handshake(producer_rule=lambda u: u % 2).problems
+    with pytest.raises(ValueError, match="not both"):
+        ring_handshake(parities=kernels_parities, producer_rule=lambda u: 1)
+
+
+@pytest.mark.parametrize("slices, slots, copy, mma", [(7, 1, 2, 2), (9, 2, 3, 2), (10, 3, 1, 4), (11, 4, 4, 1)])
+def test_a_ring_plays_through_only_with_the_kernels_parities(slices, slots, copy, mma):
+    """Whatever the timing, a wrong parity for any slice shows: a wait that returns too early reads or
+    overwrites a slot, one that waits for the other phase never returns. Every rule that differs
+    from the kernels' on one slice (each bit flipped, in turn) fails."""
+    right = [kernels_parities(k, slots) for k in range(slices)]
+    for k in range(slices):
+        for side in (0, 1):
+            wrong = [list(p) for p in right]
+            wrong[k][side] ^= 1
+            run = ring_handshake(slices, slots, copy_steps=copy, mma_steps=mma,
+                                 parities=lambda i, s, w=wrong: tuple(w[i]))
+            assert not run.ok, (k, side)
+
+
 def test_bad_arguments_say_what_is_wrong():
     with pytest.raises(ValueError, match="at least 1"):
         ring_handshake(0)
@@ -123,47 +150,48 @@ def test_the_picture_refuses_more_slots_than_it_has_colours():
     plt.close("all")
 
 
-# ---- the helpers' source, as notebook 08 prints it -------------------------------------------------
+# ---- the helpers' source, as notebooks 08 and 09 print it -------------------------------------------------
 @pytest.mark.parametrize("name", ["mbar_init", "fence_barrier_init", "mbar_arrive_expect_tx", "mbar_wait", "mbar_try_wait",
                                   "wgmma_fence", "wgmma_commit", "wgmma_wait", "fence_accumulators", "wgmma_slice",
                                   "tma_load_slice", "mbar_init_ring", "mbar_arrive", "setmaxnreg_dec", "setmaxnreg_inc",
                                   "cluster_sync", "mbar_arrive_cluster", "named_barrier_sync",
                                   "fence_proxy_async_shared", "bulk_wait_read_all"])
 def test_every_helper_the_notebook_prints_is_one_whole_definition(name):
-    text = ex.cuda_function(name)
+    text = tc.cuda_function(name)
     code = [line for line in text.splitlines() if not line.startswith("//")]
     assert re.search(rf"\b{name}\s*\(", "\n".join(code[:3])), text
     assert text.rstrip().endswith("}") and text.count("[excerpt") == 0
-    braces = sum(ex._strip_code(line).count("{") - ex._strip_code(line).count("}") for line in text.splitlines())
+    strip = tc.inspection._strip_code
+    braces = sum(strip(line).count("{") - strip(line).count("}") for line in text.splitlines())
     assert braces == 0, text
 
 
 def test_a_helper_comes_with_its_template_line_and_comment_and_braces_in_strings_do_not_count():
-    wait = ex.cuda_function("wgmma_wait")
+    wait = tc.cuda_function("wgmma_wait")
     assert wait.splitlines()[0].startswith("// Wait until at most N groups") and "template <int N>" in wait
-    try_wait = ex.cuda_function("mbar_try_wait")  # its asm holds "{\n" and "}\n"
+    try_wait = tc.cuda_function("mbar_try_wait")  # its asm holds "{\n" and "}\n"
     assert try_wait.rstrip().endswith("return done != 0;\n}")
-    assert ex.cuda_function("mbar_arrive").count("__device__") == 1  # not mbar_arrive_expect_tx nor _cluster
+    assert tc.cuda_function("mbar_arrive").count("__device__") == 1  # not mbar_arrive_expect_tx nor _cluster
 
 
 def test_source_helpers_name_what_is_wrong(tmp_path):
     with pytest.raises(ValueError, match="defines 0 functions named 'no_such_helper'"):
-        ex.cuda_function("no_such_helper")
+        tc.cuda_function("no_such_helper")
     with pytest.raises(ValueError, match="0 paragraphs of tc_2_wgmma_tma.cu hold"):
-        ex.kernel_piece("tc_2_wgmma_tma", "no such line")
+        tc.kernel_piece("tc_2_wgmma_tma", "no such line")
     with pytest.raises(ValueError, match="paragraphs of tc_2_wgmma_tma.cu hold 'BLOCK_N'"):
-        ex.kernel_piece("tc_2_wgmma_tma", "BLOCK_N")
+        tc.kernel_piece("tc_2_wgmma_tma", "BLOCK_N")
     src = tmp_path / "two.cuh"
     src.write_text("__device__ void f(int) {\n}\n__device__ void f(float) {\n}\n")
     with pytest.raises(ValueError, match="defines 2 functions named 'f'"):
-        ex.cuda_function("f", file=src)
+        tc.cuda_function("f", file=src)
 
 
 def test_stage_2_read_in_pieces_is_the_whole_kernel():
     """The pieces notebook 08 prints hold every line of stage 2's kernel and launcher."""
     pieces = ["constexpr int BLOCK_M", "struct Smem", "kernel(const", "mbar_init(&s.full", "float acc[",
               "tma_load_slice<", "wgmma_slice<", "store_accumulators", "launch_tile_per_cta"]
-    shown = "\n".join(ex.kernel_piece("tc_2_wgmma_tma", p) for p in pieces)
+    shown = "\n".join(tc.kernel_piece("tc_2_wgmma_tma", p) for p in pieces)
     text = tc.source_path("tc_2_wgmma_tma").read_text()
     body = text[text.index("namespace stage2 {"):]
     code = [line.strip() for line in body.splitlines()

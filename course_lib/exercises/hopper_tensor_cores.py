@@ -1,23 +1,17 @@
 """Exercises of notebook ``08_hopper_tensor_cores``: the 128-byte swizzle (you write it), one swizzled
-address, a descriptor's LBO for another box, and the register budget of warp specialisation.
+address, and a descriptor's LBO for another box.
 
 Every expected answer comes from the course's Python model of TMA and ``wgmma``
 (``course_lib.model.layout.tma_box_offset``; ``course_lib.kernels.tensor_cores``: ``make_descriptor``,
-``wgmma_mn_major_address``) or from the register arithmetic of ``setmaxnreg``.
-
-Also what the notebook reads the kernels with: ``cuda_function`` (a helper of ``tc_hopper.cuh`` by
-name, as it is defined there) and ``kernel_piece`` (a paragraph of a stage's source, by one of its
-lines), so stage 2 is printed top to bottom from ``csrc/`` itself.
+``wgmma_mn_major_address``). The notebook prints the kernels with ``tc.cuda_function`` and
+``tc.kernel_piece`` (:mod:`course_lib.kernels.tensor_cores.inspection`).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from course_lib import learn
 from course_lib.exercises import FunctionPuzzle, Question
 from course_lib.kernels import tensor_cores as tc
 from course_lib.learn import Verdict, say
@@ -131,64 +125,6 @@ swizzle = _BoxPuzzle(
 )
 
 
-# ---- the prediction of section 5: stage 3's speed as a share of stage 2's ---------------------------
-
-@dataclass(frozen=True)
-class ChangePrediction:
-    """A prediction of a speed relative to a baseline, in per cent (100 = as fast as the baseline),
-    compared with the measurement in words about the two stages.
-
-    The rule: a prediction within 5 % of 100 (:func:`course_lib.learn.direction`) says "about as
-    fast" and is compared by size only. Any other prediction says which way the speed moves, and
-    it points the wrong way - however close its number - unless the measurement moved that way by
-    more than ``MEASURED_WITHIN`` %. A prediction not the wrong way counts (the verdict is true),
-    and is called close within 25 % of the measurement, as :func:`course_lib.learn.compare_prediction`
-    does. A number between 0 and 2 is taken for a ratio typed where a percentage was asked for."""
-
-    what: str          # "stage 3", the thing predicted
-    baseline: str      # "stage 2", what it is a percentage of
-
-    MEASURED_WITHIN = 1.0  # % of the baseline: a measurement this close to 100 % has no direction
-
-    def _way(self, percent: float, way: int) -> str:
-        if way == 0:
-            return f"{self.what} about as fast as {self.baseline}"
-        return f"{self.what} {'faster' if way > 0 else 'slower'} than {self.baseline} ({percent - 100:+.0f} %)"
-
-    def check(self, guess, measured: float) -> Verdict:
-        usable = isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess) and guess > 0
-        if guess is None:  # nothing entered: said as for any prediction, the measurement kept hidden
-            return learn.compare_prediction(guess, measured, unit="%", pivot=100)
-        if not usable:
-            say(f"A prediction is a positive number of % (100 = as fast as {self.baseline}), not {guess!r}.")
-            return Verdict(False)
-        if guess < 2:
-            say(f"You entered {learn.fmt(guess)}: that looks like a ratio. Give {self.what}'s speed in per "
-                f"cent of {self.baseline}'s ({learn.fmt(guess)}x is {learn.fmt(round(100 * guess, 1))} %), "
-                "then run both cells again.")
-            return Verdict(False)
-        want = learn.direction(guess, 100)
-        got = 0 if abs(measured - 100) <= self.MEASURED_WITHIN else (1 if measured > 100 else -1)
-        said = (f"You predicted {learn.fmt(guess)} %, {self._way(guess, want)}; measured "
-                f"{learn.fmt(round(measured, 1))} %, {self._way(measured, got)}.")
-        ratio = measured / guess
-        if want != 0 and want != got:
-            say(said + " Your prediction points the wrong way"
-                + (": the change you expected did not happen." if got == 0 else ", not just by too much or too little."))
-            return Verdict(False, ratio)
-        off = (f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
-               else f"the measurement is {1 / ratio:.2g}x below your prediction")
-        if 0.8 <= ratio <= 1.25:
-            verdict = "Close: the right way and within 25 % of the measurement." if want else "Close: within 25 % of the measurement."
-        else:
-            verdict = f"The right way, but {off}." if want else f"{off[0].upper()}{off[1:]}."
-        say(f"{said} {verdict}")
-        return Verdict(True, ratio)
-
-
-stage3_speed = ChangePrediction(what="stage 3", baseline="stage 2")
-
-
 # ---- exercise 1: one swizzled address -------------------------------------------------------------
 
 ELEMENT = (5, 20)
@@ -260,126 +196,3 @@ box_lbo = _LboQuestion(
         (16 * ROW_BYTES, "that is the 16 rows of one wgmma's slice; LBO steps over a whole box (32 rows)."),
     ],
 )
-
-
-# ---- exercise 3: the register budget of a variant of stage 4 --------------------------------------
-
-REGS_PER_SM = 65536
-THREADS = 384           # three warpgroups, __launch_bounds__(384, 1)
-PRODUCER_THREADS, CONSUMER_THREADS = 128, 256
-VARIANT_PRODUCER_REGS = 48
-
-
-def _round8(x: float) -> int:
-    return int(x) // 8 * 8
-
-
-def registers_at_launch(threads: int = THREADS) -> int:
-    """What ptxas gives each thread under __launch_bounds__(threads, 1): the SM's registers shared
-    out, rounded down to a multiple of 8."""
-    return _round8(REGS_PER_SM // threads)
-
-
-def consumer_registers(producer_regs: int = VARIANT_PRODUCER_REGS, pool: int | None = None) -> int:
-    """Registers per consumer thread that setmaxnreg can give when the producer keeps
-    ``producer_regs``: what the CTA's pool (registers at launch x threads) has left, shared out over
-    the consumers, rounded down to a multiple of 8."""
-    pool = registers_at_launch() * THREADS if pool is None else pool
-    return _round8((pool - PRODUCER_THREADS * producer_regs) / CONSUMER_THREADS)
-
-
-register_budget = Question(
-    what="registers per consumer thread",
-    expected=consumer_registers,
-    hint="the pool is (registers at launch) x 384 threads; subtract the producer's, share out, round down",
-    wrong=[
-        (consumer_registers(pool=REGS_PER_SM), f"that shares out the SM's {REGS_PER_SM:,} registers; "
-                                               f"setmaxnreg moves registers within the CTA's pool, "
-                                               f"{registers_at_launch()} x {THREADS}."),
-        ((registers_at_launch() * THREADS - PRODUCER_THREADS * VARIANT_PRODUCER_REGS) / CONSUMER_THREADS,
-         "setmaxnreg takes multiples of 8: round down."),
-        (consumer_registers(producer_regs=0), f"the producer keeps its {VARIANT_PRODUCER_REGS} registers per "
-                                              "thread: subtract them from the pool first."),
-        (registers_at_launch(), "that is what every thread gets at launch; setmaxnreg moves what the "
-                                "producer gives back to the consumers."),
-    ],
-)
-
-
-# ---- reading the kernels: a helper function, or a piece of a kernel, printed from its source -------
-# Notebook 08 prints each synchronisation helper where a stage first uses it, and stage 2 top to
-# bottom, straight from csrc/ (no copy of the C++ lives in Python). The excerpt markers of
-# tensor_cores.source_excerpt are for longer passages; these find a helper by its name and a piece
-# of a kernel by a line of it, so the sources need no markers for them.
-_BANNER = re.compile(r"^\s*// (----|\[/?excerpt )")
-
-
-def _strip_code(line: str, in_string: bool = False) -> str:
-    """The line with its // comment, string and character literals blanked (braces in asm strings,
-    such as "{\\n", are not code)."""
-    out, i = [], 0
-    while i < len(line):
-        ch = line[i]
-        if ch in "\"'":
-            j = i + 1
-            while j < len(line) and line[j] != ch:
-                j += 2 if line[j] == "\\" else 1
-            out.append(" " * (j + 1 - i))
-            i = j + 1
-        elif line.startswith("//", i):
-            break
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
-
-
-def cuda_function(name: str, file: str = "tc_hopper.cuh") -> str:
-    """The definition of the C++ function ``name`` in ``file`` (a stage or a file in csrc/, as
-    ``tensor_cores.source_path`` takes it), with its template line and the comment right above it.
-    ValueError if ``file`` defines no such function, or more than one."""
-    path = tc.source_path(file)
-    lines = path.read_text().splitlines()
-    found = [i for i, line in enumerate(lines)
-             if line[:1] not in ("", " ", "/", "#", "}") and re.search(rf"\b{re.escape(name)}\s*\(", line)
-             and not _strip_code(line).rstrip().endswith(";")]
-    if len(found) != 1:
-        raise ValueError(f"{path.name} defines {len(found)} functions named {name!r} at the start of a line "
-                         f"(lines {[i + 1 for i in found]}): give the name of exactly one")
-    first = found[0]
-    while first > 0 and lines[first - 1].startswith("template"):
-        first -= 1
-    while first > 0 and lines[first - 1].startswith("//") and not _BANNER.match(lines[first - 1]):
-        first -= 1
-    depth, opened = 0, False
-    for last in range(found[0], len(lines)):
-        code = _strip_code(lines[last])
-        depth += code.count("{") - code.count("}")
-        opened = opened or "{" in code
-        if opened and depth == 0:
-            return "\n".join(lines[first:last + 1])
-    raise ValueError(f"{path.name}: the body of {name} never closes")
-
-
-def cuda_functions(*names: str, file: str = "tc_hopper.cuh") -> str:
-    """Several helpers of ``file``, in the order given, a blank line between them."""
-    return "\n\n".join(cuda_function(n, file) for n in names)
-
-
-def kernel_piece(stage: str, line: str) -> str:
-    """The paragraph (lines between two blank lines) of a stage's source that holds the text
-    ``line``, without excerpt markers: a kernel read piece by piece. ValueError if no paragraph, or
-    more than one, holds it."""
-    path = tc.source_path(stage)
-    paragraphs, current = [], []
-    for text in path.read_text().splitlines() + [""]:
-        if text.strip():
-            if not re.match(r"^\s*// \[/?excerpt ", text):
-                current.append(text)
-        elif current:
-            paragraphs.append(current)
-            current = []
-    found = [p for p in paragraphs if any(line in t for t in p)]
-    if len(found) != 1:
-        raise ValueError(f"{len(found)} paragraphs of {path.name} hold {line!r}: give a line of exactly one")
-    return "\n".join(found[0])

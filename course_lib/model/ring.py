@@ -1,6 +1,6 @@
 """A ring of shared-memory slots handed between a producer and a consumer through mbarriers, played
 step by step: the handshake of stages 3-6 (csrc/tc_3_pipeline.cu ... tc_6_tma_store.cu), small
-enough to draw (:mod:`course_lib.viz.ring`, notebook 08).
+enough to draw (:mod:`course_lib.viz.ring`, notebook 09).
 
 An mbarrier (PTX ISA, "mbarrier") counts arrivals and the bytes an asynchronous copy announced;
 when both are complete, its current *phase* completes and the next one begins. A waiter names the
@@ -19,14 +19,20 @@ The kernels' own lines: ``mbar_wait(&s.full[slot], (ks / STAGES) % 2)`` and
 
 Time is counted in steps of this model, not in cycles: a copy takes ``copy_steps``, a slice's
 multiply ``mma_steps``, issuing a copy one step. A parity rule other than the kernels' can be
-played too (``producer_parity``, ``consumer_parity``): the run then reports what goes wrong (a
-wait that never returns, a slot read before its copy landed, a slot overwritten while read).
+played too, as a function of the use (``producer_rule``, ``consumer_rule``) or of the slice and the
+number of slots (``parities``, the form notebook 09's puzzle asks for): the run then reports what
+goes wrong (a wait that never returns, a slot read before its copy landed, a slot overwritten while
+read).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
+
+# A rule per slice: (k, slots) -> (the parity of full[k % slots] that slice k's readers wait for, the
+# parity of empty[k % slots] the producer waits for before it copies slice k).
+SliceParities = Callable[[int, int], "tuple[int, int]"]
 
 
 def consumer_parity(use: int) -> int:
@@ -127,16 +133,38 @@ class RingRun:
         return found[0]
 
 
+def kernels_parities(k: int, slots: int) -> tuple[int, int]:
+    """The kernels' rule as a function of the slice: (full, empty) parities of slice ``k``."""
+    use = k // slots
+    return consumer_parity(use), producer_parity(use)
+
+
 def ring_handshake(slices: int = 6, slots: int = 2, *, copy_steps: int = 3, mma_steps: int = 2,
                    consumers: int = 1, producer_rule: Callable[[int], int] = producer_parity,
-                   consumer_rule: Callable[[int], int] = consumer_parity, max_steps: int = 200) -> RingRun:
+                   consumer_rule: Callable[[int], int] = consumer_parity,
+                   parities: SliceParities | None = None, max_steps: int = 200) -> RingRun:
     """Plays a producer filling a ring of ``slots`` slots with ``slices`` K slices and ``consumers``
     consumer warpgroups (moving together) multiplying them, each side waiting on the barriers with
-    its parity rule. Stops when every slice is multiplied, or when nothing can move any more
-    (a wait that never returns: a problem)."""
+    its parity rule: ``consumer_rule(use)`` and ``producer_rule(use)``, or, where ``parities`` is
+    given, ``parities(k, slots)`` -> (full, empty) for slice ``k``. Stops when every slice is
+    multiplied, or when nothing can move any more (a wait that never returns: a problem)."""
     if slices < 1 or slots < 1 or copy_steps < 1 or mma_steps < 1 or consumers < 1:
         raise ValueError("slices, slots, copy_steps, mma_steps and consumers are at least 1 "
                          f"(got {slices}, {slots}, {copy_steps}, {mma_steps}, {consumers})")
+    if parities is None:
+        def full_parity(k: int) -> int:
+            return consumer_rule(k // slots)
+
+        def empty_parity(k: int) -> int:
+            return producer_rule(k // slots)
+    elif producer_rule is not producer_parity or consumer_rule is not consumer_parity:
+        raise ValueError("give either parities (a rule per slice) or producer_rule / consumer_rule, not both")
+    else:
+        def full_parity(k: int) -> int:
+            return parities(k, slots)[0]
+
+        def empty_parity(k: int) -> int:
+            return parities(k, slots)[1]
     full = [MBarrier(f"full[{s}]", 1) for s in range(slots)]
     empty = [MBarrier(f"empty[{s}]", consumers) for s in range(slots)]
     run = RingRun(slots, slices, parities={b.name: [(0, 0)] for b in full + empty})
@@ -177,8 +205,8 @@ def ring_handshake(slices: int = 6, slots: int = 2, *, copy_steps: int = 3, mma_
             reading, moved = None, True
         # ---- the producer: wait for the slot to be free, then announce the bytes and ask for them
         if next_copy < slices:
-            slot, use = next_copy % slots, next_copy // slots
-            parity = producer_rule(use)
+            slot = next_copy % slots
+            parity = empty_parity(next_copy)
             if empty[slot].try_wait(parity):
                 before = next_copy - slots  # the slice this copy overwrites
                 if before >= 0 and before not in released:
@@ -199,8 +227,8 @@ def ring_handshake(slices: int = 6, slots: int = 2, *, copy_steps: int = 3, mma_
                 run.events.append(Event(t, "wait", next_copy, slot, empty[slot].name, parity))
         # ---- the consumer: wait for the slice's bytes, then multiply it
         if reading is None and next_mma < slices:
-            slot, use = next_mma % slots, next_mma // slots
-            parity = consumer_rule(use)
+            slot = next_mma % slots
+            parity = full_parity(next_mma)
             if full[slot].try_wait(parity):
                 if in_slot[slot] != next_mma:
                     run.problems.append(f"step {t}: the consumer reads slice {next_mma} from slot {slot} "

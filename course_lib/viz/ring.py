@@ -1,6 +1,6 @@
-"""The producer/consumer handshake of a ring of slots on mbarriers, as one picture (notebook 08).
+"""The producer/consumer handshake of a ring of slots on mbarriers, as one picture (notebook 09).
 
-Notebook 08 calls::
+Notebook 09 calls::
 
     from course_lib.model.ring import ring_handshake
     from course_lib.viz.ring import draw_ring_handshake

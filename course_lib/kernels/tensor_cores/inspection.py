@@ -1,5 +1,6 @@
-"""Reading the tensor-core stages without a GPU: their sources, as excerpts the notebooks print, and
-what the compiler makes of them - ptxas's report and the SASS of every stage, as tables.
+"""Reading the tensor-core stages without a GPU: their sources, as the notebooks print them (marked
+excerpts, a helper by its name, a piece of a kernel by a line of it), and what the compiler makes of
+them - ptxas's report and the SASS of every stage, as tables.
 
 Compiling needs ``nvcc`` (:mod:`course_lib.compiler` finds it); reading the SASS needs the
 ``cuobjdump`` that ships in Triton's wheel.
@@ -176,3 +177,82 @@ def source_excerpt(stage_or_file: str | Path, name: str) -> str:
     first, last = spans[name]
     lines = source_path(stage_or_file).read_text().splitlines()[first:last + 1]
     return "\n".join(line for line in lines if not (EXCERPT_BEGIN.match(line) or EXCERPT_END.match(line)))
+
+
+# ---- reading the kernels: a helper function, or a piece of a kernel, printed from its source -------
+# Notebooks 08 and 09 print each synchronisation helper where a stage first uses it, and stage 2 top
+# to bottom, straight from csrc/ (no copy of the C++ lives in Python). The excerpt markers above are
+# for longer passages; these find a helper by its name and a piece of a kernel by a line of it, so
+# the sources need no markers for them.
+_BANNER = re.compile(r"^\s*// (----|\[/?excerpt )")
+
+
+def _strip_code(line: str) -> str:
+    """The line with its // comment, string and character literals blanked (braces in asm strings,
+    such as "{\\n", are not code)."""
+    out, i = [], 0
+    while i < len(line):
+        ch = line[i]
+        if ch in "\"'":
+            j = i + 1
+            while j < len(line) and line[j] != ch:
+                j += 2 if line[j] == "\\" else 1
+            out.append(" " * (j + 1 - i))
+            i = j + 1
+        elif line.startswith("//", i):
+            break
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def cuda_function(name: str, file: str | Path = "tc_hopper.cuh") -> str:
+    """The definition of the C++ function ``name`` in ``file`` (a stage or a file in csrc/, as
+    :func:`source_path` takes it), with its template line and the comment right above it.
+    ValueError if ``file`` defines no such function, or more than one."""
+    path = source_path(file)
+    lines = path.read_text().splitlines()
+    found = [i for i, line in enumerate(lines)
+             if line[:1] not in ("", " ", "/", "#", "}") and re.search(rf"\b{re.escape(name)}\s*\(", line)
+             and not _strip_code(line).rstrip().endswith(";")]
+    if len(found) != 1:
+        raise ValueError(f"{path.name} defines {len(found)} functions named {name!r} at the start of a line "
+                         f"(lines {[i + 1 for i in found]}): give the name of exactly one")
+    first = found[0]
+    while first > 0 and lines[first - 1].startswith("template"):
+        first -= 1
+    while first > 0 and lines[first - 1].startswith("//") and not _BANNER.match(lines[first - 1]):
+        first -= 1
+    depth, opened = 0, False
+    for last in range(found[0], len(lines)):
+        code = _strip_code(lines[last])
+        depth += code.count("{") - code.count("}")
+        opened = opened or "{" in code
+        if opened and depth == 0:
+            return "\n".join(lines[first:last + 1])
+    raise ValueError(f"{path.name}: the body of {name} never closes")
+
+
+def cuda_functions(*names: str, file: str | Path = "tc_hopper.cuh") -> str:
+    """Several helpers of ``file``, in the order given, a blank line between them."""
+    return "\n\n".join(cuda_function(n, file) for n in names)
+
+
+def kernel_piece(stage: str, line: str) -> str:
+    """The paragraph (lines between two blank lines) of a stage's source that holds the text
+    ``line``, without excerpt markers: a kernel read piece by piece. ValueError if no paragraph, or
+    more than one, holds it."""
+    path = source_path(stage)
+    paragraphs, current = [], []
+    for text in path.read_text().splitlines() + [""]:
+        if text.strip():
+            if not re.match(r"^\s*// \[/?excerpt ", text):
+                current.append(text)
+        elif current:
+            paragraphs.append(current)
+            current = []
+    found = [p for p in paragraphs if any(line in t for t in p)]
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} paragraphs of {path.name} hold {line!r}: give a line of exactly one")
+    return "\n".join(found[0])

@@ -1,0 +1,295 @@
+"""Exercises of notebook ``09_hopper_pipelines``: the ring's parity rule (you write it), the prediction
+of stage 3's speed, and the register budget of warp specialisation.
+
+The parity rule is checked by playing it: :func:`course_lib.model.ring.ring_handshake` runs a
+producer and its consumers over rings of several sizes with your rule, and the check reports the
+first wait that never returns, slot read before its copy landed, or slot overwritten while still
+being read. The register budget comes from the register arithmetic of ``setmaxnreg``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Sequence
+
+from course_lib import learn
+from course_lib.exercises import Puzzle, Question, call_on_every_case, nothing_yet
+from course_lib.learn import Verdict, say
+from course_lib.model import ring
+
+# ---- the puzzle: which parity each side of the ring waits for ---------------------------------------
+
+
+def ring_parities(k: int, slots: int) -> tuple[int, int]:
+    """The parities slice k waits for in a ring of ``slots`` slots: (the readers on full[s], the
+    producer on empty[s]), s = k % slots."""
+    use = k // slots                  # slice k is the slot's use number k // slots (0, 1, 2, ...)
+    full = use % 2                    # use u's copy completes phase u of full[s]
+    empty = (use - 1) % 2             # the copy needs the release of use u - 1: phase u - 1 of empty[s]
+    return full, empty                # (for u = 0, parity 1: a fresh barrier lets it through at once)
+
+
+class Play(NamedTuple):
+    """One ring the check plays: its size and the model's timing (steps of the model, not cycles)."""
+
+    slices: int
+    slots: int
+    copy_steps: int
+    mma_steps: int
+    consumers: int
+
+
+# Rings of 1 to 6 slots, each over more than two laps, with copies slower and faster than the
+# multiplies, one or two consumer warpgroups: a rule that holds only for one ring size (stage 3's 5),
+# or only on the first lap, goes wrong in one of them.
+PLAYS = (Play(7, 1, 2, 2, 1), Play(9, 2, 3, 2, 1), Play(10, 3, 1, 4, 2), Play(13, 4, 3, 2, 2),
+         Play(17, 5, 2, 3, 2), Play(20, 6, 4, 1, 1))
+
+
+def _full_from_slice(k, slots):
+    return k % 2, ((k // slots) % 2) ^ 1
+
+
+def _empty_from_slice(k, slots):
+    return (k // slots) % 2, (k % 2) ^ 1
+
+
+def _both_use(k, slots):
+    return (k // slots) % 2, (k // slots) % 2
+
+
+def _five_slots(k, slots):
+    return (k // 5) % 2, ((k // 5) % 2) ^ 1
+
+
+def _from_slot(k, slots):
+    return (k % slots) % 2, ((k % slots) % 2) ^ 1
+
+
+def _swapped(k, slots):
+    return ((k // slots) % 2) ^ 1, (k // slots) % 2
+
+
+def _first_lap_only(k, slots):
+    return 0, 1
+
+
+def _both_flipped(k, slots):
+    return ((k // slots) % 2) ^ 1, ((k // slots) % 2) ^ 1
+
+
+@dataclass(frozen=True)
+class RingPuzzle(Puzzle):
+    """A puzzle whose answer is a rule ``fn(k, slots) -> (full parity, empty parity)``, checked by
+    playing the handshake of a ring with it (:func:`course_lib.model.ring.ring_handshake`) for every
+    ring of ``plays``. A rule that agrees with one of the ``known_wrong`` rules on every slice played
+    is told what that rule does wrong; any other wrong rule is told the first thing that went wrong."""
+
+    title: str
+    reference: Callable[[int, int], tuple[int, int]]
+    plays: Sequence[Play]
+    known_wrong: Sequence[tuple[Callable, str]] = ()
+    reveal: Any = None
+
+    def cases(self) -> list[tuple[int, int]]:
+        return list(dict.fromkeys((k, p.slots) for p in self.plays for k in range(p.slices)))
+
+    def check(self, fn) -> Verdict:
+        if nothing_yet(self.title, fn):
+            return Verdict(False)
+        cases = self.cases()
+        got = call_on_every_case(self.title, fn, cases, lambda c: f"for slice {c[0]} of {_ring(c[1])}")
+        if got is None:
+            return Verdict(False)
+        pairs = {}
+        for (k, slots), value in got.items():
+            pair = _as_pair(value)
+            if pair is None:
+                say(f"{self.title}: return a pair (full parity, empty parity); for slice {k} of {_ring(slots)} "
+                    f"yours returns {value!r}.")
+                return Verdict(False)
+            if any(p not in (0, 1) for p in pair):
+                say(f"{self.title}: a parity is one bit, 0 or 1 (a phase number mod 2); for slice {k} of "
+                    f"{_ring(slots)} yours gives {learn.fmt(pair)}.")
+                return Verdict(False)
+            pairs[k, slots] = pair
+        failed = []
+        for play in self.plays:
+            run = ring.ring_handshake(play.slices, play.slots, copy_steps=play.copy_steps, mma_steps=play.mma_steps,
+                                      consumers=play.consumers, parities=lambda k, s: pairs[k, s])
+            if not run.ok:
+                failed.append((play, run.problems[0]))
+        differs = [c for c in cases if pairs[c] != tuple(self.reference(*c))]
+        if not failed and not differs:
+            sizes = sorted({p.slots for p in self.plays})
+            say(f"{self.title}: solved — played on rings of {sizes[0]} to {sizes[-1]} slots, "
+                f"{sum(p.slices for p in self.plays)} slices in all: every slice read after its copy landed, "
+                "no slot refilled before its release, no wait left hanging.")
+            return Verdict(True)
+        for known, meaning in self.known_wrong:
+            if all(pairs[c] == tuple(known(*c)) for c in cases):
+                say(f"{self.title}: not yet — {meaning}")
+                break
+        else:
+            if failed:
+                say(f"{self.title}: not yet — {len(failed)} of the {len(self.plays)} rings went wrong.")
+            else:  # every ring played through: the model and the kernels' rule disagree (never seen)
+                k, slots = differs[0]
+                say(f"{self.title}: not yet — every ring played through, but for slice {k} of {_ring(slots)} "
+                    f"yours gives {learn.fmt(pairs[k, slots])}, not the kernels' rule.")
+        for play, problem in failed[:2]:
+            say(f"{_ring(play.slots)}, {play.slices} slices: {problem}", indent=2)
+        return Verdict(False)
+
+    def solution(self):
+        return learn.show_source(self.reveal if self.reveal is not None else self.reference)
+
+
+def _ring(slots: int) -> str:
+    return f"a ring of {slots} slot{'s' if slots != 1 else ''}"
+
+
+def _as_pair(value) -> tuple[int, int] | None:
+    """``value`` as a pair of integers, or None if it is not two whole numbers."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        return None
+    out = []
+    for v in value:
+        try:
+            i = int(v)
+        except (TypeError, ValueError):
+            return None
+        if i != v:
+            return None
+        out.append(i)
+    return out[0], out[1]
+
+
+parities = RingPuzzle(
+    title="Your parities",
+    reference=ring_parities,
+    plays=PLAYS,
+    known_wrong=[
+        (_five_slots, "your rule takes every ring as 5 slots, stage 3's: the use of a slot is k // slots, "
+                      "for whatever number of slots the ring has."),
+        (_from_slot, "the parity comes from which use of its slot slice k is (k // slots), not from the "
+                     "slot's number: each slot's barriers count their own phases, one per use."),
+        (_full_from_slice, "full[s] completes one phase per use of slot s, not one per slice: count the "
+                           "slot's uses, k // slots."),
+        (_empty_from_slice, "empty[s] completes one phase per use of slot s, not one per slice: count the "
+                            "slot's uses, k // slots."),
+        (_both_use, "the producer waits for the same parity as the readers: that is the release of this "
+                    "use, which comes only after the copy it is waiting to make. It needs the release of the "
+                    "previous use, u - 1."),
+        (_swapped, "your two parities are swapped: the first is what the readers wait for on full[s], "
+                   "the second what the producer waits for on empty[s]."),
+        (_first_lap_only, "right on the first lap only: from a slot's second use on, the phase that use "
+                          "waits for is another one, so its parity changes from use to use."),
+        (_both_flipped, "the readers wait for the phase their copy completes: use u's copy completes "
+                        "phase u of full[s], parity u % 2 (a fresh barrier is in phase 0)."),
+    ],
+    reveal=ring_parities,
+)
+
+
+# ---- the prediction of section 2: stage 3's speed as a share of stage 2's ---------------------------
+
+@dataclass(frozen=True)
+class ChangePrediction:
+    """A prediction of a speed relative to a baseline, in per cent (100 = as fast as the baseline),
+    compared with the measurement in words about the two stages.
+
+    The rule: a prediction within 5 % of 100 (:func:`course_lib.learn.direction`) says "about as
+    fast" and is compared by size only. Any other prediction says which way the speed moves, and
+    it points the wrong way - however close its number - unless the measurement moved that way by
+    more than ``MEASURED_WITHIN`` %. A prediction not the wrong way counts (the verdict is true),
+    and is called close within 25 % of the measurement, as :func:`course_lib.learn.compare_prediction`
+    does. A number between 0 and 2 is taken for a ratio typed where a percentage was asked for."""
+
+    what: str          # "stage 3", the thing predicted
+    baseline: str      # "stage 2", what it is a percentage of
+
+    MEASURED_WITHIN = 1.0  # % of the baseline: a measurement this close to 100 % has no direction
+
+    def _way(self, percent: float, way: int) -> str:
+        if way == 0:
+            return f"{self.what} about as fast as {self.baseline}"
+        return f"{self.what} {'faster' if way > 0 else 'slower'} than {self.baseline} ({percent - 100:+.0f} %)"
+
+    def check(self, guess, measured: float) -> Verdict:
+        usable = isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess) and guess > 0
+        if guess is None:  # nothing entered: said as for any prediction, the measurement kept hidden
+            return learn.compare_prediction(guess, measured, unit="%", pivot=100)
+        if not usable:
+            say(f"A prediction is a positive number of % (100 = as fast as {self.baseline}), not {guess!r}.")
+            return Verdict(False)
+        if guess < 2:
+            say(f"You entered {learn.fmt(guess)}: that looks like a ratio. Give {self.what}'s speed in per "
+                f"cent of {self.baseline}'s ({learn.fmt(guess)}x is {learn.fmt(round(100 * guess, 1))} %), "
+                "then run both cells again.")
+            return Verdict(False)
+        want = learn.direction(guess, 100)
+        got = 0 if abs(measured - 100) <= self.MEASURED_WITHIN else (1 if measured > 100 else -1)
+        said = (f"You predicted {learn.fmt(guess)} %, {self._way(guess, want)}; measured "
+                f"{learn.fmt(round(measured, 1))} %, {self._way(measured, got)}.")
+        ratio = measured / guess
+        if want != 0 and want != got:
+            say(said + " Your prediction points the wrong way"
+                + (": the change you expected did not happen." if got == 0 else ", not just by too much or too little."))
+            return Verdict(False, ratio)
+        off = (f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
+               else f"the measurement is {1 / ratio:.2g}x below your prediction")
+        if 0.8 <= ratio <= 1.25:
+            verdict = "Close: the right way and within 25 % of the measurement." if want else "Close: within 25 % of the measurement."
+        else:
+            verdict = f"The right way, but {off}." if want else f"{off[0].upper()}{off[1:]}."
+        say(f"{said} {verdict}")
+        return Verdict(True, ratio)
+
+
+stage3_speed = ChangePrediction(what="stage 3", baseline="stage 2")
+
+
+# ---- exercise: the register budget of a variant of stage 4 ------------------------------------------
+
+REGS_PER_SM = 65536
+THREADS = 384           # three warpgroups, __launch_bounds__(384, 1)
+PRODUCER_THREADS, CONSUMER_THREADS = 128, 256
+VARIANT_PRODUCER_REGS = 48
+
+
+def _round8(x: float) -> int:
+    return int(x) // 8 * 8
+
+
+def registers_at_launch(threads: int = THREADS) -> int:
+    """What ptxas gives each thread under __launch_bounds__(threads, 1): the SM's registers shared
+    out, rounded down to a multiple of 8."""
+    return _round8(REGS_PER_SM // threads)
+
+
+def consumer_registers(producer_regs: int = VARIANT_PRODUCER_REGS, pool: int | None = None) -> int:
+    """Registers per consumer thread that setmaxnreg can give when the producer keeps
+    ``producer_regs``: what the CTA's pool (registers at launch x threads) has left, shared out over
+    the consumers, rounded down to a multiple of 8."""
+    pool = registers_at_launch() * THREADS if pool is None else pool
+    return _round8((pool - PRODUCER_THREADS * producer_regs) / CONSUMER_THREADS)
+
+
+register_budget = Question(
+    what="registers per consumer thread",
+    expected=consumer_registers,
+    hint="the pool is (registers at launch) x 384 threads; subtract the producer's, share out, round down",
+    wrong=[
+        (consumer_registers(pool=REGS_PER_SM), f"that shares out the SM's {REGS_PER_SM:,} registers; "
+                                               f"setmaxnreg moves registers within the CTA's pool, "
+                                               f"{registers_at_launch()} x {THREADS}."),
+        ((registers_at_launch() * THREADS - PRODUCER_THREADS * VARIANT_PRODUCER_REGS) / CONSUMER_THREADS,
+         "setmaxnreg takes multiples of 8: round down."),
+        (consumer_registers(producer_regs=0), f"the producer keeps its {VARIANT_PRODUCER_REGS} registers per "
+                                              "thread: subtract them from the pool first."),
+        (registers_at_launch(), "that is what every thread gets at launch; setmaxnreg moves what the "
+                                "producer gives back to the consumers."),
+    ],
+)

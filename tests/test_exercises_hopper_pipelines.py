@@ -1,0 +1,194 @@
+"""The exercises of notebook 09 (course_lib.exercises.hopper_pipelines): the ring's parity rule is
+solved by the kernels' rule only, its starter is told to fill in the TODO lines, its named wrong
+rules get their message and unnamed wrong rules a played problem; the prediction of stage 3's speed
+and the register budget say what a wrong answer means."""
+
+from __future__ import annotations
+
+import pytest
+
+from course_lib import results
+from course_lib.exercises import hopper_pipelines as ex
+from course_lib.kernels import tensor_cores as tc
+from course_lib.model import ring
+
+
+def _check(puzzle, fn, capsys) -> tuple[bool, str]:
+    verdict = puzzle.check(fn)
+    out = capsys.readouterr().out
+    assert all(len(line) <= 100 for line in out.splitlines()), out
+    return bool(verdict), " ".join(out.split())
+
+
+# ---- the puzzle: the parities of the ring ---------------------------------------------------------
+
+def test_the_reference_is_the_kernels_rule_and_the_model_s():
+    text = tc.source_path("tc_4_warp_specialized").read_text()
+    assert "mbar_wait(&s.full[slot], (ks / STAGES) % 2)" in text
+    assert "mbar_wait(&s.empty[slot], ((ks / STAGES) % 2) ^ 1)" in text
+    for slots in range(1, 7):
+        for k in range(30):
+            u = k // slots
+            assert ex.ring_parities(k, slots) == (u % 2, (u % 2) ^ 1) == ring.kernels_parities(k, slots)
+
+
+def test_the_solution_and_other_spellings_of_it_pass(capsys):
+    ok, out = _check(ex.parities, ex.ring_parities, capsys)
+    assert ok and "solved" in out and "rings of 1 to 6 slots" in out
+    spellings = [
+        lambda k, slots: ((k // slots) & 1, 1 - (k // slots) & 1),
+        lambda k, slots: [(k // slots) % 2, ((k // slots) - 1) % 2],       # a list, (u - 1) % 2
+        lambda k, slots: (bool((k // slots) % 2), not (k // slots) % 2),    # bools
+        lambda k, slots: (float((k // slots) % 2), 1.0 - (k // slots) % 2),
+    ]
+    for fn in spellings:
+        assert _check(ex.parities, fn, capsys)[0]
+
+
+def test_the_starter_is_told_to_fill_in_the_todo_lines(capsys):
+    def my_parities(k, slots):
+        return None
+
+    ok, out = _check(ex.parities, my_parities, capsys)
+    assert not ok and "fill in the TODO lines" in out
+    ok, out = _check(ex.parities, None, capsys)
+    assert not ok and "no function yet" in out
+
+
+@pytest.mark.parametrize("fn, words", [
+    (lambda k, slots: (k % 2, ((k // slots) % 2) ^ 1), "not one per slice"),               # full k % 2
+    (lambda k, slots: ((k // slots) % 2, (k // slots) % 2), "the release of this use"),   # u % 2 for both
+    (lambda k, slots: ((k // 5) % 2, ((k // 5) % 2) ^ 1), "every ring as 5 slots"),       # stage 3's 5 slots
+    (lambda k, slots: ((k % slots) % 2, ((k % slots) % 2) ^ 1), "not from the slot's number"),
+    (lambda k, slots: (((k // slots) % 2) ^ 1, (k // slots) % 2), "swapped"),
+    (lambda k, slots: (0, 1), "right on the first lap only"),
+    (lambda k, slots: ((k // slots) % 2, (k % 2) ^ 1), "not one per slice"),              # empty from k
+    (lambda k, slots: (((k // slots) % 2) ^ 1, ((k // slots) % 2) ^ 1), "phase u of full[s]"),
+], ids=["full-k-mod-2", "u-mod-2-for-both", "slots-fixed-at-5", "from-the-slot", "swapped", "first-lap",
+        "empty-from-k", "readers-flipped"])
+def test_named_wrong_rules_get_their_message_and_a_played_problem(fn, words, capsys):
+    ok, out = _check(ex.parities, fn, capsys)
+    assert not ok and words in out, out
+    assert "deadlock" in out or "before its copy has landed" in out or "overwrites slot" in out, out
+
+
+@pytest.mark.parametrize("fn", [
+    lambda k, slots: ((k // slots) % 2, ((k // slots) % 2) ^ 1) if k < 7 else (0, 1),     # right for a while
+    lambda k, slots: ((k // slots) % 2, ((k // slots) % 2) ^ (k % slots != 2)),           # one slot wrong
+    lambda k, slots: ((k // max(slots - 1, 1)) % 2, ((k // max(slots - 1, 1)) % 2) ^ 1),  # one slot too few
+    lambda k, slots: (((k + 1) // slots) % 2, (((k + 1) // slots) % 2) ^ 1),              # off by one slice
+    lambda k, slots: ((k // slots) % 2, 1),                                                # empty never flips
+    lambda k, slots: ((k // slots) % 2, ((k // slots) % 2) ^ 1) if slots < 6 else (0, 1),  # small rings only
+], ids=["late-lap", "one-slot", "slots-minus-1", "off-by-one", "empty-always-1", "big-ring"])
+def test_wrong_rules_no_one_listed_are_rejected_with_what_went_wrong(fn, capsys):
+    ok, out = _check(ex.parities, fn, capsys)
+    assert not ok and "not yet" in out, out
+    assert "a ring of" in out and ("deadlock" in out or "before its copy has landed" in out
+                                   or "overwrites slot" in out), out
+
+
+@pytest.mark.parametrize("fn, words", [
+    (lambda k, slots: k // slots % 2, "return a pair (full parity, empty parity)"),
+    (lambda k, slots: (0, 1, 0), "return a pair"),
+    (lambda k, slots: ("0", "1"), "return a pair"),
+    (lambda k, slots: (k // slots, k // slots + 1), "a parity is one bit, 0 or 1"),
+    (lambda k, slots: (0.5, 1), "return a pair"),
+    (lambda k, slots: 1 // (k - 3), "raised ZeroDivisionError for slice 3 of a ring of 1 slot"),
+])
+def test_answers_of_the_wrong_kind_say_so(fn, words, capsys):
+    ok, out = _check(ex.parities, fn, capsys)
+    assert not ok and words in out, out
+
+
+def test_every_named_wrong_rule_is_wrong_somewhere_and_none_is_another():
+    """A listed rule that the check accepts, or two listed rules that agree on every slice, would
+    give a learner the wrong message."""
+    cases = ex.parities.cases()
+    rules = [fn for fn, _ in ex.parities.known_wrong]
+    for fn in rules:
+        assert any(tuple(fn(*c)) != ex.ring_parities(*c) for c in cases), fn.__name__
+    for i, f in enumerate(rules):
+        for g in rules[i + 1:]:
+            assert any(tuple(f(*c)) != tuple(g(*c)) for c in cases), (f.__name__, g.__name__)
+
+
+def test_the_plays_cover_one_to_six_slots_and_more_than_two_laps():
+    assert sorted(p.slots for p in ex.PLAYS) == list(range(1, 7))
+    assert all(p.slices > 2 * p.slots for p in ex.PLAYS)
+
+
+def test_the_solution_button_shows_the_reference(capsys):
+    box = ex.parities.solution()
+    box.button.click()
+    shown = "".join(str(o.get("data", {}).get("text/plain", "")) for o in box.output.outputs)
+    assert "def ring_parities" in shown
+
+
+# ---- the prediction of section 2 -----------------------------------------------------------------
+
+@pytest.mark.parametrize("guess, measured, words", [
+    (120, 97.9, "stage 3 faster than stage 2 (+20 %); measured 97.9 %, stage 3 slower than stage 2 (-2 %)"),
+    (110, 97.9, "points the wrong way, not just by too much or too little"),  # within 25 %, still wrong
+    (90, 99.5, "points the wrong way: the change you expected did not happen"),
+    (90, 115, "points the wrong way, not just by too much or too little"),
+])
+def test_stage3_prediction_that_points_the_wrong_way_is_told_so(guess, measured, words, capsys):
+    verdict = ex.stage3_speed.check(guess, measured)
+    out = " ".join(capsys.readouterr().out.split())
+    assert not verdict and words in out and "close" not in out.lower(), out
+    assert verdict.value == pytest.approx(measured / guess)
+
+
+@pytest.mark.parametrize("guess, words", [
+    (90, "Close: the right way and within 25 % of the measurement."),   # "a bit slower": the right way
+    (85, "Close: the right way and within 25 %"),
+    (99, "Close: within 25 % of the measurement."),                      # about as fast: by size only
+    (100, "You predicted 100 %, stage 3 about as fast as stage 2; measured 97.9 %, stage 3 slower"),
+    (104, "Close: within 25 %"),
+    (60, "The right way, but the measurement is 1.6x your prediction."),
+])
+def test_stage3_prediction_the_right_way_is_compared_by_size(guess, words, capsys):
+    verdict = ex.stage3_speed.check(guess, 97.9)
+    out = " ".join(capsys.readouterr().out.split())
+    assert verdict and words in out, out
+    assert verdict.value == pytest.approx(97.9 / guess)
+
+
+def test_stage3_prediction_other_cases(capsys):
+    assert ex.stage3_speed.check(130, 125)
+    assert "Close: the right way" in capsys.readouterr().out
+    assert ex.stage3_speed.check(100, 112)  # no change predicted: compared by size, not by way
+    assert "Close: within 25 %" in capsys.readouterr().out
+    assert not ex.stage3_speed.check(0.98, 97.9)  # a ratio where a percentage is asked for
+    out = " ".join(capsys.readouterr().out.split())
+    assert "looks like a ratio" in out and "0.98x is 98 %" in out and "97.9" not in out, out
+    assert not ex.stage3_speed.check(None, 97.9)
+    assert "No prediction entered" in capsys.readouterr().out
+    assert not ex.stage3_speed.check("faster", 97.9)
+    assert "positive number" in capsys.readouterr().out
+    assert not ex.stage3_speed.check(True, 97.9)
+    assert "positive number" in capsys.readouterr().out
+
+
+def test_stage3_prediction_in_the_notebook_compares_with_the_recording(capsys):
+    rate = {stage: results.load().select(stage, "bf16", [(4096, 4096, 4096)])[0]["tflops"]
+            for stage in ("tc_2_wgmma_tma", "tc_3_pipeline")}
+    measured = 100 * rate["tc_3_pipeline"] / rate["tc_2_wgmma_tma"]
+    assert 95 < measured < 105  # the ring gains nothing at 4096^3: a +20 % prediction is the wrong way
+    assert not ex.stage3_speed.check(120, measured)
+
+
+# ---- the register budget -------------------------------------------------------------------------
+
+def test_register_budget_question(capsys):
+    at_launch = 65536 // 384 // 8 * 8
+    assert ex.registers_at_launch() == at_launch == 168
+    assert ex.register_budget.expected() == (at_launch * 384 - 128 * 48) // 256 // 8 * 8 == 224
+    assert ex.register_budget.check(224)
+    for answer, words in [(232, "SM's 65,536 registers"), (228, "round down"), (248, "subtract them"),
+                          (168, "at launch")]:
+        verdict = ex.register_budget.check(answer)
+        out = " ".join(capsys.readouterr().out.split())
+        assert not verdict and words in out, (answer, out)
+    ex.register_budget.check(None)
+    assert "no answer yet" in capsys.readouterr().out
