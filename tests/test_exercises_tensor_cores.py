@@ -101,6 +101,14 @@ def test_a_fragment_names_lane_4t_plus_g_and_t_col_mod_4(capsys):
     assert not ok and "t = col % 4 gives a lane every fourth column" in out
 
 
+def test_a_fragment_names_lane_and_i_returned_in_the_wrong_order(capsys):
+    def i_then_lane(row, col):
+        g, t = row % 8, (col % 8) // 2
+        return col % 2 + 2 * (row // 8) + 4 * (col // 8), 4 * g + t
+    ok, out = _check(ex06.a_fragment, i_then_lane, capsys)
+    assert not ok and "you return (i, lane); return (lane, i)" in out
+
+
 def test_a_fragment_lists_the_cases_of_an_unknown_mistake_and_reports_an_exception(capsys):
     ok, out = _check(ex06.a_fragment, lambda row, col: (0, 0), capsys)
     assert not ok and "wrong on 255 of 256 cases" in out and "A[0][1]" in out
@@ -125,11 +133,13 @@ def test_bf16_ridge_is_from_the_recorded_peaks(capsys):
     ceilings = results.load().ceilings
     want = ceilings["cublas_peak_tflops"]["bf16"] * 1000 / ceilings["copy_bandwidth_gbs"]
     assert ex06.bf16_ridge.expected() == pytest.approx(want)
-    assert _answer(ex06.bf16_ridge, 12 * 15, capsys)[0]  # from the text's rounded numbers
+    ok, out = _answer(ex06.bf16_ridge, 12 * 15, capsys)  # from the text's rounded numbers
+    assert ok and f"= {want:.0f} FLOP/byte" in out  # a right answer is followed by the recorded ridge
     for answer, words in [(12, "the fp32 ridge"), (0.8, "divides by the factor"), (15, "the factor the peak"),
-                          (2 * want, "2-byte elements"), (120, "Hint:")]:
+                          (2 * want, "2-byte elements"), (120, "Hint:"), (None, "no answer yet")]:
         ok, out = _answer(ex06.bf16_ridge, answer, capsys)
         assert not ok and words in out, (answer, out)
+        assert f"{want:.0f} FLOP/byte" not in out, f"{answer!r} is shown the recorded ridge: {out}"
 
 
 # ---- 07: the 128-byte swizzle --------------------------------------------------------------------

@@ -8,10 +8,12 @@ Every expected answer comes from the course's models: the PTX fragment layout
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable
 
 from course_lib.exercises import FunctionPuzzle, Question
+from course_lib.learn import Verdict, say
 from course_lib.model.fragments import fragment_map
 
 
@@ -45,7 +47,29 @@ def _peak_ratio() -> float:
     return ridge("bf16") / ridge("fp32")
 
 
-bf16_ridge = Question(
+def ridge_working(dtype: str = "bf16") -> str:
+    """The ridge worked out from the recorded roofs, as the check prints it once the answer is right."""
+    from course_lib import results  # noqa: PLC0415
+
+    peak = results.load().ceilings["cublas_peak_tflops"][dtype]
+    return f"best cuBLAS {dtype} {peak:.0f} TFLOP/s / copy {_copy_tbs():.2f} TB/s = {ridge(dtype):.0f} FLOP/byte"
+
+
+@dataclass(frozen=True)
+class _RidgeQuestion(Question):
+    """A Question whose right answer is followed by the recorded working (and nothing before it: the
+    prediction comes first)."""
+
+    dtype: str = "bf16"
+
+    def check(self, answer: Any) -> Verdict:
+        verdict = super().check(answer)
+        if verdict:
+            say(f"Recorded on the H200: {ridge_working(self.dtype)}.")
+        return verdict
+
+
+bf16_ridge = _RidgeQuestion(
     what="the bf16 ridge (FLOP/byte)",
     expected=lambda: ridge("bf16"),
     rel_tol=0.15,  # a prediction from the rounded numbers of the text (12 and 15) is well inside
@@ -97,6 +121,10 @@ def _t_is_col_mod_4(row, col):
     return 4 * (row % 8) + col % 4, a_owner(row, col)[1]
 
 
+def _i_and_lane_swapped(row, col):
+    return a_owner(row, col)[::-1]
+
+
 a_fragment = FunctionPuzzle(
     title="Your map of A's fragment",
     reference=lambda row, col: _owner("A", row, col),
@@ -114,6 +142,8 @@ a_fragment = FunctionPuzzle(
                              "(g = lane // 4)."),
         (_t_is_col_mod_4, "t = col % 4 gives a lane every fourth column; a lane holds two neighbouring "
                           "columns 2t and 2t + 1, so t = (col % 8) // 2."),
+        (_i_and_lane_swapped, "your lane and i are right but in the wrong order: you return (i, lane); "
+                              "return (lane, i), the lane first."),
     ],
     reveal=a_owner,
 )

@@ -115,12 +115,12 @@ def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
             _labelled_map(ax, fm, range(rows), range(cols), highlight)
         return ax.figure
     if not wg:
-        outlined = f"\nred outline: what lane T{highlight} holds" if highlight is not None else ""
+        outlined = f"\nred outline: what lane {highlight} (T{highlight}) holds" if highlight is not None else ""
         fig, ax = plt.subplots(figsize=(1.0 + 0.36 * cols, 1.1 + 0.28 * rows))
         _labelled_map(ax, fm, range(rows), range(cols), highlight)
         ax.set_title(
             f"{fm.instruction} operand {fm.operand} ({rows} x {cols}), held by one warp\n"
-            f"colour = lane (hue: groupID = lane >> 2, shade: lane % 4){outlined}",
+            f"T<n>: lane n; colour = lane (hue: g = lane // 4, shade: t = lane % 4){outlined}",
             fontsize=9,
         )
         fig.tight_layout()
@@ -138,7 +138,7 @@ def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
     _labelled_map(ax_warp, fm, slice_rows, slice_cols, highlight)
     more = f", columns 0-{len(slice_cols) - 1} of {cols}" if cols > len(slice_cols) else ""
     ax_warp.set_title(f"black box, enlarged: warp {warp} (T{WARP_SIZE * warp}-T{WARP_SIZE * (warp + 1) - 1}), rows {slice_rows.start}-{slice_rows.stop - 1}{more}\n"
-                      "colour = lane in the warp (hue: groupID, shade: lane % 4)", fontsize=9)
+                      "colour = lane in the warp (hue: g = lane // 4, shade: t = lane % 4)", fontsize=9)
     outlined = f"; red outline: what thread T{highlight} holds" if highlight is not None else ""
     fig.suptitle(f"{fm.instruction} operand {fm.operand} ({rows} x {cols}), held by a warpgroup of {WARPGROUP_SIZE} threads{outlined}", fontsize=9)
     fig.tight_layout()
