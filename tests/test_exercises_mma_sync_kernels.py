@@ -141,6 +141,10 @@ def test_stage0_intensity_and_roof(capsys):
                           (copy_tbs / (16 / 3), "not bandwidth over intensity")]:
         ok, out = _answer(ex.stage0_roof, answer, capsys)
         assert not ok and words in out, (answer, out)
+    # a roof worked out right from a wrong intensity (each the intensity question's) points back to it
+    for intensity in (8, 16, 2 * 16 / 3):
+        ok, out = _answer(ex.stage0_roof, intensity * copy_tbs, capsys)
+        assert not ok and f"follows from an intensity of {intensity:.1f} FLOP/byte: check the intensity first" in out
 
 
 # ---- exercise 2: why stage 1 pads its rows ----------------------------------------------------------

@@ -58,7 +58,7 @@ def _row_and_column_swapped(lane):
     return 8 * (lane // 16), lane % 16
 
 
-def _matrices_1_and_2_exchanged(lane):  # the order of stage 1's B load (.trans), used for A
+def _matrices_1_and_2_exchanged(lane):
     return lane % 8 + 8 * (lane // 16), 8 * ((lane // 8) % 2)
 
 
@@ -231,8 +231,7 @@ ldmatrix_a = LdmatrixPuzzle(
                                   "overlap."),
         (_matrices_1_and_2_exchanged, "matrices 1 and 2 are exchanged: register 1 receives columns 8-15 "
                                       "(a4, a5) and register 2 rows 8-15 (a2, a3); in the fragment a2, a3 "
-                                      "lie 8 rows below a0, a1, so matrix 1 is the quarter below matrix 0 "
-                                      "(the order of stage 1's B load suits B, not A)."),
+                                      "lie 8 rows below a0, a1, so matrix 1 is the quarter below matrix 0."),
     ],
     reveal=stage1_a_row,
 )
@@ -285,6 +284,13 @@ stage0_roof = Question(
         (lambda want: want * 1000, "that is GFLOP/s (intensity times GB/s): divide by 1000."),
         (lambda want: _copy_tbs() / stage0_intensity_value(), "the roof is intensity times bandwidth, "
                                                               "not bandwidth over intensity."),
+        # A roof worked out right from one of the intensity question's wrong intensities (the 4-byte
+        # one is named above): the mistake is in the intensity.
+        *[(lambda want, i=i: i * _copy_tbs(),
+           f"your roof follows from an intensity of {i:.1f} FLOP/byte: check the intensity first.")
+          for i in (_stage0_flop_and_bytes()[0] / (16 * 16 * BF16_BYTES),
+                    _stage0_flop_and_bytes()[0] / (16 * 8 * BF16_BYTES),
+                    stage0_intensity_value() * BF16_BYTES)],
     ],
 )
 
@@ -300,7 +306,7 @@ def passes(pitch_bytes: int) -> int:
 pitch64_passes = Question(
     what="passes with 64-byte rows",
     expected=lambda: passes(64),
-    hint="the 32 banks span 128 bytes: at which of the 128 bytes does each of the 8 rows start?",
+    hint="the 32 banks of 4 bytes span 128 bytes: at which of the 128 bytes does each of the 8 rows start?",
     wrong=[
         (lambda want: passes(128), "that would be rows 128 bytes apart, all starting at bank 0; at 64 "
                                    "only every second row does."),
