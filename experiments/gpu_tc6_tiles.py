@@ -5,8 +5,9 @@ the plan by the shape and cuBLAS, at the middle shapes (issue 38).
     python3 experiments/gpu_tc6_tiles.py --dry-run      # on any machine: the shapes, variants and plans
 
 Stage 6 now has a 128 x 128 tile beside its 128 x 256 one (tc_6_tma_store.cu, ``plan``): the launcher
-takes it where whole 128 x 256 tiles keep the 66 clusters less than NARROW_TILE_BELOW busy, and shares
-it out by K slices (stream-K) where even its whole tiles are too few and K is long. This script checks
+takes it where whole 128 x 256 tiles keep the 66 clusters less than NARROW_TILE_BELOW busy and K is too
+short for stream-K (the rule as this script's first run on the H200 left it; the run before it had
+taken 128 x 128 wherever it filled the clusters better, and lost at every shape with long K). This script checks
 every forced tile and schedule and the plan by the shape with ``course_lib.check`` (float64 reference,
 C poisoned) at small and odd shapes; replays the plan by the shape (and the forced 128 x 128 stream-K)
 from a CUDA graph and on two streams, each result against the eager one; then times each variant and

@@ -24,11 +24,12 @@ from course_lib.model import schedules
 # a cluster's share spans several tiles or none.
 SCHEDULES = [(144, 66, 47), (27, 66, 256), (16, 66, 128), (7, 5, 9), (3, 8, 5), (11, 4, 3)]
 INTERLEAVINGS = 20
-# Stage 6's 128 x 128 tile shared out by K slices: where the plan takes it by the shape (M = 200 and 256
-# with long K: 32 or 48 cluster tiles for 66 clusters) and where an experiment forces it (1024^3: fewer tiles
-# than clusters, each split in two or three; 1536^3: 72 tiles, one whole wave and 6 split; 3000^3).
-NARROW_BY_SHAPE = [(200, 4096, 4096), (256, 4096, 2048), (256, 6144, 4096)]
-NARROW_FORCED = [(1024, 1024, 1024), (1536, 1536, 1536), (3000, 3000, 3000)]
+# Stage 6's 128 x 128 tile shared out by K slices, which the plan never takes by the shape (it takes
+# 128 x 128 with whole tiles only) but an experiment or a caller may force: M = 200 and 256 with long K
+# (32 or 48 cluster tiles for 66 clusters), 1024^3 (fewer tiles than clusters, each split in two or
+# three), 1536^3 (72 tiles, one whole wave and 6 split), 3000^3.
+NARROW_FORCED = [(200, 4096, 4096), (256, 4096, 2048), (256, 6144, 4096),
+                 (1024, 1024, 1024), (1536, 1536, 1536), (3000, 3000, 3000)]
 NARROW_BLOCK_N = tc.STAGE6_TILES["128x128"]
 
 
@@ -38,7 +39,7 @@ def _narrow_split(M: int, N: int, K: int) -> tuple[int, int, int]:
     return tc.stage6_cluster_tiles(M, N, NARROW_BLOCK_N), 66, -(-K // block_k)
 
 
-NARROW_SCHEDULES = [_narrow_split(*shape) for shape in NARROW_BY_SHAPE + NARROW_FORCED]
+NARROW_SCHEDULES = [_narrow_split(*shape) for shape in NARROW_FORCED]
 
 
 def _work(tiles, clusters, slices):
@@ -50,8 +51,6 @@ def _orders():
 
 
 def test_the_narrow_tiles_schedules_are_what_stage_6_runs():
-    for shape in NARROW_BY_SHAPE:
-        assert tc.stage6_plan(*shape) == ("128x128", "stream-K"), shape
     for shape in NARROW_FORCED:
         assert tc.stage6_plan(*shape, block_n=NARROW_BLOCK_N, schedule="stream-K") == ("128x128", "stream-K")
     assert NARROW_SCHEDULES[0] == (32, 66, 64) and NARROW_SCHEDULES[3] == (32, 66, 16)

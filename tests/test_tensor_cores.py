@@ -226,21 +226,21 @@ def test_stage6_plan_takes_the_narrow_tile_and_stream_k_only_where_whole_tiles_l
     assert plan(8192, 8192, 8192) == ("128x256", "whole tiles")
     assert plan(136, 14336, 4096) == ("128x256", "whole tiles")  # 56 of 66: 85 %
     assert plan(2048, 2048, 2048) == ("128x256", "whole tiles")  # 64 of 66
-    # Too few of them: the 128 x 128 tile, whole where its tiles fill the clusters or K is short ...
-    assert plan(1024, 1024, 1024) == ("128x128", "whole tiles")  # 16 -> 32 cluster tiles, 16 K-slices
-    assert plan(512, 4096, 4096) == ("128x128", "whole tiles")  # 32 (48 %) -> 64 (97 %)
-    assert plan(768, 2304, 16384) == ("128x128", "whole tiles")  # 27 (41 %) -> 54 (82 %)
-    assert plan(2048, 2304, 768) == ("128x128", "whole tiles")  # 72 (55 %) -> 144 (73 %), 12 K-slices
-    # ... but not where they fill the clusters no better: 1536^3 (36 and 72 cluster tiles, both 55 %),
-    # 1600^3 (49, 74 %, and 91, 69 %); there K decides as before.
-    assert plan(1536, 1536, 1536) == ("128x256", "whole tiles")  # 24 K-slices
-    assert plan(1600, 1600, 1600) == ("128x256", "whole tiles")
+    # Fewer than half the clusters busy and K too short for stream-K: the 128 x 128 tile, whole.
+    assert plan(1024, 1024, 1024) == ("128x128", "whole tiles")  # 16 cluster tiles (24 %), 16 K-slices
+    assert plan(1000, 1000, 1000) == ("128x128", "whole tiles")
+    assert plan(768, 768, 768) == ("128x128", "whole tiles")  # 9 (14 %), 12 K-slices
+    assert plan(256, 4096, 31 * 64) == ("128x128", "whole tiles")  # 16 (24 %), 31 K-slices
+    # ... K long enough: 128 x 256 shared out by K slices (measured better at every such shape tried).
+    assert plan(256, 4096, 32 * 64) == ("128x256", "stream-K")
+    assert plan(200, 4096, 4096) == ("128x256", "stream-K")
+    assert plan(512, 4096, 4096) == ("128x256", "stream-K")  # 32 (48 %), 64 K-slices
+    assert plan(768, 2304, 16384) == ("128x256", "stream-K")  # 27 (41 %)
+    # ... half the clusters busy or more: 128 x 256, stream-K only where K is long.
+    assert plan(1536, 1536, 1536) == ("128x256", "whole tiles")  # 36 (55 %), 24 K-slices
+    assert plan(2048, 2304, 768) == ("128x256", "whole tiles")  # 72 (55 %), 12 K-slices
     assert plan(1536, 1536, 4096) == ("128x256", "stream-K")
-    assert plan(3072, 3072, 3072) == ("128x128", "whole tiles")  # 144 in 3 rounds (73 %) -> 288 in 5 (87 %)
-    # ... and shared out by K slices where even they leave clusters idle and K is long.
-    assert plan(200, 4096, 4096) == ("128x128", "stream-K")  # 16 -> 32 cluster tiles for 66 clusters
-    assert plan(256, 4096, 31 * 64) == ("128x128", "whole tiles")  # 31 K-slices: too short to split
-    assert plan(256, 4096, 32 * 64) == ("128x128", "stream-K")
+    assert plan(3072, 3072, 3072) == ("128x256", "stream-K")  # 144 in 3 rounds (73 %), 48 K-slices
     # A decode step, M <= 128: the operands swapped, whatever N and K, in the smallest token tile.
     for m, tile in ((1, "16x64"), (16, "16x64"), (17, "32x64"), (64, "64x64"), (100, "128x64"), (128, "128x64")):
         assert plan(m, 4096, 4096) == plan(m, 64, 64) == (tile, "swapped")
@@ -255,10 +255,10 @@ def test_stage6_plan_takes_what_is_forced():
     assert plan(1024, 1024, 1024, block_n=256) == ("128x256", "whole tiles")
     assert plan(1024, 1024, 1024, block_n=128, schedule="stream-K") == ("128x128", "stream-K")
     assert plan(4096, 4096, 4096, schedule="stream-K") == ("128x256", "stream-K")  # the tile by the rule
-    assert plan(200, 4096, 4096, schedule="whole tiles") == ("128x128", "whole tiles")
+    assert plan(200, 4096, 4096, schedule="whole tiles") == ("128x256", "whole tiles")  # the tile by the rule: K is long
     assert plan(200, 4096, 4096, block_n=256) == ("128x256", "stream-K")  # 16 cluster tiles: the schedule by the rule
     assert plan(1000, 1008, 520, schedule="swapped", block_n=256) == ("128x64", "swapped")  # tiles of 128 tokens
-    assert plan(64, 4096, 4096, schedule="whole tiles") == ("128x128", "whole tiles")
+    assert plan(64, 4096, 4096, schedule="whole tiles") == ("128x256", "whole tiles")
     with pytest.raises(ValueError, match="block_n must be 0 .by the shape. or one of .128, 256., not 64"):
         plan(1024, 1024, 1024, block_n=64)
     with pytest.raises(ValueError, match="schedule must be one of 'auto', 'whole tiles', 'stream-K', 'swapped'"):

@@ -29,12 +29,12 @@
 //   instead (stream-K, tc_stream_k.cuh): every cluster gets the same number of slices, and a tile
 //   whose slices went to several clusters is finished by the one holding its first slice.
 // * Middle shapes: the kernel is a template on the tile's width, BN. Where whole 128 x 256 tiles
-//   leave many clusters idle (1024^3: 16 cluster tiles for 66 clusters) the launcher takes 128 x 128
-//   tiles, twice as many (each consumer a 64 x 128 wgmma, as in stages 2-3; its ring slots are 32 KB,
-//   so it keeps 6 of them), and shares those out by K slices where even they are too few. The
+//   leave more than half the clusters idle and K is too short for stream-K (1024^3: 16 cluster tiles
+//   for 66 clusters, 16 K-slices) the launcher takes 128 x 128 tiles, twice as many (each consumer
+//   a 64 x 128 wgmma, as in stages 2-3; its ring slots are 32 KB, so it keeps 6 of them). The
 //   producer, the clusters, the epilogue and stream-K are the same code for both widths.
 //
-// Notebook 08 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebooks 09 and 10 print the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_decode.cuh"
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
@@ -185,27 +185,10 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   cluster_sync();
 }
 
-// [excerpt which-tile]
-// The 128 x 256 tile while its whole tiles keep the clusters at least 80 % busy. Below that, the
-// 128 x 128 tile where its whole tiles, twice as many, keep them busier (1024^3: 16 cluster tiles of
-// 128 x 256 for 66 clusters, 24 % busy, and 32 of 128 x 128, 48 %; a 512-token prompt, 512 x 4096 x
-// 4096: 48 %, and 97 %), though each does half the multiply-adds per byte of B it loads. Not where
-// they fill no better (1600^3: 49 cluster tiles, 74 %, and 91, 69 %: two rounds).
-constexpr double NARROW_TILE_BELOW = 0.8;  // whole-tile efficiency of 128 x 256 tiles below which 128 x 128 is used
-constexpr int cluster_tiles(int M, int N, int block_n) {
-  return ceil_div(ceil_div(M, BLOCK_M), CLUSTER) * ceil_div(N, block_n);
-}
-constexpr int auto_block_n(int M, int N, int clusters) {
-  const double wide = whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters);
-  const double narrow = whole_tile_efficiency(cluster_tiles(M, N, NARROW_BLOCK_N), clusters);
-  return wide < NARROW_TILE_BELOW && narrow > wide ? NARROW_BLOCK_N : BLOCK_N;
-}
-// [/excerpt which-tile]
-
 // [excerpt when-stream-k]
-// Whole tiles (of the tile chosen above) while they keep the clusters at least 80 % busy (4096^3: 256
-// cluster tiles in 4 rounds of 66 = 97 %), or when a tile has fewer than 32 K-slices (the fix-up, an
-// fp32 tile written by one cluster and read by another, weighs more against a short tile). Otherwise
+// Whole tiles while they keep the clusters at least 80 % busy (4096^3: 256 cluster tiles in 4
+// rounds of 66 = 97 %), or when a tile has fewer than 32 K-slices (the fix-up, an fp32 tile
+// written by one cluster and read by another, weighs more against a short tile). Otherwise
 // stream-K over every resident cluster.
 constexpr double STREAM_K_BELOW = 0.8;     // whole-tile efficiency below which stream-K is used
 constexpr int STREAM_K_MIN_SLICES = 32;    // ... for tiles of at least this many K slices
@@ -214,6 +197,26 @@ constexpr bool use_stream_k(int k_slices, int cluster_tiles, int clusters) {
          whole_tile_efficiency(cluster_tiles, clusters) < STREAM_K_BELOW;
 }
 // [/excerpt when-stream-k]
+
+// [excerpt which-tile]
+// The 128 x 128 tile where whole 128 x 256 tiles would leave more than half the clusters idle
+// and K is too short for stream-K above (1024^3: 16 cluster tiles of 128 x 256 for 66
+// clusters, 24 % busy, 16 K-slices; 32 of 128 x 128, twice the CTAs at work). On the H200
+// (GPU time, % of cuBLAS; experiments/runs/2026-12-04_1629_tc6_tiles): 1024^3 60 against 51,
+// 1000^3 70 against 59, 768^3 67 against 57. Not where K is long: there 128 x 256 with
+// stream-K won at every shape tried (768 x 2304 x 16384: 85 against 69; 3072^3: 84 against
+// 64); nor where the wide tiles keep half the clusters busy or more (1536^3, 55 %: 71 against
+// 53): a 128 x 128 tile does half the multiply-adds per byte it loads.
+constexpr double NARROW_TILE_BELOW = 0.5;  // busy share of 128 x 256 tiles below which: 128 x 128
+constexpr int cluster_tiles(int M, int N, int block_n) {
+  return ceil_div(ceil_div(M, BLOCK_M), CLUSTER) * ceil_div(N, block_n);
+}
+constexpr int auto_block_n(int M, int N, int k_slices, int clusters) {
+  const double wide = whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters);
+  return wide < NARROW_TILE_BELOW && k_slices < STREAM_K_MIN_SLICES ? NARROW_BLOCK_N : BLOCK_N;
+}
+// [/excerpt which-tile]
+
 
 // ---- the plan: tile and schedule per shape ---------------------------------------------------------
 // What the launcher below runs, as one constexpr function (course_lib/kernels/tensor_cores/model.py,
@@ -230,7 +233,7 @@ constexpr int token_tile(int M) { return M <= 16 ? 16 : M <= 32 ? 32 : M <= 64 ?
 constexpr Plan plan(int M, int N, int K, int clusters, int block_n = TILE_AUTO, int schedule = SCHEDULE_AUTO) {
   if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(M)))
     return Plan{token_tile(M), DECODE_COLS, SCHEDULE_SWAPPED};
-  const int bn = block_n == TILE_AUTO ? auto_block_n(M, N, clusters) : block_n;
+  const int bn = block_n == TILE_AUTO ? auto_block_n(M, N, ceil_div(K, BLOCK_K), clusters) : block_n;
   const bool split = schedule == SCHEDULE_STREAM_K ||
                      (schedule == SCHEDULE_AUTO && use_stream_k(ceil_div(K, BLOCK_K), cluster_tiles(M, N, bn), clusters));
   return Plan{BLOCK_M, bn, split ? SCHEDULE_STREAM_K : SCHEDULE_WHOLE_TILES};

@@ -121,8 +121,8 @@ def stmatrix_fragment_position(lane: int, matrix: int, element: int) -> tuple[in
 
 # ---- stage 6's plan: its tile and its schedule -----------------------------------------------------
 # Stage 6's constexprs (its two tiles, cluster and thresholds), read from tc_6_tma_store.cu: the 128 x 128
-# tile below NARROW_TILE_BELOW of the 128 x 256 tiles' whole-tile efficiency; stream-K below
-# STREAM_K_BELOW of the chosen tile's, for K of at least STREAM_K_MIN_SLICES slices. The codes the
+# tile below NARROW_TILE_BELOW of the 128 x 256 tiles' whole-tile efficiency when K is short; stream-K
+# below STREAM_K_BELOW of the chosen tile's, for K of at least STREAM_K_MIN_SLICES slices. The codes the
 # launcher takes (SCHEDULE_*, TILE_AUTO) are tc_launch.h's.
 STAGE6 = csrc.constants("tc_6_tma_store.cu")
 STREAM_K_BELOW = STAGE6["STREAM_K_BELOW"]
@@ -156,10 +156,10 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
     """How stage 6 covers an M x N x K product with ``clusters`` resident 2-CTA clusters (66 on the
     H200), as its launcher does (``plan`` in tc_6_tma_store.cu, held to this by a test that compiles
     both): "swapped" for M <= DECODE_MAX_M (C^T = B^T A^T, token tiles of 16-128 rows); else the
-    128 x 256 tile while its whole tiles keep the clusters at least NARROW_TILE_BELOW busy, the
-    128 x 128 tile otherwise if its whole tiles keep them busier; then "stream-K" where whole tiles
-    of that size keep them less than
-    STREAM_K_BELOW busy and K has at least STREAM_K_MIN_SLICES slices, "whole tiles" otherwise.
+    128 x 128 tile where whole 128 x 256 tiles keep the clusters less than NARROW_TILE_BELOW busy and
+    K has fewer than STREAM_K_MIN_SLICES slices, the 128 x 256 tile otherwise; then "stream-K" where
+    whole tiles of that size keep them less than STREAM_K_BELOW busy and K has at least
+    STREAM_K_MIN_SLICES slices, "whole tiles" otherwise.
     ``block_n`` (256 or 128) and ``schedule`` (one of SCHEDULE_CODES) force a choice, as the
     extension's arguments of those names do."""
     c = STAGE6
@@ -171,12 +171,11 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
     if schedule == "swapped" or (schedule == "auto" and M <= DECODE_MAX_M):
         token_tile = next((t for t in (16, 32, 64) if M <= t), DECODE_MAX_M)
         return Stage6Plan(f"{token_tile}x{c['DECODE_COLS']}", "swapped")
-    if block_n == TILE_AUTO:
-        wide = whole_tile_efficiency(stage6_cluster_tiles(M, N, c["BLOCK_N"]), clusters)
-        narrow = whole_tile_efficiency(stage6_cluster_tiles(M, N, c["NARROW_BLOCK_N"]), clusters)
-        block_n = c["NARROW_BLOCK_N"] if wide < NARROW_TILE_BELOW and narrow > wide else c["BLOCK_N"]
-    few = whole_tile_efficiency(stage6_cluster_tiles(M, N, block_n), clusters) < STREAM_K_BELOW
     long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES
+    if block_n == TILE_AUTO:
+        idle = whole_tile_efficiency(stage6_cluster_tiles(M, N, c["BLOCK_N"]), clusters) < NARROW_TILE_BELOW
+        block_n = c["NARROW_BLOCK_N"] if idle and not long_k else c["BLOCK_N"]
+    few = whole_tile_efficiency(stage6_cluster_tiles(M, N, block_n), clusters) < STREAM_K_BELOW
     split = schedule == "stream-K" or (schedule == "auto" and few and long_k)
     return Stage6Plan(f"{c['BLOCK_M']}x{block_n}", "stream-K" if split else "whole tiles")
 
