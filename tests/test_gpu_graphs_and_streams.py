@@ -37,12 +37,12 @@ def _hopper() -> None:
 
 
 # ---- the callers: each takes (a, b) bf16 (or e4m3 Quantized) and returns C ---------------------------
-def _tc6(schedule: int, group_m: int = 8):
+def _tc6(schedule: int, group_m: int = 8, block_n: int = 0):
     from course_lib.kernels import tensor_cores as tc  # noqa: PLC0415
 
     def call(a, b):
         c = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=torch.bfloat16, device=a.device)
-        tc.extension().tc_6_tma_store(a, b, c, group_m, backend.sm_count(), schedule)
+        tc.extension().tc_6_tma_store(a, b, c, group_m, backend.sm_count(), schedule, block_n)
         return c
     return call
 
@@ -71,12 +71,15 @@ SCHEDULE_WHOLE, SCHEDULE_STREAM_K, SCHEDULE_SWAPPED = 0, 1, 2  # tc_launch.h's S
 # (name, caller, shapes): the three shapes where stage 6 went wrong from a graph, and shapes
 # that take each other schedule.
 BF16_PATHS = [
-    ("tc_6 whole tiles", lambda: _tc6(SCHEDULE_WHOLE), [(4096, 4096, 4096), (1000, 1000, 1024)]),
-    ("tc_6 stream-K", lambda: _tc6(SCHEDULE_STREAM_K),
+    ("tc_6 whole tiles", lambda: _tc6(SCHEDULE_WHOLE, block_n=256), [(4096, 4096, 4096), (1000, 1000, 1024)]),
+    ("tc_6 stream-K", lambda: _tc6(SCHEDULE_STREAM_K, block_n=256),
      [(3000, 3000, 3000), (768, 2304, 16384), (1000, 1000, 8192), (4096, 4096, 4096)]),
+    ("tc_6 128x128 whole tiles", lambda: _tc6(SCHEDULE_WHOLE, block_n=128), [(1024, 1024, 1024), (1000, 1000, 1024)]),
+    ("tc_6 128x128 stream-K", lambda: _tc6(SCHEDULE_STREAM_K, block_n=128), [(3000, 3000, 3000), (1000, 1000, 8192)]),
     ("tc_6 swapped", lambda: _tc6(SCHEDULE_SWAPPED), [(128, 28672, 512), (64, 14336, 1024)]),
     ("tc_6 swapped + split-K", lambda: _tc6(SCHEDULE_SWAPPED), [(1, 4096, 4096), (16, 4096, 14336)]),
-    ("tc_6 as called", lambda: _tc6_default, [(3000, 3000, 3000), (8, 4096, 4096), (2048, 2048, 2048)]),
+    ("tc_6 as called", lambda: _tc6_default, [(3000, 3000, 3000), (8, 4096, 4096), (2048, 2048, 2048),
+                                              (1024, 1024, 1024)]),
     ("triton_fast plain", lambda: _triton(dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8,
                                                 num_stages=3)), [(1000, 1000, 1024), (2048, 2048, 2048)]),
     ("triton_fast persistent", lambda: _triton(dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8,
@@ -197,9 +200,10 @@ def test_bf16_paths_are_right_on_two_streams_at_once(name, make_call, shapes):
         assert max(errors) < _bf16_tolerance(K), f"{name} at {M} x {N} x {K}: worst error {max(errors):.3g}"
 
 
-BESIDE_EAGER = [("tc_6 stream-K", lambda: _tc6(SCHEDULE_STREAM_K), (3000, 3000, 3000)),
+BESIDE_EAGER = [("tc_6 stream-K", lambda: _tc6(SCHEDULE_STREAM_K, block_n=256), (3000, 3000, 3000)),
+                ("tc_6 128x128 stream-K", lambda: _tc6(SCHEDULE_STREAM_K, block_n=128), (1000, 1000, 8192)),
                 ("tc_6 swapped + split-K", lambda: _tc6(SCHEDULE_SWAPPED), (16, 4096, 14336)),
-                ("triton_fast split-K", BF16_PATHS[7][1], (768, 2304, 16384)),
+                ("triton_fast split-K", dict((p[0], p[1]) for p in BF16_PATHS)["triton_fast split-K"], (768, 2304, 16384)),
                 ("triton_fast as called", lambda: _triton_default, (2048, 2048, 2048))]
 
 
@@ -255,7 +259,7 @@ def _as_custom_op(name: str, call):
 COMPILE_PATHS = [
     ("tc_6 stream-K", lambda: _tc6_default, (3000, 3000, 3000)),
     ("tc_6 swapped + split-K", lambda: _tc6_default, (16, 4096, 14336)),
-    ("triton_fast split-K", BF16_PATHS[7][1], (768, 2304, 16384)),
+    ("triton_fast split-K", dict((p[0], p[1]) for p in BF16_PATHS)["triton_fast split-K"], (768, 2304, 16384)),
     ("triton_fast as called", lambda: _triton_default, (2048, 2048, 2048)),
 ]
 

@@ -13,9 +13,9 @@ next tile's first slices - through the same staging boxes.
 
 ``--small`` runs stage 6 alone on small shapes that still take each of its paths (racecheck, which
 tracks every shared-memory access, does not finish the full set within the section's time):
-whole tiles, stream-K (264 x 520 x 2048: 6 cluster tiles, 32 K slices), the swapped path with K
-split into ranges (100 x 520 x 4096) and not (3 x 8 x 8), and swapped with two token tiles
-(136 x 264 x 1032, forced).
+whole tiles (by the shape 128 x 128 at 264 x 520 x 200; 128 x 256 forced), stream-K (264 x 520 x 2048:
+6 cluster tiles, 32 K slices; 128 x 128 stream-K forced), the swapped path with K split into ranges
+(100 x 520 x 4096) and not (3 x 8 x 8), and swapped with two token tiles (136 x 264 x 1032, forced).
 
 ``--fp8`` runs stage 7 (tc_7_fp8) alone, every variant (per tensor promoted and with fast
 accumulation, per row, per block) at 256^3 and 264 x 520 x 208 (partial tiles, a partial K block),
@@ -50,7 +50,11 @@ def main(names: list[str]) -> int:
     stage6 = course_lib.get_stage("tc_6_tma_store").shape_multiple  # its shape rule, for its variants
     if names == ["--small"]:
         runs = [("tc_6_tma_store", course_lib.get_stage("tc_6_tma_store")),
-                ("tc_6_tma_store swapped", tc.make_gemm("tc_6_tma_store", shape_multiple=stage6, group_m=8, max_ctas=0, schedule=2))]
+                ("tc_6_tma_store swapped", tc.make_gemm("tc_6_tma_store", shape_multiple=stage6, group_m=8, max_ctas=0, schedule=2)),
+                ("tc_6_tma_store 128x256", tc.make_gemm("tc_6_tma_store", shape_multiple=stage6, group_m=8, max_ctas=0,
+                                                        schedule=0, block_n=256)),
+                ("tc_6_tma_store 128x128 stream-K", tc.make_gemm("tc_6_tma_store", shape_multiple=stage6, group_m=8,
+                                                                 max_ctas=0, schedule=1, block_n=128))]
         return check_runs(runs, lambda name: SMALL_STAGE6 + (((136, 264, 1032),) if "swapped" in name else ()))
     if names == ["--fp8"]:
         return check_fp8_runs()
