@@ -11,7 +11,7 @@
 // memory, one bf16 at a time, zero outside the matrix - and issues one mma.sync. No shared memory,
 // no ldmatrix, no reuse: stage 1 (tc_1_mma_sync.cu) adds those. Any M, N and K work.
 //
-// Runs on sm_80 and newer (Ampere, Ada, Hopper, Blackwell). Notebook 06 reads this file line by line
+// Runs on sm_80 and newer (Ampere, Ada, Hopper, Blackwell). Notebook 07 reads this file line by line
 // (the lines between `// [excerpt NAME]` and `// [/excerpt NAME]`).
 #include "tc_host.cuh"
 #include "tc_launch.h"

@@ -8,7 +8,7 @@
 // shared memory, 4 matrices of 8 x 8 per instruction; its .trans form turns B's rows into the
 // column fragments mma wants. Runs on sm_80 and newer (Ampere, Ada, Hopper, Blackwell).
 //
-// Notebook 06 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 07 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_host.cuh"
 #include "tc_launch.h"
 #include "tc_mma.cuh"

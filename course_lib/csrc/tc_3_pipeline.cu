@@ -11,7 +11,7 @@
 // cores, but thread 0 still stalls its warpgroup while it waits to refill; stage 4 gives that job
 // to a warp of its own.
 //
-// Notebook 08 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 09 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"

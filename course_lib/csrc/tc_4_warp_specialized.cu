@@ -15,7 +15,7 @@
 // fewer: A's share does not shrink), and the CTA copies 25 % fewer bytes into shared memory
 // ((128 + 256) / (128 * 256) against (128 + 128) / (128 * 128)).
 //
-// Notebook 08 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 09 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"

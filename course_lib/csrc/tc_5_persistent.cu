@@ -15,7 +15,7 @@
 // *both* CTAs are done with it, so each consumer warpgroup arrives on empty[s] in every CTA of
 // the cluster (mapa + remote arrive) and empty[s] counts CONSUMERS * CLUSTER arrivals.
 //
-// Notebook 08 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebook 09 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"

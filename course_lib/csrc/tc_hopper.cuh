@@ -20,7 +20,7 @@
 //   reads them by name and models these formulas in Python, element by element, and a test holds
 //   the constexpr descriptor functions below to that model at compile time (static_assert).
 //
-// Notebook 08 prints the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebooks 08 and 09 print the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #pragma once
 
 #include <cstdint>

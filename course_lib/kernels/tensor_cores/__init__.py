@@ -1,5 +1,5 @@
-"""Tensor cores through a bundled CUDA C++ extension (notebooks 06_tensor_cores and
-08_hopper_tensor_cores).
+"""Tensor cores through a bundled CUDA C++ extension (notebooks 06_tensor_cores, 07_mma_sync_kernels,
+08_hopper_tensor_cores and 09_hopper_pipelines).
 
 Seven bf16 stages, ``tc_0_mma_sync_minimal`` (one ``mma.sync`` per warp, fragments from global
 memory) and the staircase ``tc_1_mma_sync`` ... ``tc_6_tma_store``, and, off the staircase,
