@@ -3,7 +3,7 @@
     python experiments/gpu_host_profile.py > $OUT/host_profile.log
     python experiments/gpu_host_profile.py fp8 > $OUT/host_profile_fp8.log
 
-``fp8``: host time per call of torch._scaled_mm and tc_7_fp8 with one scale per tensor, per row and per
+``fp8``: host time per call of torch._scaled_mm, tc_7_fp8 and the Triton FP8 kernels with one scale per tensor, per row and per
 block (e4m3, 64 x 64 x 512, alternating rounds), then one profiled round of tc_7_fp8 per row (issue 37's 1.45x).
 
 Host time per call (``gpu_host_time.host_us_per_call``, best of 3 rounds of 2,000 calls) of
@@ -43,8 +43,11 @@ def fp8_main() -> int:
 
     course_lib.describe()
     inputs = {s: fp8.fp8_inputs(*FP8_SHAPE, s, seed=0) for s in ("tensor", "row", "block")}
+    from course_lib.kernels.coalescing_and_triton import fast_fp8
+
     fns = {f"{name} {s}": (fn, inputs[s]) for s in inputs
-           for name, fn in (("torch._scaled_mm", fp8.cublas_fp8), ("tc_7_fp8", tc.tc_7_fp8))}
+           for name, fn in (("torch._scaled_mm", fp8.cublas_fp8), ("tc_7_fp8", tc.tc_7_fp8),
+                            ("triton_fp8", fast_fp8.fp8_matmul_blockscaled if s == "block" else fast_fp8.fp8_matmul))}
     for rnd in range(3):
         for name, (fn, (qa, qw)) in fns.items():
             print(f"round {rnd}: host time per call 64 x 64 x 512 e4m3 {name:<24}{host_us_per_call(fn, qa, qw):6.1f} us",
