@@ -165,8 +165,9 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
 
     ``pivot``: the value that means "no change" (by default 1 for a ratio: a unit "x", "x as fast",
     "x the time" ...). A prediction of a change in one direction - more than 5 % away from the
-    pivot - is told that it points the wrong way when the measurement changed the other way or not at
-    all, however close the two numbers are (the verdict is then false).
+    pivot - is told that it points the wrong way when the measurement changed the other way, and that
+    no change was measured when it stayed within 5 % of the pivot, however close the two numbers are
+    (the verdict is then false).
 
     ``measured_as``: the word for where the number comes from ("recorded" for a recording)."""
     if guess is None:  # the measurement stays hidden until there is a prediction to compare it with
@@ -181,6 +182,12 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     ratio = measured / guess
     if pivot is not None:
         want, got = direction(guess, pivot), direction(measured, pivot)
+        if want != 0 and got == 0:
+            say(f"You predicted {fmt(guess)} {unit} ({_DIRECTION[want]} {fmt(pivot)}), a change; {measured_as} "
+                f"{fmt(measured)} {unit}: no change (within 5 % of {fmt(pivot)}).")
+            if explain:
+                say(explain)
+            return Verdict(False, ratio)
         if want != 0 and want != got:
             say(f"You predicted {fmt(guess)} {unit} ({_DIRECTION[want]} {fmt(pivot)}); {measured_as} "
                 f"{fmt(measured)} {unit} ({_DIRECTION[got]} {fmt(pivot)}): your prediction points the wrong way.")
