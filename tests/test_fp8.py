@@ -321,23 +321,45 @@ def test_the_block_puzzle_accepts_the_course_solution_and_a_float32_one(capsys):
     assert "solved" in capsys.readouterr().out
 
 
-def test_the_fp8_questions_know_their_answers():
+def test_the_fp8_questions_know_their_answers(capsys):
     from course_lib.exercises import fp8 as ex
 
     assert ex.vanishing_ratio.check(16384).ok and ex.vanishing_ratio.check(8192).ok
+    assert "Any answer from 2^13 = 8,192 to 2^14 = 16,384 counts" in " ".join(capsys.readouterr().out.split())
     assert not ex.vanishing_ratio.check(8).ok and not ex.vanishing_ratio.check(2**23).ok
-    assert ex.weight_scale_bytes.check(14336).ok
-    assert not ex.weight_scale_bytes.check(3584).ok
+    # Qwen2.5 7B's down projection, 3584 x 18944: 28 x 148 blocks of 4 bytes, a count no side equals
+    assert ex.WEIGHT == (3584, 18944) and ex.weight_scale_bytes.check(28 * 148 * 4).ok
+    for side in ex.WEIGHT:
+        assert not ex.weight_scale_bytes.check(side).ok
+
+
+def test_the_block_puzzle_accepts_a_clamped_guard_for_zero_rows():
+    """The TODO allows any guard that keeps a block of zeros finite, e.g. amax.clamp(min=1e-12)."""
+    from course_lib.exercises import fp8 as ex
+
+    def clamped(x):
+        M, K = x.shape
+        scales, values = torch.ones(M, -(-K // 128)), torch.empty(M, K, dtype=torch.float8_e4m3fn)
+        for j in range(scales.shape[1]):
+            part = x[:, 128 * j: 128 * (j + 1)]
+            scales[:, j] = part.abs().amax(dim=1).clamp(min=1e-12) / 448
+            values[:, 128 * j: 128 * (j + 1)] = (part / scales[:, j:j + 1]).to(torch.float8_e4m3fn)
+        return values, scales
+
+    assert ex.block_quantize.check(clamped).ok
 
 
 @pytest.mark.parametrize("question, answer, words", [
-    ("vanishing_ratio", 2**15, "rounds to nearest"),           # the adder taken for one that rounds
+    ("vanishing_ratio", 2**15, "rounded to nearest"),          # either reading of the convention, or rounding
     ("vanishing_ratio", 14, "number of bits kept"),
-    ("weight_scale_bytes", 3584, "number of scales"),
-    ("weight_scale_bytes", 7168, "2 bytes a scale"),
-    ("weight_scale_bytes", 14336 * 4, "one scale per row"),   # 4096 x 14336 read as per-row scaling
-    ("weight_scale_bytes", 14336 * 4096, "the e4m3 weight itself"),
-    ("weight_scale_bytes", 3584 * 128 * 4, "1 x 128 block"),
+    ("weight_scale_bytes", 28 * 148, "number of scales"),
+    ("weight_scale_bytes", 28 * 148 * 2, "2 bytes a scale"),
+    ("weight_scale_bytes", 28 * 148 * 8, "8 bytes a scale"),
+    ("weight_scale_bytes", 28 * 148 * 4 / 1024, "in KiB"),
+    ("weight_scale_bytes", (28 + 148) * 4, "multiply the two counts"),  # blocks along N plus along K
+    ("weight_scale_bytes", 3584 * 4, "one scale per row"),    # 3584 x 18944 read as per-row scaling
+    ("weight_scale_bytes", 3584 * 18944, "the e4m3 weight itself"),
+    ("weight_scale_bytes", 28 * 148 * 128 * 4, "1 x 128 block"),
 ])
 def test_the_fp8_questions_name_each_likely_mistake(question, answer, words, capsys):
     from course_lib.exercises import fp8 as ex

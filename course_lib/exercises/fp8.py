@@ -235,35 +235,72 @@ block_quantize = BlockQuantizePuzzle()
 
 # ---- questions ----------------------------------------------------------------------------------
 
-vanishing_ratio = Question(
+@dataclass(frozen=True)
+class _RangeQuestion(Question):
+    """A question with several right answers (``accepts``); a right one is told ``right`` too: which
+    answers count, and why."""
+
+    right: str = ""
+
+    def check(self, answer) -> Verdict:
+        verdict = super().check(answer)
+        if verdict and self.right:
+            say(f"  {self.right}")
+        return verdict
+
+
+_BITS = fp8_accumulator.ACCUMULATOR_BITS
+
+vanishing_ratio = _RangeQuestion(
     what="How many times larger than a product the accumulator is when the product is dropped whole",
     expected=lambda: 2 ** fp8_accumulator.ACCUMULATOR_BITS,
     # between 2^13 and 2^14, by where in its power of two the accumulator lies: both accepted
     accepts=lambda v: 2 ** (fp8_accumulator.ACCUMULATOR_BITS - 1) <= float(v) <= 2 ** fp8_accumulator.ACCUMULATOR_BITS,
-    hint="the adder keeps 14 bits below the largest exponent; a product smaller than the last bit kept adds 0",
+    right=(f"Any answer from 2^{_BITS - 1} = {2 ** (_BITS - 1):,} to 2^{_BITS} = {2 ** _BITS:,} counts: the last bit "
+           f"kept is 2^-{_BITS} of the power of two just above the sum, so a sum just above a power of two is "
+           f"2^{_BITS - 1} times that bit, and a sum just below the next one almost 2^{_BITS} times."),
+    hint=(f"the last bit kept is worth 2^-{_BITS} of the power of two just above the running sum; a product "
+          "smaller than that bit adds 0"),
     wrong=((fp8_accumulator.ACCUMULATOR_BITS, "that is the number of bits kept: how many times larger is the sum than its last bit?"),
            (2 ** E4M3.mantissa_bits, "that is e4m3's mantissa: the products are exact, the adder is what drops bits"),
            (2 ** 23, "that is fp32's mantissa: the promoted sum in registers, not the tensor core's adder"),
            (2 ** (fp8_accumulator.ACCUMULATOR_BITS + 1),
-            "that is where an adder that rounds to nearest would lose the product (below half its last "
-            "bit); this one truncates: a product below the last bit kept is dropped whole")),
+            f"one bit too far: 2^{_BITS + 1} would hold if the {_BITS} bits counted down from the sum's own "
+            f"leading bit (2^e in section 1's ±1.m × 2^e), or if the adder rounded to nearest (a product below "
+            f"half the last bit vanishes). Here they count down from the power of two just above the sum, "
+            f"2^(e+1), and the adder truncates: the product is dropped at a sum 2^{_BITS - 1} to 2^{_BITS} "
+            f"times larger")),
 )
 
-WEIGHT = (14336, 4096)  # llama3's gate projection, N x K
+# Qwen2.5 7B's MLP down projection, N x K (course_lib/model_shapes.py, "qwen2.5 down 2k"): its scales'
+# bytes differ from both of its sides, so no answer about a side is right by coincidence.
+WEIGHT = (3584, 18944)
+
+
+def _weight_blocks() -> tuple[int, int]:
+    """The weight's 128 x 128 blocks along N and along K."""
+    _, block = fp8.OPERAND_SCALING["block"][1]  # the weight's blocks
+    n, k = WEIGHT
+    return -(-n // block[0]), -(-k // block[1])
 
 
 def _weight_scale_bytes() -> int:
-    _, block = fp8.OPERAND_SCALING["block"][1]  # the weight's blocks
-    n, k = WEIGHT
-    return 4 * -(-n // block[0]) * -(-k // block[1])
+    bn, bk = _weight_blocks()
+    return 4 * bn * bk
 
 
 weight_scale_bytes = Question(
     what=f"Bytes of fp32 scales of a {WEIGHT[0]} x {WEIGHT[1]} weight in 128 x 128 blocks",
     expected=_weight_scale_bytes,
+    hint=(f"the blocks form a grid, {WEIGHT[0]}/128 along N by {WEIGHT[1]}/128 along K, one fp32 scale "
+          "(4 bytes) each; answer in bytes, not KiB"),
     wrong=((lambda want: want // 4, "that is the number of scales: each is an fp32 of 4 bytes"),
            (lambda want: want * 128, "that is one scale per 1 x 128 block, the activations' blocks"),
            (lambda want: want // 2, "that counts 2 bytes a scale: each is an fp32 of 4 bytes"),
+           (lambda want: want * 2, "that counts 8 bytes a scale (an fp64): each is an fp32 of 4 bytes"),
+           (lambda want: want / 1024, "that is in KiB; the answer is in bytes"),
+           (4 * sum(_weight_blocks()), "that adds the blocks along N to those along K: the blocks form a grid, "
+                                        "so multiply the two counts"),
            (4 * WEIGHT[0], "that is one scale per row of the weight (per-row scaling); a 128 x 128 block "
                            "shares one scale among 128 rows and 128 columns"),
            (WEIGHT[0] * WEIGHT[1], "that is the e4m3 weight itself, a byte per element; the question asks "
