@@ -99,7 +99,8 @@ class Race:
             return (f"{who}, in different passes of the loop (block {self.block[:2]}): the barrier "
                     f"between those lines orders one pass, but nothing keeps the next pass's line "
                     f"{first.line} from coming before line {second.line} of this one - a barrier is "
-                    f"missing after line {second.line}")
+                    f"missing after line {second.line}, once per pass (after the loop that reads the tile, "
+                    f"not inside it)")
         return (f"{who} with no cuda.syncthreads() between them (block {self.block[:2]}): a barrier is "
                 f"missing between lines {first.line} and {second.line}")
 
