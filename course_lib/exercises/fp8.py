@@ -268,8 +268,8 @@ vanishing_ratio = _RangeQuestion(
             f"one bit too far: 2^{_BITS + 1} would hold if the {_BITS} bits counted down from the sum's own "
             f"leading bit (2^e in section 1's ±1.m × 2^e), or if the adder rounded to nearest (a product below "
             f"half the last bit vanishes). Here they count down from the power of two just above the sum, "
-            f"2^(e+1), and the adder truncates: the product is dropped at a sum 2^{_BITS - 1} to 2^{_BITS} "
-            f"times larger")),
+            f"2^(e+1), and the adder truncates: count again from that power of two, for a sum just above "
+            f"2^e and for one just below 2^(e+1).")),
 )
 
 # Qwen2.5 7B's MLP down projection, N x K (course_lib/model_shapes.py, "qwen2.5 down 2k"): its scales'
