@@ -1,6 +1,7 @@
 """Exercises of notebook ``04_coalescing_and_triton``: three Triton kernels written by you, a ladder
 from the vector add through a loop over tiles (the sums of a matrix's rows) to the masked GEMM with
-its K tail; and the bank passes of the article's transposed kernel, padded or swizzled.
+its K tail; and the bank passes of the article's transposed kernel, padded or swizzled (asked in
+``deep_dives/triton_lab``, section 6, which imports this module too).
 
 The first two puzzles' solutions are the course's own kernels (``c04.vector_add_kernel``,
 ``c04.row_sums_kernel``); the masked GEMM's, :func:`masked_gemm_kernel`, is only a solution (the
@@ -242,7 +243,7 @@ masked_gemm = TritonGemmPuzzle(
 )
 
 
-# ---- exercise: the bank passes of the transposed kernel, padded or swizzled ---------------------
+# ---- deep_dives/triton_lab's exercise: the bank passes of the transposed kernel, padded or swizzled
 PADDED_PITCHES = range(64, 129, 4)  # words per stored row; multiples of 4 keep the 16-byte loads aligned
 
 
