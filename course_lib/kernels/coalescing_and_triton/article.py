@@ -105,7 +105,7 @@ def article_b_tile_addresses(variant: str, pitch: int = 64, per_thread: int = 4,
     """Byte address of each lane, and bytes per lane, of one shared-memory load of B's tile by the
     FMA code (``input_precision="ieee"``) of the article's two kernels.
 
-    A model read off the TTGIR for BLOCK_SIZE 64 (notebook 04 says it in words; deep_dives/triton_lab prints it): the dot's layout gives each
+    A model read off the TTGIR for BLOCK_SIZE 64 (notebooks/deep_dives/triton_lab.ipynb (section 6) says it in words; deep_dives/triton_lab prints it): the dot's layout gives each
     thread ``per_thread`` neighbouring columns n of B (lane t < 16 owns n = 4 t .. 4 t + 3; lanes
     16-31 repeat lanes 0-15), and the tile sits in shared memory unswizzled (``maxPhase = 1``), one
     stored row every ``pitch`` 4-byte words (``pitch`` = BLOCK_SIZE; more if the rows were padded).
