@@ -84,7 +84,8 @@ def plot_sweep(results: Results, dtype: str, stages: Sequence[str] | None = None
         ys = [100 * r["ratio_to_cublas"] if ratio else r["tflops"] for r in g]
         style = dict(color="black", ls="--") if name == "cublas" else {}
         starred = " *" if any(r.get("recorded_on") for r in g) else ""  # recorded on another GPU: see the title
-        ax.plot([x[(r["M"], r["N"], r["K"])] for r in g], ys, marker="o", label=_title(name) + starred, **style)
+        # Named as the prose names it (tc_6_tma_store), not by its title: the legend and the text agree.
+        ax.plot([x[(r["M"], r["N"], r["K"])] for r in g], ys, marker="o", label=name + starred, **style)
     ax.set_xticks(range(len(shapes)), [f"{m}×{n}×{k}" for m, n, k in shapes], rotation=45, ha="right", fontsize=8)
     ax.set_xlabel("M×N×K")
     ax.set_ylabel("% of cuBLAS" if ratio else "TFLOP/s")
@@ -110,7 +111,7 @@ def plot_shape_table(results: Results, kernels: Sequence[tuple[str, str]], shape
                 xs.append(100 * hit[0]["ratio_to_cublas"])
                 ys.append(row)
         found += len(xs)
-        ax.plot(xs, ys, markers[i % len(markers)], label=f"{_title(stage)}, {dtype}", alpha=0.85, ls="none")
+        ax.plot(xs, ys, markers[i % len(markers)], label=f"{stage}, {dtype}", alpha=0.85, ls="none")
     if not found:
         raise LookupError(f"nothing recorded for {list(kernels)} at these shapes ({results.label})")
     ax.axvline(100, color="black", ls="--", lw=1)
@@ -124,12 +125,20 @@ def plot_shape_table(results: Results, kernels: Sequence[tuple[str, str]], shape
     return fig
 
 
-def plot_roofline(results: Results, dtype: str, points: Sequence[tuple[str, float, float]]) -> Figure:
-    """The roofline of the recording GPU for ``dtype`` with ``points`` (label, FLOP/byte, TFLOP/s).
+def plot_roofline(results: Results, dtype: str, points: Sequence[tuple], *,
+                  intensity_of: str = "FLOP per byte moved from memory") -> Figure:
+    """The roofline of the recording GPU for ``dtype`` with ``points`` (label, FLOP/byte, TFLOP/s), or
+    (label, FLOP/byte, TFLOP/s, kernel): points of one kernel share a colour, a marker and one legend
+    entry, and each shape's label is written once, beside the first kernel's point there.
 
     The slanted roof is the measured copy bandwidth; the flat roof the best cuBLAS rate measured for
     ``dtype`` in the same recording (a measured ceiling, lower than the datasheet's peak).
+    ``intensity_of`` says what the x axis counts (e.g. what a tile reads, from L2 or DRAM).
     """
+    for p in points:
+        if len(p) not in (3, 4):
+            raise ValueError(f"a roofline point is (label, FLOP/byte, TFLOP/s) or (label, FLOP/byte, TFLOP/s, "
+                             f"kernel), got {p!r}")
     bw = float(results.ceilings["copy_bandwidth_gbs"]) * 1e9  # bytes/s
     peaks = results.ceilings.get("cublas_peak_tflops", {})
     if dtype not in peaks:
@@ -142,16 +151,29 @@ def plot_roofline(results: Results, dtype: str, points: Sequence[tuple[str, floa
     ax.plot(xs, [min(peak, x * bw) / 1e12 for x in xs], color="black")
     ax.annotate(f"memory: {bw / 1e12:.2f} TB/s (measured copy)", (xs[0], xs[0] * bw / 1e12), fontsize=8, rotation=20, va="bottom")
     ax.annotate(f"{dtype} peak: {peak / 1e12:.0f} TFLOP/s (best cuBLAS)", (ridge, peak / 1e12), fontsize=8, va="bottom")
-    # Points are named in a legend, not next to the dot: stages with the same tile share an x.
     markers = "osD^vP*Xh<>p"
-    for i, (label, intensity, tflops) in enumerate(points):
-        ax.plot([intensity], [tflops], markers[i % len(markers)], label=f"{label} ({intensity:.3g} FLOP/B, {tflops:.3g} TF)",
-                alpha=0.85)
+    if points and all(len(p) == 4 for p in points):
+        # Grouped: one colour, marker and legend entry per kernel; a shape is labelled once.
+        kernels = list(dict.fromkeys(p[3] for p in points))
+        labelled: set[float] = set()
+        for i, kernel in enumerate(kernels):
+            mine = [p for p in points if p[3] == kernel]
+            ax.plot([p[1] for p in mine], [p[2] for p in mine], markers[i % len(markers)], color=f"C{i}",
+                    label=kernel, alpha=0.85, ls="none")
+            for label, intensity, tflops, _ in mine:
+                if round(intensity, 6) not in labelled:
+                    labelled.add(round(intensity, 6))
+                    ax.annotate(label, (intensity, tflops), xytext=(4, -10), textcoords="offset points", fontsize=7)
+    else:
+        # Points are named in a legend, not next to the dot: stages with the same tile share an x.
+        for i, (label, intensity, tflops, *_) in enumerate(points):
+            ax.plot([intensity], [tflops], markers[i % len(markers)], label=f"{label} ({intensity:.3g} FLOP/B, {tflops:.3g} TF)",
+                    alpha=0.85)
     if points:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per byte moved from memory)")
+    ax.set_xlabel(f"arithmetic intensity ({intensity_of})")
     ax.set_ylabel("TFLOP/s")
     ax.grid(alpha=0.3, which="both")
     ax.set_title(f"Roofline, {dtype} — {results.label}", fontsize=10)

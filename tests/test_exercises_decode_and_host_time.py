@@ -172,7 +172,18 @@ def test_wrong_functions_no_list_names_are_told_the_pattern(capsys):
         dtype = {1: "e4m3", 2: "bf16", 4: "fp32"}[itemsize]
         return max(memory, 2 * M * N * K / (peak[dtype] * 1e6))
 
-    assert not _check(roofline_bound, capsys)[0]
+    ok, out, _ = _check(roofline_bound, capsys)
+    assert not ok and "the larger of the two bounds" in out and "the memory roof alone is asked" in out, out
+
+    # The same idea with another peak (a datasheet's, or bf16's for every element size) gets the same
+    # message, not "what grows with M ... is miscounted".
+    for peaks in ({"e4m3": 1979.0, "bf16": 989.0, "fp32": 67.0}, {d: peak["bf16"] for d in peak}):
+        def other_peak(M, N, K, itemsize, peaks=peaks):
+            memory = bytes_moved(M, N, K, itemsize) / (gbs * 1e3)
+            return max(memory, 2 * M * N * K / (peaks[{1: "e4m3", 2: "bf16", 4: "fp32"}[itemsize]] * 1e6))
+
+        ok, out, _ = _check(other_peak, capsys)
+        assert not ok and "the larger of the two bounds" in out and "miscounted" not in out, (peaks, out)
 
     ok, out, _ = _check(lambda M, N, K, itemsize: f"{bytes_moved(M, N, K, itemsize) / gbs / 1e3:.1f} us", capsys)
     assert not ok and "return a number of microseconds" in out

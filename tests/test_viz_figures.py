@@ -259,3 +259,17 @@ def test_the_charts_are_no_wider_than_the_output_area(name):
     width, _ = _png_size(figure.figure_png(fig))
     assert width <= MAX_WIDTH_PX, f"{name}: {width} px wide, the output area takes {MAX_WIDTH_PX}"
     assert _smallest_text_px(fig) >= MIN_FONT_PX, f"{name}: text of {_smallest_text_px(fig):.1f} px"
+
+
+def test_a_grouped_roofline_has_one_legend_entry_per_kernel_and_labels_each_shape_once():
+    from course_lib import plots, results
+
+    points = [(f"M={m}", float(m), float(m), kernel) for kernel in ("cublas", "triton_fast") for m in (1, 16, 64)]
+    fig = plots.plot_roofline(results.load(), "bf16", points, intensity_of="FLOP per byte from DRAM, at least")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["cublas", "triton_fast"]
+    shape_labels = [t.get_text() for t in ax.texts if t.get_text().startswith("M=")]
+    assert sorted(shape_labels) == ["M=1", "M=16", "M=64"], shape_labels
+    assert ax.get_xlabel() == "arithmetic intensity (FLOP per byte from DRAM, at least)"
+    with pytest.raises(ValueError, match="roofline point"):
+        plots.plot_roofline(results.load(), "bf16", [("x", 1.0)])
