@@ -145,7 +145,7 @@ def plot_roofline(results: Results, dtype: str, points: Sequence[tuple], *,
         raise LookupError(f"the results file has no cuBLAS peak for {dtype}")
     peak = float(peaks[dtype]) * 1e12
     ridge = peak / bw
-    lo = min([ridge / 64] + [intensity / 2 for _, intensity, _ in points])
+    lo = min([ridge / 64] + [p[1] / 2 for p in points])
     xs = [lo, ridge, ridge * 64]
     fig, ax = plt.subplots(figsize=(9.5, 4.5))
     ax.plot(xs, [min(peak, x * bw) / 1e12 for x in xs], color="black")
