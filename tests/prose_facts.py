@@ -487,11 +487,34 @@ def roof_pct(stage: str, dtype: str, shape) -> float:
     return 100 * nbytes / (ms(stage, dtype, shape) * 1e-3) / (recording().ceilings["copy_bandwidth_gbs"] * 1e9)
 
 
+def intensity(shape, dtype: str = "bf16") -> float:
+    """FLOP per byte of the least traffic (A, B read once, C written once) at a model shape."""
+    from course_lib.model_shapes import bytes_moved
+
+    M, N, K = _shape(shape)
+    return 2 * M * N * K / bytes_moved(M, N, K, 4 if dtype in ("fp32", "tf32") else 2)
+
+
+def bound_pct(stage: str, dtype: str, shape) -> float:
+    """% of the attainable bound: the larger of the memory time (least bytes / copy bandwidth) and
+    the compute time (2MNK / the best cuBLAS rate in ``dtype``), over the stage's time."""
+    M, N, K = _shape(shape)
+    compute_ms = 2 * M * N * K / (recording().ceilings["cublas_peak_tflops"][dtype] * 1e9)
+    return max(roof_pct(stage, dtype, shape), 100 * compute_ms / ms(stage, dtype, shape))
+
+
 def decode_span(stage: str, dtype: str, what: str) -> tuple[float, float]:
-    """Over the decode rows the stage has: ``what`` = "roof" (% of the copy roof) or "cublas" (% of cuBLAS)."""
+    """Over the decode rows the stage has: ``what`` = "roof" (% of the copy roof), "bound" (% of the
+    larger of the two bounds) or "cublas" (% of cuBLAS)."""
     have = [lb for lb in _decode_labels() if recording().select(stage, dtype, [_model(lb).shape])]
-    f = roof_pct if what == "roof" else pct
+    f = {"roof": roof_pct, "bound": bound_pct, "cublas": pct}[what]
     return span(f(stage, dtype, lb) for lb in have)
+
+
+def called_gmean(stage: str, dtype: str) -> float:
+    """Geometric mean over the model-shape table of the ratio to cuBLAS as called, %."""
+    rows = recording().select(stage, dtype, [s.shape for s in MODEL_SHAPES])
+    return 100 * gmean(r["ratio_to_cublas_as_called"] for r in rows)
 
 
 def flush_saving_span(kernels=("cublas", "triton_fast")) -> tuple[float, float]:

@@ -6,6 +6,7 @@ what it means."""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 
 import pytest
@@ -164,7 +165,9 @@ def test_swizzle_tells_the_unfilled_starter_to_fill_it_in(capsys):
     (lambda row, col: row * 128 + ((col * 2) ^ (row % 8)), "XOR the chunk index (byte // 16)"),
     (lambda row, col: row * 128 + (((col * 4) // 16) ^ (row % 8)) * 16 + (col * 4) % 16, "2 bytes, not 4"),
     (lambda row, col: row * 128 + (((col * 2) // 16) ^ (row % 8)) * 16, "place inside its chunk"),
-], ids=["no-xor", "xor-row", "xor-bytes", "4-bytes", "no-byte-in-chunk"])
+    (lambda row, col: row * 128 + ((((col * 2) // 16) + row % 8) % 8) * 16 + (col * 2) % 16, "it is an XOR"),
+    (lambda row, col: row * 128 + ((((col * 2) // 16) - row) % 8) * 16 + (col * 2) % 16, "not a rotation"),
+], ids=["no-xor", "xor-row", "xor-bytes", "4-bytes", "no-byte-in-chunk", "rotate", "rotate-back"])
 def test_swizzle_names_realistic_mistakes(mine, words, capsys):
     ok, out = _check(ex07.swizzle, mine, capsys)
     assert not ok and words in out
@@ -217,6 +220,17 @@ def test_box_lbo_question_names_answers_and_counts_misread_elements(capsys):
         assert not ok and words in out and f"with LBO = {answer}: {ex07.lbo_mismatches(answer)} of 4096" in out
     ok, out = _answer(ex07.box_lbo, "4096", capsys)
     assert not ok and "with LBO" not in out  # no count for something that is not a number
+    assert "give a number (bytes), not the text '4096'" in out
+
+
+@pytest.mark.parametrize("answer, kind", [("760", "the text '760'"), (lambda: 760, "a function"),
+                                          ([760], "a list"), (True, "a bool")])
+def test_08_questions_ask_for_a_number(answer, kind, capsys):
+    for question in (ex07.swizzled_offset, ex07.box_lbo):
+        ok, out = _answer(question, answer, capsys)
+        assert not ok and f"give a number ({question.unit}), not {kind}" in out, out
+        assert "Hint" not in out
+    assert _answer(ex07.swizzled_offset, 760.0, capsys)[0]
 
 
 # ---- 08: a plan per shape -------------------------------------------------------------------------
@@ -262,6 +276,10 @@ def test_plan_reference_passes_and_prints_the_recording(capsys):
     ok, out = _check(ex08.tile_plan, ex08.plan, capsys)
     assert ok and f"solved — at least 92 % of the model's best plan at all {len(ex08.plan_shapes())} shapes" in out
     assert "recorded on the H200" in out and "gpt2 qkv 2k 128x128, split 1 100 % 128x128, split 1" in out
+    # a table row whose autotuned choice the recording did not keep says so; an unseen shape has "-"
+    assert out.count("choice not kept") == 1, out
+    assert re.search(r"llama3 o 512 128x\d+, split \d +\d+ % choice not kept", out), out
+    assert re.search(r"gpt2 dW proj 128x\d+, split \d +\d+ % - ", out), out
     assert "def plan" in _revealed(ex08.tile_plan)
 
 
