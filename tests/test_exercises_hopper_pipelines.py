@@ -56,6 +56,7 @@ def test_the_starter_is_told_to_fill_in_the_todo_lines(capsys):
 
 
 @pytest.mark.parametrize("fn, words", [
+    (lambda k, slots: (k % 2, (k % 2) ^ 1), "counts uses of a slot, k // slots, not slices"),  # slices, not uses
     (lambda k, slots: (k % 2, ((k // slots) % 2) ^ 1), "not one per slice"),               # full k % 2
     (lambda k, slots: ((k // slots) % 2, (k // slots) % 2), "the release of this use"),   # u % 2 for both
     (lambda k, slots: ((k // 5) % 2, ((k // 5) % 2) ^ 1), "every ring as 5 slots"),       # stage 3's 5 slots
@@ -64,7 +65,7 @@ def test_the_starter_is_told_to_fill_in_the_todo_lines(capsys):
     (lambda k, slots: (0, 1), "right on the first lap only"),
     (lambda k, slots: ((k // slots) % 2, (k % 2) ^ 1), "not one per slice"),              # empty from k
     (lambda k, slots: (((k // slots) % 2) ^ 1, ((k // slots) % 2) ^ 1), "phase u of full[s]"),
-], ids=["full-k-mod-2", "u-mod-2-for-both", "slots-fixed-at-5", "from-the-slot", "swapped", "first-lap",
+], ids=["k-mod-2-for-both", "full-k-mod-2", "u-mod-2-for-both", "slots-fixed-at-5", "from-the-slot", "swapped", "first-lap",
         "empty-from-k", "readers-flipped"])
 def test_named_wrong_rules_get_their_message_and_a_played_problem(fn, words, capsys):
     ok, out = _check(ex.parities, fn, capsys)
@@ -185,10 +186,15 @@ def test_register_budget_question(capsys):
     assert ex.registers_at_launch() == at_launch == 168
     assert ex.register_budget.expected() == (at_launch * 384 - 128 * 48) // 256 // 8 * 8 == 224
     assert ex.register_budget.check(224)
-    for answer, words in [(232, "SM's 65,536 registers"), (228, "round down"), (248, "subtract them"),
-                          (168, "at launch")]:
+    assert ex.consumer_registers(producer_regs=40) == ex.consumer_registers(pool=65536) == 232  # both readings
+    for answer, words in [(232, "SM's 65,536 registers"), (232, "section 3's split, for a producer at 40"),
+                          (228, "round down"), (248, "subtract them"), (168, "at launch"),
+                          ("224", "give a number (registers per thread), not the text '224'"),
+                          (ex.consumer_registers, "give a number (registers per thread), not a function"),
+                          (True, "give a number")]:
         verdict = ex.register_budget.check(answer)
         out = " ".join(capsys.readouterr().out.split())
         assert not verdict and words in out, (answer, out)
+    assert ex.register_budget.check(224.0)
     ex.register_budget.check(None)
     assert "no answer yet" in capsys.readouterr().out

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
 from course_lib import learn
-from course_lib.exercises import Puzzle, Question, call_on_every_case, nothing_yet
+from course_lib.exercises import Puzzle, call_on_every_case, nothing_yet
+from course_lib.exercises.hopper_tensor_cores import NumberQuestion
 from course_lib.learn import Verdict, say
 from course_lib.model import ring
 
@@ -45,6 +46,10 @@ class Play(NamedTuple):
 # or only on the first lap, goes wrong in one of them.
 PLAYS = (Play(7, 1, 2, 2, 1), Play(9, 2, 3, 2, 1), Play(10, 3, 1, 4, 2), Play(13, 4, 3, 2, 2),
          Play(17, 5, 2, 3, 2), Play(20, 6, 4, 1, 1))
+
+
+def _both_from_slice(k, slots):
+    return k % 2, (k % 2) ^ 1
 
 
 def _full_from_slice(k, slots):
@@ -175,6 +180,8 @@ parities = RingPuzzle(
                       "for whatever number of slots the ring has."),
         (_from_slot, "the parity comes from which use of its slot slice k is (k // slots), not from the "
                      "slot's number: each slot's barriers count their own phases, one per use."),
+        (_both_from_slice, "the parity counts uses of a slot, k // slots, not slices: slot s's barriers "
+                           "complete one phase per use, and slice k is use k // slots of its slot."),
         (_full_from_slice, "full[s] completes one phase per use of slot s, not one per slice: count the "
                            "slot's uses, k // slots."),
         (_empty_from_slice, "empty[s] completes one phase per use of slot s, not one per slice: count the "
@@ -277,14 +284,16 @@ def consumer_registers(producer_regs: int = VARIANT_PRODUCER_REGS, pool: int | N
     return _round8((pool - PRODUCER_THREADS * producer_regs) / CONSUMER_THREADS)
 
 
-register_budget = Question(
+register_budget = NumberQuestion(
     what="registers per consumer thread",
+    unit="registers per thread",
     expected=consumer_registers,
     hint="the pool is (registers at launch) x 384 threads; subtract the producer's, share out, round down",
     wrong=[
-        (consumer_registers(pool=REGS_PER_SM), f"that shares out the SM's {REGS_PER_SM:,} registers; "
-                                               f"setmaxnreg moves registers within the CTA's pool, "
-                                               f"{registers_at_launch()} x {THREADS}."),
+        (consumer_registers(pool=REGS_PER_SM), f"that is section 3's split, for a producer at 40 (or the "
+                                               f"SM's {REGS_PER_SM:,} registers shared out): the producer "
+                                               f"keeps 48 here, and setmaxnreg moves registers within the "
+                                               f"CTA's pool, {registers_at_launch()} x {THREADS}."),
         ((registers_at_launch() * THREADS - PRODUCER_THREADS * VARIANT_PRODUCER_REGS) / CONSUMER_THREADS,
          "setmaxnreg takes multiples of 8: round down."),
         (consumer_registers(producer_regs=0), f"the producer keeps its {VARIANT_PRODUCER_REGS} registers per "

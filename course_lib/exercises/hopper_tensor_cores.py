@@ -9,6 +9,7 @@ Every expected answer comes from the course's Python model of TMA and ``wgmma``
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -63,6 +64,18 @@ def _wraps_at_64(row, col):
     return layout.tma_box_offset(row % 64, col)
 
 
+def _rotated(row, col):
+    return ROW_BYTES * row + CHUNK * (((2 * col // CHUNK) + row) % 8) + 2 * col % CHUNK
+
+
+def _rotated_back(row, col):
+    return ROW_BYTES * row + CHUNK * (((2 * col // CHUNK) - row) % 8) + 2 * col % CHUNK
+
+
+_NOT_A_ROTATION = ("it is an XOR, not a rotation: chunk c of row r goes to c ^ (r % 8) (row 1 swaps chunks 0 "
+                   "and 1, 2 and 3, ...), not to c shifted by r places round the row.")
+
+
 def _row_start_mod_8(row, col):
     return ROW_BYTES * (row % 8) + CHUNK * ((2 * col // CHUNK) ^ (row % 8)) + 2 * col % CHUNK
 
@@ -113,6 +126,8 @@ swizzle = _BoxPuzzle(
         (_col_as_bytes, "col counts elements of 2 bytes, not bytes: the byte in the row is 2 * col."),
         (_no_xor, "that is the plain row-major offset: the swizzle is missing (chunk c of row r goes to "
                   "chunk c ^ (r % 8))."),
+        (_rotated, _NOT_A_ROTATION),
+        (_rotated_back, _NOT_A_ROTATION),
         (_xor_with_row, "the XOR takes row % 8, not the row: from row 8 on your chunk index runs past 7, "
                         "out of the row (the pattern repeats every 8 rows, 1024 bytes)."),
         (_xor_on_bytes, "the XOR moves whole 16-byte chunks: XOR the chunk index (byte // 16) with "
@@ -125,12 +140,32 @@ swizzle = _BoxPuzzle(
 )
 
 
+# ---- the questions: each answer is a number ------------------------------------------------------
+
+@dataclass(frozen=True)
+class NumberQuestion(Question):
+    """A question whose answer is a number: a string, a function or anything else that is not one
+    is told to give a number, not compared (a string "760" is not taken for 760)."""
+
+    unit: str = ""
+
+    def check(self, answer) -> Verdict:
+        if answer is not None and (isinstance(answer, bool) or not isinstance(answer, numbers.Real)):
+            kind = ("a function" if callable(answer) else f"the text {answer!r}" if isinstance(answer, str)
+                    else f"a {type(answer).__name__}")
+            unit = f" ({self.unit})" if self.unit else ""
+            say(f"{self.what}: give a number{unit}, not {kind}; set it in the cell above and run the cell again.")
+            return Verdict(False)
+        return super().check(answer)
+
+
 # ---- exercise 1: one swizzled address -------------------------------------------------------------
 
 ELEMENT = (5, 20)
 
-swizzled_offset = Question(
+swizzled_offset = NumberQuestion(
     what="offset of element (5, 20)",
+    unit="bytes from the box's start",
     expected=lambda: layout.tma_box_offset(*ELEMENT),
     hint="find the 16-byte chunk of the unswizzled offset, XOR it with the row mod 8",
     wrong=[
@@ -175,7 +210,7 @@ def right_lbo(box_rows: int = SLICE_ROWS) -> int:
 
 
 @dataclass(frozen=True)
-class _LboQuestion(Question):
+class _LboQuestion(NumberQuestion):
     """Says, for a wrong LBO, how many elements wgmma would read from the wrong place."""
 
     def check(self, answer) -> Verdict:
@@ -187,6 +222,7 @@ class _LboQuestion(Question):
 
 box_lbo = _LboQuestion(
     what="LBO for 32 x 64 boxes",
+    unit="bytes",
     expected=right_lbo,
     hint="LBO is the byte step from one group of 64 columns of B to the next: where does TMA put them?",
     wrong=[

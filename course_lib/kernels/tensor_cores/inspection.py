@@ -74,6 +74,14 @@ def staircase_kernel(name: str) -> bool:
     return DECODE_KERNEL not in name
 
 
+def table_kernel(stage: str, name: str) -> bool:
+    """Whether the staircase's tables list this kernel of a stage's file: the stage's own kernel
+    (:func:`staircase_kernel`) and, where the file has one per tile width (stage 6: 128 x 256, and
+    128 x 128 for few tiles with short K, which notebook 10 teaches), only the design's own width."""
+    width = re.search(r"<(\d+)>$", name)
+    return staircase_kernel(name) and (width is None or int(width.group(1)) == DESIGN[stage].block[1])
+
+
 def staircase_mix(cubin: Path) -> collections.Counter:
     """The SASS opcode counts of a stage's own kernel (:func:`staircase_kernel`) in its cubin."""
     return sum((mix for name, mix in sass_mix_by_kernel(cubin).items() if staircase_kernel(name)),
@@ -82,14 +90,14 @@ def staircase_mix(cubin: Path) -> collections.Counter:
 
 def resource_table(results: dict[str, compiler.CompileResult]) -> str:
     """ptxas's report for every stage's kernel, one line each, as text (at most 100 characters wide)."""
-    rows = [f"{'stage':<23}{'kernel':<20}{'threads':>8}{'regs':>6}{'spills':>8}{'stack':>7}{'smem/CTA':>10}  tile, slots"]
+    rows = [f"{'stage':<23}{'kernel':<24}{'threads':>8}{'regs':>6}{'spills':>7}{'stack':>6}{'smem/CTA':>10}  tile, slots"]
     for stage, r in results.items():
         d = DESIGN[stage]
-        for k in (k for k in r.kernels if staircase_kernel(k.name)):
+        for k in (k for k in r.kernels if table_kernel(stage, k.name)):
             smem = k.static_smem_bytes or d.smem_bytes
             rows.append(
-                f"{stage:<23}{k.name:<20}{d.threads:>8}{k.registers:>6}{k.spill_store_bytes + k.spill_load_bytes:>8}"
-                f"{k.stack_bytes:>7}{smem / 1024:>8.1f}KB  {d.block[0]}x{d.block[1]}x{d.block[2]}, {d.stages}"
+                f"{stage:<23}{k.name:<24}{d.threads:>8}{k.registers:>6}{k.spill_store_bytes + k.spill_load_bytes:>7}"
+                f"{k.stack_bytes:>6}{smem / 1024:>8.1f}KB  {d.block[0]}x{d.block[1]}x{d.block[2]}, {d.stages}"
             )
     return "\n".join(rows)
 
@@ -105,13 +113,15 @@ def sass_mix_by_kernel(cubin: Path) -> dict[str, collections.Counter]:
 
 def instruction_table(results: dict[str, compiler.CompileResult],
                       opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
-    """How many of each highlighted SASS opcode every stage's kernel holds, as text (each column as
-    wide as its opcode: pick the opcodes to keep a table narrow)."""
+    """How many of each highlighted SASS opcode every stage's kernel holds (in its compiled code, not
+    how often they run), as text (each column as wide as its opcode: pick the opcodes to keep a table
+    narrow). Stage 6 counts its 128 x 256 kernel, as :func:`resource_table` lists it."""
     opcodes = list(opcodes)
     widths = [max(len(op) + 2, 6) for op in opcodes]
     rows = [f"{'stage':<23}" + "".join(f"{op:>{w}}" for op, w in zip(opcodes, widths))]
     for stage, r in results.items():
-        mix = staircase_mix(r.cubin)
+        mix = sum((m for name, m in sass_mix_by_kernel(r.cubin).items() if table_kernel(stage, name)),
+                  collections.Counter())
         rows.append(f"{stage:<23}" + "".join(f"{mix[op]:>{w}}" for op, w in zip(opcodes, widths)))
     return "\n".join(rows)
 
