@@ -41,28 +41,37 @@ def plot_stages(results: Results, dtype: str, shape: Shape, stages: Sequence[str
     if not rows:
         raise LookupError(f"no {dtype} results at {shape} for {stages or 'any stage'} ({results.label})")
     # A row recorded on another GPU than the rest (a stage this GPU cannot run) is hatched and starred;
-    # the title's label says where it comes from.
-    names = [_title(r["stage"]) + (" *" if r.get("recorded_on") else "") for r in rows]
+    # the title's label says where it comes from. Rows are named as the prose names them (tc_6_tma_store).
+    names = [r["stage"] + (" *" if r.get("recorded_on") else "") for r in rows]
     hatch = ["//" if r.get("recorded_on") else "" for r in rows]
     own = [r for r in rows if not r.get("recorded_on")] or rows  # the cuBLAS line is this GPU's
     cublas = sorted(r["cublas_tflops"] for r in own)[len(own) // 2]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 0.55 * len(rows) + 1.8), sharey=True)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 0.55 * len(rows) + 2.1), sharey=True)
     y = range(len(rows))
-    ax1.barh(y, [r["tflops"] for r in rows], color="tab:blue", hatch=hatch, edgecolor="white")
-    ax1.axvline(cublas, color="black", ls="--", lw=1, label=f"cuBLAS ≈ {cublas:.0f} TFLOP/s")
+    tflops = [r["tflops"] for r in rows]
+    percent = [100 * r["ratio_to_cublas"] for r in rows]
+    ax1.barh(y, tflops, color="tab:blue", hatch=hatch, edgecolor="white")
+    ax1.axvline(cublas, color="black", ls="--", lw=1, label=f"cuBLAS ≈ {cublas:.0f} TFLOP/s (left), 100 % (right)")
     ax1.set_xlabel("TFLOP/s")
-    ax1.legend(loc="lower right", fontsize=8)
-    ax2.barh(y, [100 * r["ratio_to_cublas"] for r in rows], color="tab:orange", hatch=hatch, edgecolor="white")
+    ax2.barh(y, percent, color="tab:orange", hatch=hatch, edgecolor="white")
     ax2.axvline(100, color="black", ls="--", lw=1)
     ax2.set_xlabel("% of cuBLAS (measured in the same call)")
-    for i, r in enumerate(rows):
-        ax1.text(r["tflops"], i, f" {r['tflops']:.1f}", va="center", fontsize=8)
-        ax2.text(100 * r["ratio_to_cublas"], i, f" {100 * r['ratio_to_cublas']:.0f}%", va="center", fontsize=8)
+    # Each value at the start of its bar where the bar is long (clear of the cuBLAS line near its end),
+    # after it where the bar is short (far from the line).
+    for ax, values, fmt in ((ax1, tflops, "{:.1f}"), (ax2, percent, "{:.0f}%")):
+        right = max(max(values), cublas if ax is ax1 else 100) * 1.08
+        ax.set_xlim(0, right)
+        for i, v in enumerate(values):
+            inside = v > 0.3 * right
+            ax.text(0 if inside else v, i, f" {fmt.format(v)}", va="center", ha="left", fontsize=8,
+                    color="white" if inside else "black")
+    # The legend below the charts, where no bar lies.
+    fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", fontsize=8, frameon=False)
     ax1.set_yticks(list(y), names)
     ax1.invert_yaxis()
     M, N, K = shape
     fig.suptitle(f"{dtype}, M={M}, N={N}, K={K} — {results.label}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1))  # room for the legend below
     return fig
 
 
