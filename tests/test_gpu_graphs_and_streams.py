@@ -259,6 +259,7 @@ def _as_custom_op(name: str, call):
 COMPILE_PATHS = [
     ("tc_6 stream-K", lambda: _tc6_default, (3000, 3000, 3000)),
     ("tc_6 swapped + split-K", lambda: _tc6_default, (16, 4096, 14336)),
+    ("tc_6 128x128 as called", lambda: _tc6_default, (1024, 1024, 1024)),  # the narrow tile by the shape
     ("triton_fast split-K", dict((p[0], p[1]) for p in BF16_PATHS)["triton_fast split-K"], (768, 2304, 16384)),
     ("triton_fast as called", lambda: _triton_default, (2048, 2048, 2048)),
 ]
