@@ -197,6 +197,9 @@ def lab(tmp_path_factory):
         f"--LabApp.user_settings_dir={dirs['settings']}", "--LabApp.expose_app_in_browser=True",
         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--ServerApp.terminals_enabled=False",
+        # Kernels talk over Unix sockets in the runtime folder: TCP ports picked free can be taken
+        # before the kernel binds them (a CI run failed on "Address already in use").
+        "--KernelManager.transport=ipc",
     ] + (["--allow-root"] if os.geteuid() == 0 else [])  # CI runs as root
     log = (tmp / "jupyterlab.log").open("w")
     server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
