@@ -94,7 +94,7 @@ MODEL_SHAPES: tuple[ModelShape, ...] = (
     ModelShape("qwen2.5 down M=32", QWEN25_7B, "MLP down", "decode", 32, 3584, 18944,
                "a batch of 32 with K much larger than N"),
     ModelShape("qwen2.5 qkv M=8", QWEN25_7B, "attention q,k,v (fused)", "decode", 8, 4608, 3584,
-               "a batch of 8: the smallest multiple of 8 that wgmma's N side takes"),
+               "a batch of 8: wgmma's N side takes any multiple of 8; stage 6 pads it to 16"),
     ModelShape("llama3 down M=128", LLAMA3_8B, "MLP down", "decode", 128, 4096, 14336,
                "a batch of 128: 128 multiply-adds per weight, still left of the ridge"),
     ModelShape("llama3 qkv M=96", LLAMA3_8B, "attention q,k,v (fused)", "decode", 96, 6144, 4096,

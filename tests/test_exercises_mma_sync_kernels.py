@@ -158,18 +158,8 @@ def test_pitch64_passes(capsys):
         assert not ok and words in out, (answer, out)
 
 
-@pytest.mark.parametrize("question", [ex.stage0_intensity, ex.stage0_roof, ex.pitch64_passes], ids=lambda q: q.what)
-def test_every_listed_wrong_answer_is_wrong_and_told_its_meaning(question, capsys):
-    want = question.expected()
-    assert _answer(question, want, capsys)[0]
-    for value, meaning in question.wrong:
-        value = value(want) if callable(value) else value
-        verdict = question.check(value)
-        out = capsys.readouterr().out
-        assert not verdict and " ".join(meaning.split())[:40] in " ".join(out.split()), (value, out)
-        assert _fits(out)
-    question.check(None)
-    assert "no answer yet" in capsys.readouterr().out
+# Every listed wrong answer of these questions is tried in tests/test_exercises_tensor_cores.py
+# (test_every_listed_wrong_answer_is_wrong_and_told_its_meaning), with the other notebooks' questions.
 
 
 def _revealed(puzzle) -> str:

@@ -12,9 +12,10 @@ import statistics
 import pytest
 
 from course_lib import results
-from course_lib.exercises import hopper_tensor_cores as ex07
-from course_lib.exercises import summary as ex08
-from course_lib.exercises import tensor_cores as ex06
+from course_lib.exercises import hopper_tensor_cores as ex_hopper
+from course_lib.exercises import mma_sync_kernels as ex_mma
+from course_lib.exercises import summary as ex_summary
+from course_lib.exercises import tensor_cores as ex_tc
 from course_lib.kernels import tensor_cores as tc
 from course_lib.model import banks, layout, waves
 from course_lib.model.fragments import fragment_map
@@ -46,18 +47,18 @@ def test_a_fragment_reference_and_solution_are_the_ptx_layout(capsys):
     fm = fragment_map("mma.m16n8k16", "A")
     for r in range(16):
         for c in range(16):
-            assert ex06.a_owner(r, c) == (fm.owner[r, c], fm.reg[r, c])
-            assert ex06.a_fragment.reference(r, c) == (fm.owner[r, c], fm.reg[r, c])
-    ok, out = _check(ex06.a_fragment, ex06.a_owner, capsys)
+            assert ex_tc.a_owner(r, c) == (fm.owner[r, c], fm.reg[r, c])
+            assert ex_tc.a_fragment.reference(r, c) == (fm.owner[r, c], fm.reg[r, c])
+    ok, out = _check(ex_tc.a_fragment, ex_tc.a_owner, capsys)
     assert ok and "solved — right on all 256 cases" in out
-    assert "def a_owner" in _revealed(ex06.a_fragment)
+    assert "def a_owner" in _revealed(ex_tc.a_fragment)
 
 
 def test_a_fragment_tells_the_unfilled_starter_to_fill_it_in(capsys):
-    ok, out = _check(ex06.a_fragment, _starter_a, capsys)
+    ok, out = _check(ex_tc.a_fragment, _starter_a, capsys)
     assert not ok
     assert out == "Your map of A's fragment: not solved yet: your function returns None — fill in the TODO lines."
-    ok, out = _check(ex06.a_fragment, None, capsys)
+    ok, out = _check(ex_tc.a_fragment, None, capsys)
     assert not ok and "no function yet" in out
 
 
@@ -65,28 +66,28 @@ def test_a_fragment_names_rows_and_columns_swapped(capsys):
     def mine(row, col):  # the group from the column, the lane in the group from the row
         g, t = col % 8, (row % 8) // 2
         return 4 * g + t, row % 2 + 2 * (col // 8) + 4 * (row // 8)
-    ok, out = _check(ex06.a_fragment, mine, capsys)
+    ok, out = _check(ex_tc.a_fragment, mine, capsys)
     assert not ok and "rows and columns are swapped" in out and "A[0][1]: yours gives (4, 0), the model (0, 1)" in out
 
 
 def test_a_fragment_names_lanes_without_the_8_row_halves(capsys):
     def mine(row, col):
         return 4 * row + (col % 8) // 2, col % 2 + 2 * (row // 8) + 4 * (col // 8)
-    ok, out = _check(ex06.a_fragment, mine, capsys)
+    ok, out = _check(ex_tc.a_fragment, mine, capsys)
     assert not ok and "runs past lane 31 for rows 8-15" in out and "A[8][0]: yours gives (32, 2)" in out
 
 
 def test_a_fragment_names_i_without_the_upper_columns(capsys):
     def mine(row, col):
         return 4 * (row % 8) + (col % 8) // 2, col % 2 + 2 * (row // 8)
-    ok, out = _check(ex06.a_fragment, mine, capsys)
+    ok, out = _check(ex_tc.a_fragment, mine, capsys)
     assert not ok and "your i ignores columns 8-15" in out
 
 
 def test_a_fragment_names_the_halves_swapped_in_i(capsys):
     def mine(row, col):
         return 4 * (row % 8) + (col % 8) // 2, col % 2 + 4 * (row // 8) + 2 * (col // 8)
-    ok, out = _check(ex06.a_fragment, mine, capsys)
+    ok, out = _check(ex_tc.a_fragment, mine, capsys)
     assert not ok and "it is the other way round" in out
 
 
@@ -96,9 +97,9 @@ def test_a_fragment_names_lane_4t_plus_g_and_t_col_mod_4(capsys):
 
     def t_mod_4(row, col):
         return 4 * (row % 8) + col % 4, col % 2 + 2 * (row // 8) + 4 * (col // 8)
-    ok, out = _check(ex06.a_fragment, lane_4t_g, capsys)
+    ok, out = _check(ex_tc.a_fragment, lane_4t_g, capsys)
     assert not ok and "your lane is 4t + g" in out
-    ok, out = _check(ex06.a_fragment, t_mod_4, capsys)
+    ok, out = _check(ex_tc.a_fragment, t_mod_4, capsys)
     assert not ok and "t = col % 4 gives a lane every fourth column" in out
 
 
@@ -106,14 +107,14 @@ def test_a_fragment_names_lane_and_i_returned_in_the_wrong_order(capsys):
     def i_then_lane(row, col):
         g, t = row % 8, (col % 8) // 2
         return col % 2 + 2 * (row // 8) + 4 * (col // 8), 4 * g + t
-    ok, out = _check(ex06.a_fragment, i_then_lane, capsys)
+    ok, out = _check(ex_tc.a_fragment, i_then_lane, capsys)
     assert not ok and "you return (i, lane); return (lane, i)" in out
 
 
 def test_a_fragment_lists_the_cases_of_an_unknown_mistake_and_reports_an_exception(capsys):
-    ok, out = _check(ex06.a_fragment, lambda row, col: (0, 0), capsys)
+    ok, out = _check(ex_tc.a_fragment, lambda row, col: (0, 0), capsys)
     assert not ok and "wrong on 255 of 256 cases" in out and "A[0][1]" in out
-    ok, out = _check(ex06.a_fragment, lambda row, col: (32 // (row - 3), 0), capsys)
+    ok, out = _check(ex_tc.a_fragment, lambda row, col: (32 // (row - 3), 0), capsys)
     assert not ok and "raised ZeroDivisionError for A[3][0]" in out
 
 
@@ -121,24 +122,24 @@ def test_a_fragment_lists_the_cases_of_an_unknown_mistake_and_reports_an_excepti
 
 def test_b_owner_is_the_ptx_layout_and_its_wrong_answers_are_named(capsys):
     fm = fragment_map("mma.m16n8k16", "B")
-    assert ex06.b_owner.expected() == (fm.owner[11, 6], fm.reg[11, 6]) == (25, 3)
-    ok, out = _answer(ex06.b_owner, (25, 3), capsys)
+    assert ex_tc.b_owner.expected() == (fm.owner[11, 6], fm.reg[11, 6]) == (25, 3)
+    ok, out = _answer(ex_tc.b_owner, (25, 3), capsys)
     assert ok
     for answer, words in [((10, 3), "4 * 6 + t, not 4t + 6"), ((27, 3), "t is (row % 8) // 2"),
                           ((25, 1), "add 2 to i"), ((15, 2), "with A's layout")]:
-        ok, out = _answer(ex06.b_owner, answer, capsys)
+        ok, out = _answer(ex_tc.b_owner, answer, capsys)
         assert not ok and words in out, (answer, out)
 
 
 def test_bf16_ridge_is_from_the_recorded_peaks(capsys):
     ceilings = results.load().ceilings
     want = ceilings["cublas_peak_tflops"]["bf16"] * 1000 / ceilings["copy_bandwidth_gbs"]
-    assert ex06.bf16_ridge.expected() == pytest.approx(want)
-    ok, out = _answer(ex06.bf16_ridge, 12 * 15, capsys)  # from the text's rounded numbers
+    assert ex_tc.bf16_ridge.expected() == pytest.approx(want)
+    ok, out = _answer(ex_tc.bf16_ridge, 12 * 15, capsys)  # from the text's rounded numbers
     assert ok and f"= {want:.0f} FLOP/byte" in out  # a right answer is followed by the recorded ridge
     for answer, words in [(12, "the fp32 ridge"), (0.8, "divides by the factor"), (15, "the factor the peak"),
                           (2 * want, "2-byte elements"), (120, "Hint:"), (None, "no answer yet")]:
-        ok, out = _answer(ex06.bf16_ridge, answer, capsys)
+        ok, out = _answer(ex_tc.bf16_ridge, answer, capsys)
         assert not ok and words in out, (answer, out)
         assert f"{want:.0f} FLOP/byte" not in out, f"{answer!r} is shown the recorded ridge: {out}"
 
@@ -146,16 +147,16 @@ def test_bf16_ridge_is_from_the_recorded_peaks(capsys):
 # ---- 07: the 128-byte swizzle --------------------------------------------------------------------
 
 def test_swizzle_reference_and_solution(capsys):
-    assert (ex07.BOX_ROWS, ex07.BOX_COLS) == (128, 64)  # A's box in the kernels: BLOCK_M x 64 bf16
+    assert (ex_hopper.BOX_ROWS, ex_hopper.BOX_COLS) == (128, 64)  # A's box in the kernels: BLOCK_M x 64 bf16
     for r in range(128):
         for c in range(64):
-            assert ex07.swizzle_offset(r, c) == layout.tma_box_offset(r, c)
-    ok, out = _check(ex07.swizzle, ex07.swizzle_offset, capsys)
+            assert ex_hopper.swizzle_offset(r, c) == layout.tma_box_offset(r, c)
+    ok, out = _check(ex_hopper.swizzle, ex_hopper.swizzle_offset, capsys)
     assert ok and "solved — right on all 8192 cases" in out and "first row" not in out
 
 
 def test_swizzle_tells_the_unfilled_starter_to_fill_it_in(capsys):
-    ok, out = _check(ex07.swizzle, lambda row, col: None, capsys)
+    ok, out = _check(ex_hopper.swizzle, lambda row, col: None, capsys)
     assert not ok and out == "Your swizzle: not solved yet: your function returns None — fill in the TODO lines."
 
 
@@ -169,12 +170,12 @@ def test_swizzle_tells_the_unfilled_starter_to_fill_it_in(capsys):
     (lambda row, col: row * 128 + ((((col * 2) // 16) - row) % 8) * 16 + (col * 2) % 16, "not a rotation"),
 ], ids=["no-xor", "xor-row", "xor-bytes", "4-bytes", "no-byte-in-chunk", "rotate", "rotate-back"])
 def test_swizzle_names_realistic_mistakes(mine, words, capsys):
-    ok, out = _check(ex07.swizzle, mine, capsys)
+    ok, out = _check(ex_hopper.swizzle, mine, capsys)
     assert not ok and words in out
 
 
 def test_swizzle_without_a_known_mistake_lists_cases(capsys):
-    ok, out = _check(ex07.swizzle, lambda row, col: layout.tma_box_offset(row, col) if row < 63 else 0, capsys)
+    ok, out = _check(ex_hopper.swizzle, lambda row, col: layout.tma_box_offset(row, col) if row < 63 else 0, capsys)
     assert not ok and "wrong on 4160 of 8192 cases" in out and "element (63, 1): yours gives 0" in out
     assert "the first row where yours differs: row 63 of the box's 128 (rows 0-62 are right)" in out
 
@@ -191,7 +192,7 @@ def test_swizzle_without_a_known_mistake_lists_cases(capsys):
     (lambda row, col: 64 * row + (((col * 2) // 16) ^ (row % 8)) * 16 + (col * 2) % 16, None, 1),
 ], ids=["wraps-at-64", "row-bits-6", "row-start-mod-8", "xor-row-mod-16", "xor-row-div-8", "64-byte-rows"])
 def test_swizzle_checks_every_row_of_the_box_and_names_the_first_wrong_one(mine, words, first_row, capsys):
-    ok, out = _check(ex07.swizzle, mine, capsys)
+    ok, out = _check(ex_hopper.swizzle, mine, capsys)
     assert not ok and f"the first row where yours differs: row {first_row} of the box's 128" in out
     if words:
         assert words in out
@@ -202,23 +203,23 @@ def test_swizzle_checks_every_row_of_the_box_and_names_the_first_wrong_one(mine,
 # ---- 07: the questions ---------------------------------------------------------------------------
 
 def test_swizzled_offset_question(capsys):
-    assert ex07.swizzled_offset.expected() == layout.tma_box_offset(5, 20) == 760
+    assert ex_hopper.swizzled_offset.expected() == layout.tma_box_offset(5, 20) == 760
     for answer, words in [(680, "without the swizzle"), (685, "not the byte offset"), (640, "4 bytes"),
                           (752, "start of the right chunk"), (120, "5 rows of 128 bytes earlier")]:
-        ok, out = _answer(ex07.swizzled_offset, answer, capsys)
+        ok, out = _answer(ex_hopper.swizzled_offset, answer, capsys)
         assert not ok and words in out, (answer, out)
 
 
 def test_box_lbo_question_names_answers_and_counts_misread_elements(capsys):
-    assert ex07.box_lbo.expected() == 32 * 128 and ex07.lbo_mismatches(4096) == 0
-    assert ex07.right_lbo(64) == tc.B_LBO  # the same search finds the kernels' LBO for their boxes
-    ok, out = _answer(ex07.box_lbo, 4096, capsys)
+    assert ex_hopper.box_lbo.expected() == 32 * 128 and ex_hopper.lbo_mismatches(4096) == 0
+    assert ex_hopper.right_lbo(64) == tc.B_LBO  # the same search finds the kernels' LBO for their boxes
+    ok, out = _answer(ex_hopper.box_lbo, 4096, capsys)
     assert ok and "with LBO" not in out
     for answer, words in [(8192, "boxes of 64 rows"), (1024, "that is SBO"), (128, "one row of a box"),
                           (2048, "16 rows of one wgmma's slice")]:
-        ok, out = _answer(ex07.box_lbo, answer, capsys)
-        assert not ok and words in out and f"with LBO = {answer}: {ex07.lbo_mismatches(answer)} of 4096" in out
-    ok, out = _answer(ex07.box_lbo, "4096", capsys)
+        ok, out = _answer(ex_hopper.box_lbo, answer, capsys)
+        assert not ok and words in out and f"with LBO = {answer}: {ex_hopper.lbo_mismatches(answer)} of 4096" in out
+    ok, out = _answer(ex_hopper.box_lbo, "4096", capsys)
     assert not ok and "with LBO" not in out  # no count for something that is not a number
     assert "give a number (bytes), not the text '4096'" in out
 
@@ -226,11 +227,11 @@ def test_box_lbo_question_names_answers_and_counts_misread_elements(capsys):
 @pytest.mark.parametrize("answer, kind", [("760", "the text '760'"), (lambda: 760, "a function"),
                                           ([760], "a list"), (True, "a bool")])
 def test_08_questions_ask_for_a_number(answer, kind, capsys):
-    for question in (ex07.swizzled_offset, ex07.box_lbo):
+    for question in (ex_hopper.swizzled_offset, ex_hopper.box_lbo):
         ok, out = _answer(question, answer, capsys)
         assert not ok and f"give a number ({question.unit}), not {kind}" in out, out
         assert "Hint" not in out
-    assert _answer(ex07.swizzled_offset, 760.0, capsys)[0]
+    assert _answer(ex_hopper.swizzled_offset, 760.0, capsys)[0]
 
 
 # ---- 08: a plan per shape -------------------------------------------------------------------------
@@ -240,20 +241,20 @@ def _starter_plan(M, N, K):
 
 
 def test_plan_model_is_the_wave_model():
-    e = ex08.estimate(2048, 2304, 768, 128, 256, 1)
+    e = ex_summary.estimate(2048, 2304, 768, 128, 256, 1)
     w = waves.gemm_waves(2048, 2304, 128, 256, occupancy=1)
     assert (e.programs, e.waves, e.busy) == (w.blocks, w.waves, w.efficiency) == (144, 2, 144 / 264)
-    e2 = ex08.estimate(768, 2304, 16384, 128, 256, 2)
+    e2 = ex_summary.estimate(768, 2304, 16384, 128, 256, 2)
     assert (e2.programs, e2.waves) == (108, 1)
-    assert e2.k_share == pytest.approx(128 / (128 + ex08.FILL_SLICES + ex08.partial_slices(128, 256)))
-    assert ex08.estimate(4096, 1600, 6400, 128, 256, 1).useful == pytest.approx(1600 / 1792)
+    assert e2.k_share == pytest.approx(128 / (128 + ex_summary.FILL_SLICES + ex_summary.partial_slices(128, 256)))
+    assert ex_summary.estimate(4096, 1600, 6400, 128, 256, 1).useful == pytest.approx(1600 / 1792)
 
 
 def test_plan_model_constants_come_from_the_course():
     from course_lib.kernels.coalescing_and_triton.fast_configs import FAST_CONFIGS
 
-    assert ex08.FILL_SLICES == FAST_CONFIGS["bf16"][0].num_stages
-    assert FAST_CONFIGS["bf16"][0].block_k == ex08.BLOCK_K
+    assert ex_summary.FILL_SLICES == FAST_CONFIGS["bf16"][0].num_stages
+    assert FAST_CONFIGS["bf16"][0].block_k == ex_summary.BLOCK_K
     # the half tile's rate: the recording's best 128 x 128 candidate against the best whole 128 x 256
     # one, at the prefill rows where both fill their waves (at least 90 % busy)
     ratios = []
@@ -261,43 +262,43 @@ def test_plan_model_constants_come_from_the_course():
         shape = (t["M"], t["N"], t["K"])
         if t["dtype"] != "bf16" or t["M"] <= 64:
             continue
-        if min(ex08.estimate(*shape, bm, bn, 1).busy for bm, bn in ex08.TILES) < 0.9:
+        if min(ex_summary.estimate(*shape, bm, bn, 1).busy for bm, bn in ex_summary.TILES) < 0.9:
             continue
         ms = t["candidates_ms"]
         big = min(v for k, v in ms.items() if v and k.startswith("128x256") and "splitK" not in k)
         half = min(v for k, v in ms.items() if v and k.startswith("128x128"))
         ratios.append(big / half)
-    assert len(ratios) >= 4 and abs(statistics.median(ratios) - ex08.HALF_TILE_RATE) < 0.03
+    assert len(ratios) >= 4 and abs(statistics.median(ratios) - ex_summary.HALF_TILE_RATE) < 0.03
     # the plan's rule is stage 6's
     assert (tc.STREAM_K_BELOW, tc.STREAM_K_MIN_SLICES) == (0.8, 32)
 
 
 def test_plan_reference_passes_and_prints_the_recording(capsys):
-    ok, out = _check(ex08.tile_plan, ex08.plan, capsys)
-    assert ok and f"solved — at least 92 % of the model's best plan at all {len(ex08.plan_shapes())} shapes" in out
+    ok, out = _check(ex_summary.tile_plan, ex_summary.plan, capsys)
+    assert ok and f"solved — at least 92 % of the model's best plan at all {len(ex_summary.plan_shapes())} shapes" in out
     assert "recorded on the H200" in out and "gpt2 qkv 2k 128x128, split 1 100 % 128x128, split 1" in out
     # a table row whose autotuned choice the recording did not keep says so; an unseen shape has "-"
     assert out.count("choice not kept") == 1, out
     assert re.search(r"llama3 o 512 128x\d+, split \d +\d+ % choice not kept", out), out
     assert re.search(r"gpt2 dW proj 128x\d+, split \d +\d+ % - ", out), out
-    assert "def plan" in _revealed(ex08.tile_plan)
+    assert "def plan" in _revealed(ex_summary.tile_plan)
 
 
 def test_plan_recorded_labels_read_as_plans():
-    assert ex08.recorded_plan("128x256x64 g8 w8 s3 persistent split2") == (128, 256, 1)
-    assert ex08.recorded_plan("128x256x64 g8 w8 s3 splitK2") == (128, 256, 2)
-    assert ex08.recorded_choices()[(2048, 2304, 768)].startswith("128x128")
+    assert ex_summary.recorded_plan("128x256x64 g8 w8 s3 persistent split2") == (128, 256, 1)
+    assert ex_summary.recorded_plan("128x256x64 g8 w8 s3 splitK2") == (128, 256, 2)
+    assert ex_summary.recorded_choices()[(2048, 2304, 768)].startswith("128x128")
 
 
 def test_plan_tells_the_unfilled_starter_to_fill_it_in(capsys):
-    ok, out = _check(ex08.tile_plan, _starter_plan, capsys)
+    ok, out = _check(ex_summary.tile_plan, _starter_plan, capsys)
     assert not ok and out == "Your plan: not solved yet: your function returns None — fill in the TODO lines."
-    ok, out = _check(ex08.tile_plan, None, capsys)
+    ok, out = _check(ex_summary.tile_plan, None, capsys)
     assert not ok and "no function yet" in out
 
 
 def test_plan_names_always_the_biggest_tile(capsys):
-    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 256, 1), capsys)
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (128, 256, 1), capsys)
     assert not ok and "always the biggest tile" in out and "round tiles / 132 up" in out
     assert "gpt2 qkv 2k (2048, 2304, 768): yours reaches 83 % of the best" in out
     assert "recorded on the H200: triton_fast bf16 ran 128x128, split 1" in out
@@ -307,7 +308,7 @@ def test_plan_names_a_waves_count_not_rounded_up(capsys):
     def mine(M, N, K):  # waves as a fraction: every plan looks fully busy, so the big tile wins
         tiles = math.ceil(M / 128) * math.ceil(N / 256)
         return (128, 256, 1) if tiles / (tiles / 132 * 132) >= 0.8 else (128, 128, 1)
-    ok, out = _check(ex08.tile_plan, mine, capsys)
+    ok, out = _check(ex_summary.tile_plan, mine, capsys)
     assert not ok and "always the biggest tile" in out and "Waves are whole" in out
 
 
@@ -315,24 +316,24 @@ def test_plan_names_split_k_where_k_is_short(capsys):
     def mine(M, N, K):
         tiles = math.ceil(M / 128) * math.ceil(N / 256)
         return (128, 256, 2) if tiles / (math.ceil(tiles / 132) * 132) < 0.8 else (128, 256, 1)
-    ok, out = _check(ex08.tile_plan, mine, capsys)
+    ok, out = _check(ex_summary.tile_plan, mine, capsys)
     assert not ok and "split-K where K is short" in out and "ranges of 6 K-slices" in out
 
 
 def test_plan_names_always_the_half_tile_and_split_everywhere(capsys):
-    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 128, 1), capsys)
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (128, 128, 1), capsys)
     assert not ok and "always the 128 x 128 tile" in out and "0.9 of the big tile's rate" in out
-    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 256, 2) if K >= 2048 else (128, 256, 1), capsys)
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (128, 256, 2) if K >= 2048 else (128, 256, 1), capsys)
     assert not ok and "split-K where the tiles already fill the SMs" in out
 
 
 def test_plan_rejects_a_plan_outside_the_allowed_set_and_reports_other_mistakes(capsys):
-    ok, out = _check(ex08.tile_plan, lambda M, N, K: (64, 64, 1), capsys)
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (64, 64, 1), capsys)
     assert not ok and "returns (64, 64, 1); a plan is (block_m, block_n, split_k)" in out
-    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 128, 4), capsys)
-    n = len(ex08.plan_shapes())
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (128, 128, 4), capsys)
+    n = len(ex_summary.plan_shapes())
     assert not ok and f"below 92 % of the model's best plan at {n} of {n} shapes: split-K where the tiles" in out
-    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 256, 1) if M != 768 else 1 / 0, capsys)
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (128, 256, 1) if M != 768 else 1 / 0, capsys)
     assert not ok and "raised ZeroDivisionError at gpt2 dW qkv" in out
 
 
@@ -345,19 +346,19 @@ def test_plan_shapes_need_split_k_and_the_right_number_of_ranges():
     """The hidden weight gradients: where only split-K meets the goal (no plan without a split does),
     where four ranges fall short and two meet it, and where every split falls short."""
     def passing(shape):
-        best = ex08.best_estimate(*shape).score
-        return {(bm, bn, s) for bm, bn in ex08.TILES for s in ex08.SPLITS
-                if ex08.estimate(*shape, bm, bn, s).score >= ex08.GOAL * best}
+        best = ex_summary.best_estimate(*shape).score
+        return {(bm, bn, s) for bm, bn in ex_summary.TILES for s in ex_summary.SPLITS
+                if ex_summary.estimate(*shape, bm, bn, s).score >= ex_summary.GOAL * best}
 
-    shapes = {s.label: s.shape for s in ex08.plan_shapes()}
+    shapes = {s.label: s.shape for s in ex_summary.plan_shapes()}
     # the table's prefill and training rows but its two squares (12), and the four hidden ones
-    assert len(shapes) == 17 and {s.label for s in ex08.HIDDEN_SHAPES} <= set(shapes)
+    assert len(shapes) == 17 and {s.label for s in ex_summary.HIDDEN_SHAPES} <= set(shapes)
     for label in ("gpt2 dW proj", "gpt2-xl dW proj"):
         assert all(split > 1 for _, _, split in passing(shapes[label])), label
     assert (128, 256, 2) in passing(shapes["gpt2 dW qkv 6k"]) and (128, 256, 4) not in passing(shapes["gpt2 dW qkv 6k"])
     assert all(split == 1 for _, _, split in passing(shapes["gpt2 dW qkv 1.5k"]))
     for shape in shapes.values():
-        assert ex08.plan(*shape) in passing(shape)
+        assert ex_summary.plan(*shape) in passing(shape)
 
 
 def _never_splits(M, N, K):  # the lesson without its split-K step: a smaller tile wherever tiles are few
@@ -393,7 +394,7 @@ def _big_tile_or_split_by_k(M, N, K):  # never halves: whole tiles unless K is l
 ], ids=["never-splits", "never-splits-big-where-k-short", "always-four-ranges", "always-two-ranges",
         "splits-by-k-alone"])
 def test_plan_names_the_split_k_idea_a_plan_misses(mine, words, where, capsys):
-    ok = ex08.tile_plan.check(mine)
+    ok = ex_summary.tile_plan.check(mine)
     raw = capsys.readouterr().out
     out = " ".join(raw.split())
     assert not ok and words in out and where in out, out
@@ -402,14 +403,14 @@ def test_plan_names_the_split_k_idea_a_plan_misses(mine, words, where, capsys):
 
 
 def test_plan_names_a_second_idea_it_misses(capsys):
-    ok, out = _check(ex08.tile_plan, _big_tile_or_split_by_k, capsys)
+    ok, out = _check(ex_summary.tile_plan, _big_tile_or_split_by_k, capsys)
     assert not ok and "Also: more ranges of K than the SMs need" in out
 
 
 def test_plan_without_a_named_idea_lists_its_shapes(capsys):
     # right on the table, a fixed plan of its own at the hidden shapes: still below the goal there
-    hidden = {s.shape for s in ex08.HIDDEN_SHAPES}
-    ok, out = _check(ex08.tile_plan, lambda M, N, K: (128, 128, 2) if (M, N, K) in hidden else ex08.plan(M, N, K),
+    hidden = {s.shape for s in ex_summary.HIDDEN_SHAPES}
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (128, 128, 2) if (M, N, K) in hidden else ex_summary.plan(M, N, K),
                      capsys)
     assert not ok and "gpt2 dW qkv 1.5k (768, 2304, 1536): yours reaches" in out
 
@@ -417,47 +418,48 @@ def test_plan_without_a_named_idea_lists_its_shapes(capsys):
 # ---- 08: the questions ---------------------------------------------------------------------------
 
 def test_intensity_and_ridge_questions(capsys):
-    assert ex08.intensity_192.expected() == 2 * 192 * 192 / (2 * 384) == 96
+    assert ex_summary.intensity_192.expected() == 2 * 192 * 192 / (2 * 384) == 96
     rec = results.load()
     ridge = rec.ceilings["cublas_peak_tflops"]["bf16"] / (rec.ceilings["copy_bandwidth_gbs"] / 1000)
-    assert ex08.ridge_side.expected() == ("left" if 96 < ridge else "right") == "left"
+    assert ex_summary.ridge_side.expected() == ("left" if 96 < ridge else "right") == "left"
     for answer, words in [(48, "4 bytes an element"), (192, "FLOP per element"), (1, "not K BM BN")]:
-        ok, out = _answer(ex08.intensity_192, answer, capsys)
+        ok, out = _answer(ex_summary.intensity_192, answer, capsys)
         assert not ok and words in out, (answer, out)
-    ok, out = _answer(ex08.ridge_side, "right", capsys)
+    ok, out = _answer(ex_summary.ridge_side, "right", capsys)
     assert not ok and f"further right, at {ridge:.0f} FLOP/byte" in " ".join(out.split())  # as 08 prints it
 
 
 def test_waves_6144_questions(capsys):
     w = waves.gemm_waves(6144, 6144, 128, 256, occupancy=1)
-    assert (ex08.tiles_6144.expected(), ex08.waves_6144.expected()) == (w.blocks, w.waves) == (1152, 9)
-    assert ex08.last_wave_6144.expected() == round(100 * w.tail_utilisation) == 73
-    for q, answer, words in [(ex08.tiles_6144, 2304, "128 x 128 tiles"), (ex08.tiles_6144, 576, "256 x 256"),
-                             (ex08.waves_6144, 8.73, "round the division up"),
-                             (ex08.waves_6144, 8.7, "round the division up"),
-                             (ex08.waves_6144, 8, "rounded down"),
-                             (ex08.last_wave_6144, 27, "idle share"),
-                             (ex08.last_wave_6144, 96, "number of tiles in the last wave"),
-                             (ex08.last_wave_6144, 97, "over all the waves")]:
+    assert (ex_summary.tiles_6144.expected(), ex_summary.waves_6144.expected()) == (w.blocks, w.waves) == (1152, 9)
+    assert ex_summary.last_wave_6144.expected() == round(100 * w.tail_utilisation) == 73
+    for q, answer, words in [(ex_summary.tiles_6144, 2304, "128 x 128 tiles"), (ex_summary.tiles_6144, 576, "256 x 256"),
+                             (ex_summary.waves_6144, 8.73, "round the division up"),
+                             (ex_summary.waves_6144, 8.7, "round the division up"),
+                             (ex_summary.waves_6144, 8, "rounded down"),
+                             (ex_summary.last_wave_6144, 27, "idle share"),
+                             (ex_summary.last_wave_6144, 96, "number of tiles in the last wave"),
+                             (ex_summary.last_wave_6144, 97, "over all the waves")]:
         ok, out = _answer(q, answer, capsys)
         assert not ok and words in out, (answer, out)
-    assert _answer(ex08.last_wave_6144, 72.7, capsys)[0]
+    assert _answer(ex_summary.last_wave_6144, 72.7, capsys)[0]
 
 
 def test_one_wave_question(capsys):
-    assert ex08.one_wave_n.expected() == 2112  # 11 x 11 tiles of 192 x 192
+    assert ex_summary.one_wave_n.expected() == 2112  # 11 x 11 tiles of 192 x 192
     assert waves.gemm_waves(2304, 2304, 192, 192, occupancy=1).waves == 2
     for answer, words in [(2048, "stage 6's 128 x 256 tiles"), (2304, "one step too far"), (25344, "132 tiles in a row")]:
-        ok, out = _answer(ex08.one_wave_n, answer, capsys)
+        ok, out = _answer(ex_summary.one_wave_n, answer, capsys)
         assert not ok and words in out, (answer, out)
 
 
 # ---- every question: no wrong answer is the right one, no printed line is too wide ----------------
 
-QUESTIONS = [ex06.bf16_ridge, ex06.b_owner,
-             ex07.swizzled_offset, ex07.box_lbo,
-             ex08.intensity_192, ex08.ridge_side, ex08.tiles_6144, ex08.waves_6144, ex08.last_wave_6144,
-             ex08.one_wave_n]
+QUESTIONS = [ex_tc.bf16_ridge, ex_tc.b_owner,
+             ex_mma.stage0_intensity, ex_mma.stage0_roof, ex_mma.pitch64_passes,
+             ex_hopper.swizzled_offset, ex_hopper.box_lbo,
+             ex_summary.intensity_192, ex_summary.ridge_side, ex_summary.tiles_6144, ex_summary.waves_6144, ex_summary.last_wave_6144,
+             ex_summary.one_wave_n]
 
 
 @pytest.mark.parametrize("question", QUESTIONS, ids=lambda q: q.what)

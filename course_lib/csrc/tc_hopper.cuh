@@ -551,11 +551,11 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
 
 // [excerpt tma-store-epilogue]
 // One consumer's 64-row tile -> swizzled staging boxes -> TMA store, HALF_COLS columns per round
-// (stages 6 and 7). `pairs[i]` is the thread's i-th pair of bf16 results, i.e. its accumulators 2i
-// and 2i+1 converted (pack_bf16x2); `staging` holds HALF_COLS / 64 boxes of 64 x 64 bf16 with the
-// 128-byte swizzle. FIRST_HALF and HALVES pick the rounds: all of them (after the last tile), or
-// one (during the next tile). Called by all 128 threads of the consumer; `barrier` is its own
-// named barrier.
+// (stage 6, and notebook 12's stage 7). `pairs[i]` is the thread's i-th pair of bf16 results, i.e.
+// its accumulators 2i and 2i+1 converted (pack_bf16x2); `staging` holds HALF_COLS / 64 boxes of
+// 64 x 64 bf16 with the 128-byte swizzle. FIRST_HALF and HALVES pick the rounds: all of them
+// (after the last tile), or one (during the next tile). Called by all 128 threads of the consumer;
+// `barrier` is its own named barrier.
 constexpr int C_BOX = 64;  // 64 x 64 bf16 boxes, 128-byte swizzle
 template <int HALF_COLS, int FIRST_HALF, int HALVES>
 __device__ __forceinline__ void store_tile_tma(const uint32_t* pairs, bf16* staging, const CUtensorMap* map_c,
