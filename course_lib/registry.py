@@ -215,7 +215,7 @@ def _manifest() -> list[Stage]:
         Stage(name="triton_fast", notebook=c04.FAST_NOTEBOOK, backend="triton", sweep=True,
               title="Triton fast (grouped, descriptors, tuned)",
               gemms=_per_dtype(c04.fast_matmul_autotuned, "triton_fast", four), tuning_log=c04.tuning_log),
-        # 06 and 07: tensor cores from CUDA C++ (stage 0, then the staircase whose last step is swept).
+        # 07 to 09: tensor cores from CUDA C++ (stage 0, then the staircase whose last step is swept).
         # TMA, and stage 1's 16-byte loads, need every row of A, B and C to start on a 16-byte boundary.
         _cuda("tc_0_mma_sync_minimal", "07_mma_sync_kernels", "mma.sync, fragments from global memory", 1),
         _cuda("tc_1_mma_sync", "07_mma_sync_kernels", "mma.sync + ldmatrix (warp-level)", rows16),
@@ -228,7 +228,7 @@ def _manifest() -> list[Stage]:
         # from occupancy (stage 5's), at 4096^3 and at 8192^3.
         _cuda("tc_6_tma_store", "09_hopper_pipelines", "wgmma in flight + TMA-store epilogue", (1, rows16, rows16),
               sweep=True, group_m=8, max_ctas=backend.sm_count),
-        # 09: FP8 - e4m3 operands with their scales (course_lib.fp8), C = A W^T in bf16
+        # 12: FP8 - e4m3 operands with their scales (course_lib.fp8), C = A W^T in bf16
         Stage(name="triton_fp8", notebook="12_fp8", backend="triton", title="Triton FP8 (e4m3)",
               gemms={"e4m3": c04.triton_fp8}, scalings=tuple(fp8.OPERAND_SCALING)),
         Stage(name=tensor_cores.FP8_STAGE.stage, notebook="12_fp8", backend="cuda-extension",

@@ -26,7 +26,7 @@
 #              model shape table, against cuBLAS -> $OUT/shapes/ ($SHAPE_DTYPES, $SHAPE_BUDGET, $SHAPE_ARGS)
 #   fp8        stage 7 (tc_7_fp8): its GPU tests, compute-sanitizer memcheck/racecheck/synccheck over
 #              every variant (tools/gpu_sanitize_tensor_cores.py --fp8), the recording
-#              (experiments/gpu_fp8_stage7.py), notebooks 08 and 09 live -> $OUT/fp8/
+#              (experiments/gpu_fp8_stage7.py), notebooks 09 and 12 live -> $OUT/fp8/
 #   fp8_variants  the promoted mainloop's variants (experiments/gpu_fp8_stage7_variants.py; $ONLY
 #              picks some) -> $OUT/fp8_stage7_variants.json
 #   power      nvidia-smi sampled every 100 ms through 5 s of back-to-back cuBLAS bf16 GEMMs
@@ -119,7 +119,7 @@ for section in "$@"; do
         done
         (cd experiments && timeout 240 python3 gpu_fp8_stage7.py --out "$OUT/fp8/fp8_stage7.json" >"$OUT/fp8/fp8_stage7.log" 2>&1) || status=1
         tail -n 18 "$OUT/fp8/fp8_stage7.log"
-        timeout 240 python3 -m course_lib.notebooks --backend gpu --out "$OUT/fp8/notebooks" 07 09 >"$OUT/fp8/notebooks.log" 2>&1 || status=1
+        timeout 240 python3 -m course_lib.notebooks --backend gpu --out "$OUT/fp8/notebooks" 09 12 >"$OUT/fp8/notebooks.log" 2>&1 || status=1
         tail -n 2 "$OUT/fp8/notebooks.log"
         ;;
     fp8_variants)

@@ -1,5 +1,5 @@
 """The ldmatrix model (course_lib.model.ldmatrix) against the PTX rules it states and against the mma
-fragments stage 1 feeds with it (notebook 06, section 5)."""
+fragments stage 1 feeds with it (notebook 07)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Tensor-core stages (notebooks 06 and 07): registry metadata, argument checks, the address arithmetic the
+"""Tensor-core stages (notebooks 07 to 09): registry metadata, argument checks, the address arithmetic the
 kernels rely on (checked element by element against a model of what TMA writes), the sources
 compiling for sm_90a with the instructions we expect in the SASS, and - on a GPU - correctness."""
 

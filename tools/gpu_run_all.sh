@@ -12,7 +12,7 @@
 #              shapes timed as called and in GPU time -> $OUT/host_time.json (+ log)
 #   notebooks  every notebook (or those named in $NOTEBOOKS, e.g. "01 02") executed top to bottom on
 #              the GPU backend -> $OUT/notebooks_gpu.tgz
-#   assume     notebooks 06 to 09 executed live as GPUs of compute capability 7.5 and 8.0 would run
+#   assume     notebooks 06 to 12 executed live as GPUs of compute capability 7.5 and 8.0 would run
 #              them (COURSE_ASSUME_CAPABILITY; $CAPABILITIES overrides, "native" = this GPU as it is)
 #              and as this GPU -> $OUT/assume.log, $OUT/notebooks_assume.tgz
 #   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
@@ -62,7 +62,7 @@ for section in "$@"; do
             value=$([ "$cap" = native ] || echo "$cap")
             echo "=== COURSE_ASSUME_CAPABILITY=${value:-(unset)}" | tee -a "$log"
             COURSE_ASSUME_CAPABILITY=$value python3 -c "import course_lib; course_lib.describe()" 2>&1 | tee -a "$log"
-            COURSE_ASSUME_CAPABILITY=$value timeout 400 python3 -m course_lib.notebooks 06 07 08 09 --backend gpu \
+            COURSE_ASSUME_CAPABILITY=$value timeout 400 python3 -m course_lib.notebooks 06 07 08 09 10 11 12 --backend gpu \
                 --out "$OUT/notebooks_assume/$cap" >>"$log" 2>&1 || status=1
             grep -E "executed|FAILED" "$log" | tail -n 2
         done

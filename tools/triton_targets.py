@@ -368,9 +368,9 @@ README_ROWS = (
      "the tensor cores)",
      "everything in TF32, bf16 and FP8; every tensor-core stage"),
     ("A100 (8.0), A10 / RTX 30xx (8.6)", (80, 86),
-     "also TF32 and bf16, and the `mma.sync` stages of notebook 06",
-     "FP8 (notebook 12); the Hopper stages of notebook 08 (built for sm_90a, which runs on compute "
-     "capability 9.0 only)"),
+     "also TF32 and bf16, and the `mma.sync` stages of notebook 07",
+     "FP8 (notebook 12); the Hopper stages of notebooks 08 and 09 (built for sm_90a, which runs on "
+     "compute capability 9.0 only)"),
     ("L4 / RTX 40xx (8.9), B200 (10.0), RTX 50xx (12.0)", (89, 100, 120),
      "also FP8: notebook 12's Triton kernels and cuBLAS",
      "the Hopper stages of notebooks 08 and 09 (built for sm_90a, which runs on compute capability 9.0 only)"),

@@ -34,7 +34,7 @@
 //   a 64 x 128 wgmma, as in stages 2-3; its ring slots are 32 KB, so it keeps 6 of them). The
 //   producer, the clusters, the epilogue and stream-K are the same code for both widths.
 //
-// Notebooks 09 and 10 print the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
+// Notebooks 09, 10 and 11 print the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_decode.cuh"
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"

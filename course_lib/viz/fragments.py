@@ -1,7 +1,7 @@
 """Tensor-core fragments drawn: which lane holds which element for mma.sync and wgmma, coloured by
 lane (the layouts: :mod:`course_lib.model.fragments`).
 
-Notebooks 06 and 07 call::
+Notebook 06 calls::
 
     from course_lib.viz.fragments import draw_fragments, fragments_widget
     fragments_widget()

@@ -97,7 +97,7 @@ __all__ = [
     "tiled_matmul_descriptors", "tiled_matmul_descriptor_kernel", "grouped_tile", "persistent_matmul_kernel",
     "FastConfig", "FAST_CONFIGS", "fast_matmul", "fast_matmul_autotuned", "autotuned_config", "shape_candidates",
     "tuning_log",
-    # notebooks 06 and 08
+    # notebooks 06 and 10
     "TILED_CONFIG", "split_k_matmul_kernel",
     # notebook 12: FP8
     "Fp8Config", "fp8_config", "fp8_matmul", "fp8_matmul_blockscaled", "fp8_matmul_kernel", "fp8_blockscaled_kernel",

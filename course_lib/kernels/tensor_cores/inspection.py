@@ -65,7 +65,7 @@ SASS_HIGHLIGHTS = {
 
 
 # Stage 6's file also holds its decode path (the operands swapped, one kernel per token tile), which
-# notebook 10 teaches; the tables of the staircase show each stage's own kernel.
+# notebook 11 teaches; the tables of the staircase show each stage's own kernel.
 DECODE_KERNEL = "decode_kernel"
 
 
@@ -127,7 +127,7 @@ def instruction_table(results: dict[str, compiler.CompileResult],
 
 
 # ---- excerpts the notebooks print ---------------------------------------------------------------
-# Notebooks 06 and 07 print parts of the sources, each between two marker lines that name it:
+# Notebooks 06 to 12 print parts of the sources, each between two marker lines that name it:
 #     // [excerpt ring-k-loop]
 #     ...
 #     // [/excerpt ring-k-loop]

@@ -112,7 +112,7 @@ def design(stage: str) -> Design:
 
 
 # The stages of the one signature (bf16 c = a @ b), in the binding's order. Stage 0 stands before the
-# staircase: the smallest correct use of the tensor cores, read line by line in notebook 06.
+# staircase: the smallest correct use of the tensor cores, read line by line in notebook 07.
 # DESIGNS is the staircase (stages 1-6) that charts and tables walk; ALL_DESIGNS has stage 0 too.
 ALL_DESIGNS: tuple[Design, ...] = tuple(Design(e.stage, e.sm90a) for e in csrc.entries() if e.one_signature)
 MINIMAL, DESIGNS = ALL_DESIGNS[0], ALL_DESIGNS[1:]
