@@ -158,10 +158,6 @@ def test_pitch64_passes(capsys):
         assert not ok and words in out, (answer, out)
 
 
-# Every listed wrong answer of these questions is tried in tests/test_exercises_tensor_cores.py
-# (test_every_listed_wrong_answer_is_wrong_and_told_its_meaning), with the other notebooks' questions.
-
-
 def _revealed(puzzle) -> str:
     """What a puzzle's solution button shows once pressed (the course's code, as text)."""
     box = puzzle.solution()

@@ -61,3 +61,22 @@ def test_no_numeric_question_accepts_an_answer_16_times_off(question, capsys):
     for factor in (16, 1 / 16):
         assert not q.check(want * factor), f"{question}: {want * factor!r} ({factor}x the answer) is accepted"
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("question", list(QUESTIONS))
+def test_each_question_takes_its_answer_asks_for_a_missing_one_and_prints_lines_that_fit(question, capsys):
+    """Its own answer is accepted, an unanswered question (None, as the starter cell leaves it) is told
+    to answer (or what form the answer takes), and every message - right, wrong or missing - fits a notebook's output (100 columns)."""
+    q = QUESTIONS[question]
+    want = q.expected()  # once: some answers are computed by running a kernel in the simulator
+    assert q.check(want), f"{question}: its own answer {want!r} is refused"
+    printed = capsys.readouterr().out
+    for value, _ in q.wrong:
+        q.check(value(want) if callable(value) else value)
+    printed += capsys.readouterr().out
+    assert not q.check(None)
+    missing = capsys.readouterr().out
+    said = " ".join(missing.split())
+    assert "no answer yet" in said or "answer with" in said, f"{question}: None is told {missing!r}"
+    wide = [line for line in (printed + missing).splitlines() if len(line) > 100]
+    assert not wide, f"{question}: lines wider than 100 columns: {wide}"
