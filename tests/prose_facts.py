@@ -741,6 +741,13 @@ def fp8_fast_gain_span(who: str) -> tuple[float, float]:
     return span(*(100 * (r["cublas fast tflops"] / r["cublas tflops"] - 1) for r in rows))
 
 
+def fp8_cublas_fast_gain_span(shapes=None) -> tuple[float, float]:
+    """% cuBLAS gains with fast accumulation, per tensor, in section 4's run (notebook 12's speed
+    table), least and most over the large shapes (or ``shapes``); negative where it loses."""
+    lo, hi = fp8_speedup_span("tensor fast", "tensor", shapes)
+    return (100 * (lo - 1), 100 * (hi - 1))
+
+
 def fp8_block(shape, key: str) -> float:
     """The block-scaled Triton kernel's recorded row: "best tflops", "cublas block tflops", ..."""
     rows = [r for r in results.summary("fp8")["triton"]["blockscaled"] if tuple(r["shape"]) == _shape(shape)]
@@ -794,6 +801,19 @@ def tc7_loop_pct_span(build: str, against: str = "tensor") -> tuple[float, float
     """In the mainloop's runs: ``build`` ("base tensor", "before tensor", "base tensor fast", "fast n128
     tensor fast", ...) as % of cuBLAS's ``against`` ("tensor": promoted, "tensor fast"), same run."""
     return span(*(100 * r[f"{build} tflops"] / r[f"cublas {against} tflops"] for r in _tc7_loop()))
+
+
+def tc7_drop_share_span(part: str) -> tuple[float, float]:
+    """Of stage 7's drop from fast accumulation on its 128 x 256 tile to its promoted 128 x 128
+    default (the mainloop's run, TFLOP/s), the % that ``part`` costs: "tile" (fast, 128 x 256 ->
+    128 x 128) or "promotion" (128 x 128, fast -> promoted); least and most over the run's shapes."""
+    if part not in ("tile", "promotion"):
+        raise ValueError(f"tc7_drop_share_span: part is 'tile' or 'promotion', not {part!r}")
+    shares = []
+    for r in _tc7_loop():
+        fast, n128, promoted = r["base tensor fast tflops"], r["fast n128 tensor fast tflops"], r["base tensor tflops"]
+        shares.append(100 * ((fast - n128) if part == "tile" else (n128 - promoted)) / (fast - promoted))
+    return span(shares)
 
 
 def tc7_busy(what: str) -> float:

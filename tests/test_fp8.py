@@ -333,6 +333,29 @@ def test_the_fp8_questions_know_their_answers(capsys):
         assert not ex.weight_scale_bytes.check(side).ok
 
 
+def test_the_block_puzzle_says_when_its_two_outputs_are_swapped(capsys):
+    from course_lib.exercises import fp8 as ex
+
+    assert not ex.block_quantize.check(lambda x: _blocks(x)[::-1]).ok
+    assert "returns (scales, values) for a 5 x 300 input: the two are swapped" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_weight_question_reads_a_number_written_as_text_and_no_unit_message_takes_a_stranger(capsys):
+    """'16,576', as the solution writes it, is the number; text that is no number, or a number in no
+    unit the check knows, gets the hint, which names no unit it was not given."""
+    from course_lib.exercises import fp8 as ex
+
+    assert ex.weight_scale_bytes.check("16,576").ok and ex.weight_scale_bytes.check(16576.0).ok
+    capsys.readouterr()
+    for stranger in ("16 kB", 17000, 20.0, "16,577"):
+        assert not ex.weight_scale_bytes.check(stranger).ok
+        out = " ".join(capsys.readouterr().out.split())
+        assert "is not it yet" in out and "KiB" not in out and "kB" not in out.split("is not it")[1], out
+    # the ratio's right answers are not mistaken for its upside-down ones, nor the reverse
+    assert ex.vanishing_ratio.check("16384").ok and not ex.vanishing_ratio.check(-2**-14).ok
+    assert "product / sum" not in capsys.readouterr().out
+
+
 def test_the_block_puzzle_accepts_a_clamped_guard_for_zero_rows():
     """The TODO allows any guard that keeps a block of zeros finite, e.g. amax.clamp(min=1e-12)."""
     from course_lib.exercises import fp8 as ex
@@ -356,6 +379,13 @@ def test_the_block_puzzle_accepts_a_clamped_guard_for_zero_rows():
     ("weight_scale_bytes", 28 * 148 * 2, "2 bytes a scale"),
     ("weight_scale_bytes", 28 * 148 * 8, "8 bytes a scale"),
     ("weight_scale_bytes", 28 * 148 * 4 / 1024, "in KiB"),
+    ("weight_scale_bytes", 16.576, "in kB"),                  # 16,576 bytes in kB (1,000 bytes)
+    ("weight_scale_bytes", 16.58, "in kB"),                   # ... rounded
+    ("weight_scale_bytes", 0.016576, "in MB"),
+    ("weight_scale_bytes", 3584 * 18944 + 28 * 148 * 4, "the e4m3 weight and its scales together"),
+    ("vanishing_ratio", 2**-14, "that is product / sum"),     # the ratio upside down
+    ("vanishing_ratio", 1 / 12000, "that is product / sum"),
+    ("vanishing_ratio", 2**-13, "that is product / sum"),
     ("weight_scale_bytes", (28 + 148) * 4, "multiply the two counts"),  # blocks along N plus along K
     ("weight_scale_bytes", 3584 * 4, "one scale per row"),    # 3584 x 18944 read as per-row scaling
     ("weight_scale_bytes", 3584 * 18944, "the e4m3 weight itself"),

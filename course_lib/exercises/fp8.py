@@ -81,6 +81,11 @@ class BlockQuantizePuzzle(Puzzle):
                     f"returns {type(got).__name__}.")
                 return Verdict(False)
             values, scales = got
+            if (values.dtype != torch.float8_e4m3fn and scales.dtype == torch.float8_e4m3fn
+                    and tuple(scales.shape) == (M, K)):
+                say(f"{self.title}: not yet — your function returns (scales, values) {where}: the two are "
+                    "swapped; return values, scales (values first, as the docstring says).")
+                return Verdict(False)
             want = fp8.quantize(x, "e4m3", "block", (1, BLOCK))
             if values.dtype != torch.float8_e4m3fn or tuple(values.shape) != (M, K):
                 say(f"{self.title}: not yet — values should be {M} x {K} torch.float8_e4m3fn {where}, "
@@ -235,23 +240,57 @@ block_quantize = BlockQuantizePuzzle()
 
 # ---- questions ----------------------------------------------------------------------------------
 
+def _number(answer) -> float | None:
+    """A numeric answer as a float; text such as '16,576' read as the number it spells; else None."""
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, (int, float)):
+        return float(answer)
+    if isinstance(answer, str):
+        try:
+            return float(answer.replace(",", "").replace("_", "").strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _read_number(answer):
+    """Text that spells a number ('16,576') read as that number; anything else as it is."""
+    value = _number(answer) if isinstance(answer, str) else None
+    return answer if value is None else value
+
+
 @dataclass(frozen=True)
-class _RangeQuestion(Question):
-    """A question with several right answers (``accepts``); a right one is told ``right`` too: which
-    answers count, and why."""
+class _FP8Question(Question):
+    """A question whose likely wrong answers may be whole ranges: ``wrong_when`` holds (test, meaning)
+    pairs, a test taking the answer as a float and the expected answer. A right answer (``accepts``,
+    where several are right) is told ``right`` too: which answers count, and why."""
 
     right: str = ""
+    wrong_when: tuple = ()
 
     def check(self, answer) -> Verdict:
+        value = _number(answer)
+        if value is not None and not (self.accepts is not None and self.accepts(value)):
+            want = self.expected()
+            meaning = next((m for test, m in self.wrong_when if test(value, want)), None)
+            if meaning is not None:
+                say(f"{self.what}: {learn.fmt(answer)} is not it: {meaning}")
+                return Verdict(False)
         verdict = super().check(answer)
         if verdict and self.right:
             say(f"  {self.right}")
         return verdict
 
 
+def _near(value: float, target: float) -> bool:
+    """Within 1 % (an answer rounded to a few digits), far enough apart for the units told apart here."""
+    return abs(value - target) <= 0.01 * abs(target)
+
+
 _BITS = fp8_accumulator.ACCUMULATOR_BITS
 
-vanishing_ratio = _RangeQuestion(
+vanishing_ratio = _FP8Question(
     what="How many times larger than a product the accumulator is when the product is dropped whole",
     expected=lambda: 2 ** fp8_accumulator.ACCUMULATOR_BITS,
     # between 2^13 and 2^14, by where in its power of two the accumulator lies: both accepted
@@ -270,6 +309,10 @@ vanishing_ratio = _RangeQuestion(
             f"half the last bit vanishes). Here they count down from the power of two just above the sum, "
             f"2^(e+1), and the adder truncates: count again from that power of two, for a sum just above "
             f"2^e and for one just below 2^(e+1).")),
+    # the ratio upside down (2^-14, or anything from 2^-16 to 2^-12): product / sum
+    wrong_when=((lambda v, want: 0 < v < 1 and want / 4 <= 1 / v <= want * 4,
+                 "that is product / sum, a fraction of the sum; the question asks sum / product: how many "
+                 "times larger than the product the running sum is."),),
 )
 
 # Qwen2.5 7B's MLP down projection, N x K (course_lib/model_shapes.py, "qwen2.5 down 2k"): its scales'
@@ -289,16 +332,23 @@ def _weight_scale_bytes() -> int:
     return 4 * bn * bk
 
 
-weight_scale_bytes = Question(
+weight_scale_bytes = _FP8Question(
     what=f"Bytes of fp32 scales of a {WEIGHT[0]} x {WEIGHT[1]} weight in 128 x 128 blocks",
     expected=_weight_scale_bytes,
+    normalize=_read_number,  # '16,576', as the solution writes it, is 16576
     hint=(f"the blocks form a grid, {WEIGHT[0]}/128 along N by {WEIGHT[1]}/128 along K, one fp32 scale "
-          "(4 bytes) each; answer in bytes, not KiB"),
+          "(4 bytes) each; the answer is in bytes"),
+    # the right count in another unit, to the digits a learner may round it to
+    wrong_when=((lambda v, want: _near(v, want / 1000), "that is in kB (1,000 bytes); the answer is in bytes"),
+                (lambda v, want: _near(v, want / 1024), "that is in KiB (1,024 bytes); the answer is in bytes"),
+                (lambda v, want: _near(v, want / 1e6), "that is in MB (a million bytes); the answer is in bytes"),
+                (lambda v, want: _near(v, want / 2**20), "that is in MiB (2^20 bytes); the answer is in bytes")),
     wrong=((lambda want: want // 4, "that is the number of scales: each is an fp32 of 4 bytes"),
            (lambda want: want * 128, "that is one scale per 1 x 128 block, the activations' blocks"),
            (lambda want: want // 2, "that counts 2 bytes a scale: each is an fp32 of 4 bytes"),
            (lambda want: want * 2, "that counts 8 bytes a scale (an fp64): each is an fp32 of 4 bytes"),
-           (lambda want: want / 1024, "that is in KiB; the answer is in bytes"),
+           (lambda want: WEIGHT[0] * WEIGHT[1] + want, "that is the e4m3 weight and its scales together; the "
+                                                       "question asks for the scales alone"),
            (4 * sum(_weight_blocks()), "that adds the blocks along N to those along K: the blocks form a grid, "
                                         "so multiply the two counts"),
            (4 * WEIGHT[0], "that is one scale per row of the weight (per-row scaling); a 128 x 128 block "
