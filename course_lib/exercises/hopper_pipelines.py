@@ -1,5 +1,5 @@
-"""Exercises of notebook ``09_hopper_pipelines``: the ring's parity rule (you write it), the prediction
-of stage 3's speed, and the register budget of warp specialisation.
+"""Exercises of notebook ``09_hopper_pipelines``: the ring's parity rule (you write it) and the
+register budget of warp specialisation.
 
 The parity rule is checked by playing it: :func:`course_lib.model.ring.ring_handshake` runs a
 producer and its consumers over rings of several sizes with your rule, and the check reports the
@@ -9,7 +9,6 @@ being read. The register budget comes from the register arithmetic of ``setmaxnr
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -200,64 +199,6 @@ parities = RingPuzzle(
 )
 
 
-# ---- the prediction of section 2: stage 3's speed as a share of stage 2's ---------------------------
-
-@dataclass(frozen=True)
-class ChangePrediction:
-    """A prediction of a speed relative to a baseline, in per cent (100 = as fast as the baseline),
-    compared with the measurement in words about the two stages.
-
-    The rule: a prediction within 5 % of 100 (:func:`course_lib.learn.direction`) says "about as
-    fast" and is compared by size only. Any other prediction says which way the speed moves, and
-    it points the wrong way - however close its number - unless the measurement moved that way by
-    more than ``MEASURED_WITHIN`` %. A prediction not the wrong way counts (the verdict is true),
-    and is called close within 25 % of the measurement, as :func:`course_lib.learn.compare_prediction`
-    does. A number between 0 and 2 is taken for a ratio typed where a percentage was asked for."""
-
-    what: str          # "stage 3", the thing predicted
-    baseline: str      # "stage 2", what it is a percentage of
-
-    MEASURED_WITHIN = 1.0  # % of the baseline: a measurement this close to 100 % has no direction
-
-    def _way(self, percent: float, way: int) -> str:
-        if way == 0:
-            return f"{self.what} about as fast as {self.baseline}"
-        return f"{self.what} {'faster' if way > 0 else 'slower'} than {self.baseline} ({percent - 100:+.0f} %)"
-
-    def check(self, guess, measured: float) -> Verdict:
-        usable = isinstance(guess, (int, float)) and not isinstance(guess, bool) and math.isfinite(guess) and guess > 0
-        if guess is None:  # nothing entered: said as for any prediction, the measurement kept hidden
-            return learn.compare_prediction(guess, measured, unit="%", pivot=100)
-        if not usable:
-            say(f"A prediction is a positive number of % (100 = as fast as {self.baseline}), not {guess!r}.")
-            return Verdict(False)
-        if guess < 2:
-            say(f"You entered {learn.fmt(guess)}: that looks like a ratio. Give {self.what}'s speed in per "
-                f"cent of {self.baseline}'s ({learn.fmt(guess)}x is {learn.fmt(round(100 * guess, 1))} %), "
-                "then run both cells again.")
-            return Verdict(False)
-        want = learn.direction(guess, 100)
-        got = 0 if abs(measured - 100) <= self.MEASURED_WITHIN else (1 if measured > 100 else -1)
-        said = (f"You predicted {learn.fmt(guess)} %, {self._way(guess, want)}; measured "
-                f"{learn.fmt(round(measured, 1))} %, {self._way(measured, got)}.")
-        ratio = measured / guess
-        if want != 0 and want != got:
-            say(said + " Your prediction points the wrong way"
-                + (": the change you expected did not happen." if got == 0 else ", not just by too much or too little."))
-            return Verdict(False, ratio)
-        off = (f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
-               else f"the measurement is {1 / ratio:.2g}x below your prediction")
-        if 0.8 <= ratio <= 1.25:
-            verdict = "Close: the right way and within 25 % of the measurement." if want else "Close: within 25 % of the measurement."
-        else:
-            verdict = f"The right way, but {off}." if want else f"{off[0].upper()}{off[1:]}."
-        say(f"{said} {verdict}")
-        return Verdict(True, ratio)
-
-
-stage3_speed = ChangePrediction(what="stage 3", baseline="stage 2")
-
-
 # ---- exercise: the register budget of a variant of stage 4 ------------------------------------------
 
 REGS_PER_SM = 65536
@@ -288,7 +229,8 @@ register_budget = NumberQuestion(
     what="registers per consumer thread",
     unit="registers per thread",
     expected=consumer_registers,
-    hint="the pool is (registers at launch) x 384 threads; subtract the producer's, share out, round down",
+    hint=("the pool is (registers at launch) x 384 threads; subtract the producer's 128 threads' "
+          "registers, share the rest among the 256 consumer threads, round down to a multiple of 8"),
     wrong=[
         (consumer_registers(pool=REGS_PER_SM), f"that is section 3's split, for a producer at 40 (or the "
                                                f"SM's {REGS_PER_SM:,} registers shared out): the producer "
