@@ -386,6 +386,44 @@ def test_article_experiment_is_recorded_for_every_variant():
                 assert (kind, bs, dtype) in variants
 
 
+def _article_table_output(capsys, prediction) -> str:
+    """What notebook 04's table of the article's experiment prints, the learner's prediction set."""
+    import nbformat
+
+    from course_lib import results
+    from course_lib.notebooks import NOTEBOOK_DIR
+
+    nb = nbformat.read(NOTEBOOK_DIR / "04_coalescing_and_triton.ipynb", as_version=4)
+    source = next(c.source for c in nb.cells if c.get("id") == "c21-2dafe099")
+    capsys.readouterr()
+    exec(source, {"my_transposed_speedup": prediction, "triton_runs": results.summary("triton")})
+    return capsys.readouterr().out
+
+
+def test_the_article_table_waits_for_a_prediction(capsys):
+    """The table holds the prediction's answer: without a prediction it prints one line, and the
+    committed notebook (run with none) shows only that line."""
+    import nbformat
+    import prose_facts
+
+    from course_lib.notebooks import NOTEBOOK_DIR
+
+    waiting = _article_table_output(capsys, None)
+    assert waiting.count("\n") == 1 and "prediction" in waiting and "x" not in waiting.split()
+    nb = nbformat.read(NOTEBOOK_DIR / "04_coalescing_and_triton.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.get("id") == "c21-2dafe099")
+    assert "".join(o.get("text", "") for o in cell.outputs) == waiting
+
+    table = _article_table_output(capsys, 1.3).splitlines()
+    assert len(table) == 6, table  # a title, a header, a row per precision and BLOCK_SIZE
+    rows = {line.split(", BLOCK_SIZE ")[0] + " " + line.split(", BLOCK_SIZE ")[1].split()[0]: line.split()
+            for line in table[2:]}
+    for dtype, precision in (("fp32", "exact fp32"), ("tf32", "TF32")):
+        for block in (64, 32):
+            row = rows[f"{precision} {block}"]
+            assert row[-2] == f"{prose_facts.tr_speedup(dtype, block):.2f}x", (dtype, block, row)
+
+
 # ---- the seed experiment's shared-memory model (drawn with course_lib.viz.banks) -------------------
 def test_seed_b_tile_model():
     from course_lib.model.banks import bank_access

@@ -201,10 +201,11 @@ def _sums_starter(
 ):
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)   # the rows this program sums
     acc = tl.zeros((BLOCK_R,), dtype=tl.float32)                # one fp32 sum per row
-    # TODO 1: loop over the columns in tiles of BLOCK_C (C need not be a multiple of BLOCK_C)
+    # TODO 1: loop over the columns in tiles of BLOCK_C (C need not be a multiple of BLOCK_C);
+    #         a plain `for c0 in range(0, C, BLOCK_C):` works here, although C is known only at run time
     # TODO 2:   load the BLOCK_R x BLOCK_C tile at rows and the tile's columns (use both strides),
     #           masked at the rows past R and the columns past C, with other=0.0
-    # TODO 3:   add each row of the tile to acc (tl.sum(tile, axis=1))
+    # TODO 3:   add each row of the tile to acc (acc += tl.sum(tile, axis=1))
     # TODO 4: store acc at out_ptr + rows, masked
 
 
@@ -413,8 +414,9 @@ def _gemm_starter(
     ks = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     # TODO 1: loop over the K-slices k0 = 0, BLOCK_K, 2 * BLOCK_K, ... (K need not be a multiple)
-    # TODO 2:   load A's BLOCK_M x BLOCK_K block at (rows, k0 + ks) and B's BLOCK_K x BLOCK_N block
-    #           at (k0 + ks, cols), each masked at every edge it can cross, with other=0.0
+    # TODO 2:   load A's BLOCK_M x BLOCK_K block at (rows, k0 + ks), masked at rows past M and k past K,
+    #           and B's BLOCK_K x BLOCK_N block at (k0 + ks, cols), masked at k past K and cols past N;
+    #           other=0.0 in both
     # TODO 3:   acc = tl.dot(a, b, acc, input_precision="ieee")   # "ieee": exact fp32, not TF32
     # TODO 4: store acc into C at (rows, cols), masked
 
