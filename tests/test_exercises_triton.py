@@ -601,6 +601,30 @@ def _gemm_three_k_slices(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, str
 
 
 @triton.jit
+def _gemm_sum_overwritten(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                          stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, input_precision="ieee")  # a learner's slip: each slice replaces the sum
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def test_masked_gemm_a_sum_each_slice_replaces_is_told_to_add(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, _gemm_sum_overwritten)
+    assert not ok and "Only shapes whose K is more than 32 (1 K-slice of BLOCK_K = 32)" in out
+    assert "replaces acc instead of adding to it" in out
+
+
+@triton.jit
 def _gemm_k_up_to_64(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                      stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)

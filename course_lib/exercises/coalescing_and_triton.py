@@ -216,6 +216,17 @@ def _strides_note(operands: list[str]) -> str:
             "the strides, whatever the layout.")
 
 
+def _k_stops_early_note(k: int) -> str:
+    slices = -(-k // GEMM_PUZZLE_BLOCK)
+    note = (f"Only shapes whose K is more than {k} ({slices} K-slice{'s' if slices > 1 else ''} of "
+            f"BLOCK_K = {GEMM_PUZZLE_BLOCK}) are wrong: your loop over K stops early. It must "
+            "take every K-slice, ceil(K / BLOCK_K) of them, however many that is.")
+    if slices == 1:  # right on one slice only: a loop that stops, or a sum that never builds up
+        note += (" Or each slice's product replaces acc instead of adding to it: acc = tl.dot(a, b, acc, ...) "
+                 "adds the product to acc; tl.dot(a, b) alone is this slice's product only.")
+    return note
+
+
 masked_gemm = TritonGemmPuzzle(
     title="Your masked GEMM",
     launch=as_gemm,
@@ -225,9 +236,7 @@ masked_gemm = TritonGemmPuzzle(
         fails_only_strided(_strides_note),
         fails_exactly_above(
             lambda case: case[2],
-            lambda k: f"Only shapes whose K is more than {k} ({-(-k // GEMM_PUZZLE_BLOCK)} K-slices of "
-                      f"BLOCK_K = {GEMM_PUZZLE_BLOCK}) are wrong: your loop over K stops early. It must "
-                      "take every K-slice, ceil(K / BLOCK_K) of them, however many that is."),
+            lambda k: _k_stops_early_note(k)),
         fails_exactly_where(
             lambda s: s[2] % GEMM_PUZZLE_BLOCK != 0,
             f"Every shape it gets wrong has a K that is not a multiple of BLOCK_K = {GEMM_PUZZLE_BLOCK}: "
