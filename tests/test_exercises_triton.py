@@ -187,10 +187,14 @@ def test_vector_add_wrong_values_and_a_kernel_that_does_not_run(capsys):
     assert not ok and "your kernel did not run" in out and "stor" in out
 
 
-# ==== notebook 04, puzzle 2: the sums of a matrix's rows ========================================
+# ==== deep_dives/triton_lab, optional puzzle: the sums of a matrix's columns =====================
+# (notebook 04 shows the row sums, c04.row_sums_kernel, as a worked example; the learner turns it around)
+BR, BC = ex04.COLUMN_SUMS_BLOCK_R, ex04.COLUMN_SUMS_BLOCK_C
+
+
 @triton.jit
 def _sums_starter(
-    # Pointers: x is the R x C matrix, out the R sums
+    # Pointers: x is the R x C matrix, out the C sums
     x_ptr, out_ptr,
     # Matrix dimensions
     R, C,
@@ -199,188 +203,205 @@ def _sums_starter(
     # Meta-parameters
     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)   # the rows this program sums
-    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)                # one fp32 sum per row
-    # TODO 1: loop over the columns in tiles of BLOCK_C (C need not be a multiple of BLOCK_C);
-    #         a plain `for c0 in range(0, C, BLOCK_C):` works here, although C is known only at run time
-    # TODO 2:   load the BLOCK_R x BLOCK_C tile at rows and the tile's columns (use both strides),
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)   # the columns this program sums
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)                # one fp32 sum per column
+    # TODO 1: loop down the rows in tiles of BLOCK_R (R need not be a multiple of BLOCK_R)
+    # TODO 2:   load the BLOCK_R x BLOCK_C tile at the tile's rows and at cols (use both strides),
     #           masked at the rows past R and the columns past C, with other=0.0
-    # TODO 3:   add each row of the tile to acc (acc += tl.sum(tile, axis=1))
-    # TODO 4: store acc at out_ptr + rows, masked
+    # TODO 3:   add each column of the tile to acc (acc += tl.sum(tile, axis=0))
+    # TODO 4: store acc at out_ptr + cols, masked
 
 
 @triton.jit
 def _sums_no_tail_mask(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        cols = c0 + tl.arange(0, BLOCK_C)
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
         tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc,
-                       mask=rows[:, None] < R, other=0.0)  # the columns past C are read
-        acc += tl.sum(tile, axis=1)
-    tl.store(out_ptr + rows, acc, mask=rows < R)
+                       mask=cols[None, :] < C, other=0.0)  # the rows past R are read
+        acc += tl.sum(tile, axis=0)
+    tl.store(out_ptr + cols, acc, mask=cols < C)
 
 
 @triton.jit
 def _sums_row_stride_forgotten(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        cols = c0 + tl.arange(0, BLOCK_C)
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
         mask = (rows[:, None] < R) & (cols[None, :] < C)
         tile = tl.load(x_ptr + rows[:, None] + cols[None, :] * stride_xc, mask=mask, other=0.0)
-        acc += tl.sum(tile, axis=1)
-    tl.store(out_ptr + rows, acc, mask=rows < R)
+        acc += tl.sum(tile, axis=0)
+    tl.store(out_ptr + cols, acc, mask=cols < C)
 
 
 @triton.jit
 def _sums_first_tile_only(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    cols = tl.arange(0, BLOCK_C)
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    rows = tl.arange(0, BLOCK_R)
     mask = (rows[:, None] < R) & (cols[None, :] < C)
     tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
-    tl.store(out_ptr + rows, tl.sum(tile, axis=1), mask=rows < R)
+    tl.store(out_ptr + cols, tl.sum(tile, axis=0), mask=cols < C)
 
 
 @triton.jit
 def _sums_acc_overwritten(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        cols = c0 + tl.arange(0, BLOCK_C)
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
         mask = (rows[:, None] < R) & (cols[None, :] < C)
         tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
-        acc = tl.sum(tile, axis=1)  # = instead of +=: only the last tile counts
-    tl.store(out_ptr + rows, acc, mask=rows < R)
+        acc = tl.sum(tile, axis=0)  # = instead of +=: only the last tile counts
+    tl.store(out_ptr + cols, acc, mask=cols < C)
 
 
 @triton.jit
 def _sums_whole_tiles_only(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for t in range(0, C // BLOCK_C):  # the tail tile is never visited
-        cols = t * BLOCK_C + tl.arange(0, BLOCK_C)
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for t in range(0, R // BLOCK_R):  # the tail tile is never visited
+        rows = t * BLOCK_R + tl.arange(0, BLOCK_R)
         mask = (rows[:, None] < R) & (cols[None, :] < C)
         tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
-        acc += tl.sum(tile, axis=1)
-    tl.store(out_ptr + rows, acc, mask=rows < R)
+        acc += tl.sum(tile, axis=0)
+    tl.store(out_ptr + cols, acc, mask=cols < C)
 
 
 @triton.jit
 def _sums_no_store_mask(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        cols = c0 + tl.arange(0, BLOCK_C)
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
         mask = (rows[:, None] < R) & (cols[None, :] < C)
         tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
-        acc += tl.sum(tile, axis=1)
-    tl.store(out_ptr + rows, acc)
+        acc += tl.sum(tile, axis=0)
+    tl.store(out_ptr + cols, acc)
 
 
-def test_row_sums_reference_solves_it(capsys):
-    ok, out = _run(capsys, ex04.row_sums, c04.row_sums_kernel)
-    assert ok and f"Solved: right on all {len(ex04.row_sums.cases)} shapes" in out and "outside x and out" in out
+@triton.jit
+def _sums_of_rows(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
+        acc += tl.sum(tile, axis=1)  # 04's axis, copied: sums along the rows of each tile
+    tl.store(out_ptr + cols, acc, mask=cols < C)
+
+
+def test_column_sums_reference_solves_it(capsys):
+    ok, out = _run(capsys, ex04.column_sums, ex04.column_sums_kernel)
+    assert ok and f"Solved: right on all {len(ex04.column_sums.cases)} shapes" in out and "outside x and out" in out
     # some of them hand x over stored transposed or as a slice of a wider matrix
-    assert {case[2] for case in ex04.row_sums.cases if len(case) > 2} == {TRANSPOSED, COLUMN_SLICE}
+    assert {case[2] for case in ex04.column_sums.cases if len(case) > 2} == {TRANSPOSED, COLUMN_SLICE}
 
 
-def test_row_sums_starter_is_not_solved_and_says_the_same_every_run(capsys):
-    runs = [_run(capsys, ex04.row_sums, _sums_starter) for _ in range(2)]
+def test_column_sums_starter_is_not_solved_and_says_the_same_every_run(capsys):
+    runs = [_run(capsys, ex04.column_sums, _sums_starter) for _ in range(2)]
     assert runs[0] == runs[1]
     ok, out = runs[0]
     assert not ok and "Not solved yet: on every shape out was never written" in out
 
 
-def test_row_sums_without_the_tail_mask_reads_past_x(capsys):
-    ok, out = _run(capsys, ex04.row_sums, _sums_no_tail_mask)
+def test_column_sums_without_the_tail_mask_reads_past_x(capsys):
+    ok, out = _run(capsys, ex04.column_sums, _sums_no_tail_mask)
     assert not ok
-    tails = [s for s in ex04.row_sums.cases if s[1] % c04.COL_BLOCK]
-    assert f"right on {len(ex04.row_sums.cases) - len(tails)} of" in out
-    assert "x 3 x 31: read 1 element past the end of x" in out  # the last row's one column too many
-    assert f"not a multiple of BLOCK_C = {c04.COL_BLOCK}" in out and "the tail" in out
+    tails = [s for s in ex04.column_sums.cases if s[0] % BR]
+    assert f"right on {len(ex04.column_sums.cases) - len(tails)} of" in out
+    assert "x 31 x 3: read 3 elements past the end of x" in out  # row 32 of the tile, the one past R: 3 columns
+    assert f"not a multiple of BLOCK_R = {BR}" in out and "the tail" in out
 
 
-def test_row_sums_whole_tiles_only_is_the_tail_too(capsys):
-    ok, out = _run(capsys, ex04.row_sums, _sums_whole_tiles_only)
-    assert not ok and "elements wrong" in out and f"not a multiple of BLOCK_C = {c04.COL_BLOCK}" in out
+def test_column_sums_whole_tiles_only_is_the_tail_too(capsys):
+    ok, out = _run(capsys, ex04.column_sums, _sums_whole_tiles_only)
+    assert not ok and "elements wrong" in out and f"not a multiple of BLOCK_R = {BR}" in out
     assert "past the end" not in out
 
 
-def test_row_sums_wrong_stride_gives_wrong_values(capsys):
-    ok, out = _run(capsys, ex04.row_sums, _sums_row_stride_forgotten)
+def test_column_sums_wrong_stride_gives_wrong_values(capsys):
+    ok, out = _run(capsys, ex04.column_sums, _sums_row_stride_forgotten)
     assert not ok
-    assert re.search(r"x 40 x 100: \d+ of 40 elements wrong, worst out\[\d+\] = \S+, expected \S+", out), out
+    assert re.search(r"x 100 x 40: \d+ of 40 elements wrong, worst out\[\d+\] = \S+, expected \S+", out), out
     assert "x 1 x 1:" not in out  # one row: its stride is never used
 
 
 @pytest.mark.parametrize("kernel", [_sums_first_tile_only, _sums_acc_overwritten])
-def test_row_sums_that_keep_one_tile_are_named(capsys, kernel):
-    ok, out = _run(capsys, ex04.row_sums, kernel)
+def test_column_sums_that_keep_one_tile_are_named(capsys, kernel):
+    ok, out = _run(capsys, ex04.column_sums, kernel)
     assert not ok and "elements wrong" in out
-    assert f"wider than one tile (BLOCK_C = {c04.COL_BLOCK} columns)" in out and "every tile" in out
-    assert "x 3 x 31:" not in out
+    assert f"taller than one tile (BLOCK_R = {BR} rows)" in out and "every tile" in out
+    assert "x 31 x 3:" not in out
 
 
-def test_row_sums_without_a_store_mask_write_past_out(capsys):
-    ok, out = _run(capsys, ex04.row_sums, _sums_no_store_mask)
+def test_column_sums_without_a_store_mask_write_past_out(capsys):
+    ok, out = _run(capsys, ex04.column_sums, _sums_no_store_mask)
     assert not ok
-    assert "x 17 x 33: wrote 15 elements past the end of out" in out  # 2 programs of 16 rows: 32 - 17
-    assert f"not a multiple of BLOCK_R = {c04.ROW_BLOCK}" in out
+    assert f"x 33 x 17: wrote {2 * BC - 17} elements past the end of out" in out  # 2 programs of 16 columns
+    assert f"not a multiple of BLOCK_C = {BC}" in out
+
+
+def test_column_sums_with_04s_axis_do_not_run_and_say_why(capsys):
+    ok, out = _run(capsys, ex04.column_sums, _sums_of_rows)  # BLOCK_R row sums added to BLOCK_C columns
+    assert not ok and "your kernel did not run" in out
+    assert f"incompatible dimensions at index 0: {BC} and {BR}" in out
 
 
 @triton.jit
 def _sums_strides_ignored(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        cols = c0 + tl.arange(0, BLOCK_C)
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
         mask = (rows[:, None] < R) & (cols[None, :] < C)
         tile = tl.load(x_ptr + rows[:, None] * C + cols[None, :], mask=mask, other=0.0)  # row r at r * C
-        acc += tl.sum(tile, axis=1)
-    tl.store(out_ptr + rows, acc, mask=rows < R)
+        acc += tl.sum(tile, axis=0)
+    tl.store(out_ptr + cols, acc, mask=cols < C)
 
 
 @triton.jit
 def _sums_column_stride_ignored(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        cols = c0 + tl.arange(0, BLOCK_C)
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
         mask = (rows[:, None] < R) & (cols[None, :] < C)
         tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :], mask=mask, other=0.0)  # columns assumed adjacent
-        acc += tl.sum(tile, axis=1)
-    tl.store(out_ptr + rows, acc, mask=rows < R)
+        acc += tl.sum(tile, axis=0)
+    tl.store(out_ptr + cols, acc, mask=cols < C)
 
 
 @triton.jit
 def _sums_mask_dimensions_swapped(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        cols = c0 + tl.arange(0, BLOCK_C)
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
         mask = (rows[:, None] < C) & (cols[None, :] < R)  # the rows cut at C, the columns at R
         tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
-        acc += tl.sum(tile, axis=1)
-    tl.store(out_ptr + rows, acc, mask=rows < R)
+        acc += tl.sum(tile, axis=0)
+    tl.store(out_ptr + cols, acc, mask=cols < C)
 
 
 @pytest.mark.parametrize("kernel", [_sums_strides_ignored, _sums_column_stride_ignored])
-def test_row_sums_that_ignore_the_strides_fail_on_strided_x(capsys, kernel):
-    ok, out = _run(capsys, ex04.row_sums, kernel)
+def test_column_sums_that_ignore_the_strides_fail_on_strided_x(capsys, kernel):
+    ok, out = _run(capsys, ex04.column_sums, kernel)
     assert not ok
-    for R, C in ex04.ROW_SUMS_SHAPES:  # right on every row-major x
+    for R, C in ex04.COLUMN_SUMS_SHAPES:  # right on every row-major x
         assert f"x {R} x {C}:" not in out
-    assert re.search(r"x 40 x 100 stored transposed, strides \(1, 40\): 40 of 40 elements wrong", out), out
+    assert re.search(r"x 100 x 40 stored transposed, strides \(1, 100\): \d+ of 40 elements wrong", out), out
     assert "wrong where x is stored transposed or is a column slice" in out and "use both strides" in out
     # a slice's rows lie further apart than C; its columns are adjacent, as a row-major x's
-    slice_wrong = "x 17 x 33 a column slice, strides (41, 1):" in out
-    assert slice_wrong == (kernel is _sums_strides_ignored)
+    slice_wrong = re.search(r"x 33 x 17 a column slice, strides \(\d+, 1\):", out) is not None
+    assert slice_wrong == (kernel is _sums_strides_ignored), out
 
 
-def test_row_sums_with_the_mask_dimensions_swapped_fail(capsys):
-    ok, out = _run(capsys, ex04.row_sums, _sums_mask_dimensions_swapped)
-    assert not ok and "x 3 x 31:" in out and "elements wrong" in out
+def test_column_sums_with_the_mask_dimensions_swapped_fail(capsys):
+    ok, out = _run(capsys, ex04.column_sums, _sums_mask_dimensions_swapped)
+    assert not ok and "x 31 x 3:" in out and "elements wrong" in out
 
 
 def test_row_sums_library_kernel_takes_any_strides_and_dtype():
@@ -860,7 +881,7 @@ def test_dot_precisions_reads_names_helpers_and_positions():
 
 
 def test_a_puzzle_without_an_answer_says_so(capsys):
-    for puzzle in (ex04.vector_add, ex04.row_sums, ex04.masked_gemm):
+    for puzzle in (ex04.vector_add, ex04.column_sums, ex04.masked_gemm):
         ok, out = _run(capsys, puzzle, None)
         assert not ok and "no kernel yet" in out
 
@@ -877,7 +898,7 @@ def _shown(solution) -> str:
 
 def test_solutions_show_the_course_kernels():
     assert "def vector_add_kernel" in _shown(ex04.vector_add.solution())
-    assert "def row_sums_kernel" in _shown(ex04.row_sums.solution())
+    assert "def column_sums_kernel" in _shown(ex04.column_sums.solution())
     assert "def masked_gemm_kernel" in _shown(ex04.masked_gemm.solution())
     assert "def grouped_order" in _shown(ex05.grouped_order.solution())
 
@@ -997,7 +1018,7 @@ def test_question_wrong_answers_say_what_they_mean(capsys, question, want):
 # ==== the starters above are the notebooks' =====================================================
 @pytest.mark.parametrize("notebook, cell, starter, name", [
     ("04_coalescing_and_triton", "x4a1c0a01", _add_starter, "my_add_kernel"),
-    ("04_coalescing_and_triton", "x4a1c0b01", _sums_starter, "my_row_sums_kernel"),
+    ("deep_dives/triton_lab", "c22b-3f7e0a61", _sums_starter, "my_column_sums_kernel"),
     ("04_coalescing_and_triton", "x4a1c0c01", _gemm_starter, "my_gemm_kernel"),
     ("05_triton_fast_kernel", "x5b2d0a01", _order_starter, "my_grouped_order"),
 ])

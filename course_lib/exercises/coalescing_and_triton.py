@@ -1,12 +1,13 @@
-"""Exercises of notebook ``04_coalescing_and_triton``: three Triton kernels written by you, a ladder
-from the vector add through a loop over tiles (the sums of a matrix's rows) to the masked GEMM with
-its K tail; and the bank passes of the article's transposed kernel, padded or swizzled (asked in
-``deep_dives/triton_lab``, section 6, which imports this module too).
+"""Exercises of notebook ``04_coalescing_and_triton``: two Triton kernels written by you, the vector
+add and the masked GEMM with its K tail (the loop over tiles between them, the sums of a matrix's
+rows, is 04's worked example); and of ``deep_dives/triton_lab``, which imports this module too: that
+loop written by you, turned around (the sums of a matrix's columns, section 7), and the bank passes
+of the article's transposed kernel, padded or swizzled (section 6).
 
-The first two puzzles' solutions are the course's own kernels (``c04.vector_add_kernel``,
-``c04.row_sums_kernel``); the masked GEMM's, :func:`masked_gemm_kernel`, is only a solution (the
-course's tiled GEMM is ``c04.tiled_matmul_kernel``), so it lives here with the launch that makes a
-learner's kernel a GEMM, :func:`as_gemm`."""
+The vector add's solution is the course's own kernel (``c04.vector_add_kernel``); the column sums'
+and the masked GEMM's, :func:`column_sums_kernel` and :func:`masked_gemm_kernel`, are only solutions
+(the course's nearest kernels are ``c04.row_sums_kernel`` and ``c04.tiled_matmul_kernel``), so they
+live here, the GEMM's with the launch that makes a learner's kernel a GEMM, :func:`as_gemm`."""
 
 from __future__ import annotations
 
@@ -76,36 +77,74 @@ vector_add = TritonPuzzle(
     reveal=c04.vector_add_kernel,
 )
 
-# ---- puzzle 2: a loop over tiles - the sums of a matrix's rows ----------------------------------
-# Shapes (R, C): columns below one tile, exactly one and several tiles, one column past a tile, and
-# row counts on both sides of the rows per program. Each bug below fails on its own set of them.
-ROW_SUMS_SHAPES = ((1, 1), (3, 31), (5, 32), (16, 64), (17, 33), (40, 100), (2, 257), (64, 96), (33, 7))
+# ---- puzzle 2 (deep_dives/triton_lab, optional): a loop over tiles - the sums of a matrix's columns
+# Notebook 04 shows the row sums (c04.row_sums_kernel) as a worked example; the learner writes the
+# same loop turned around: one program owns COLUMN_SUMS_BLOCK_C columns and walks down them in tiles
+# of COLUMN_SUMS_BLOCK_R rows. The launch is the row sums' with the grid over the columns.
+COLUMN_SUMS_BLOCK_R = 32  # rows per tile: the loop takes ceil(R / BLOCK_R) steps down a column
+COLUMN_SUMS_BLOCK_C = 16  # columns per program
+# Shapes (R, C): rows below one tile, exactly one and several tiles, one row past a tile, and column
+# counts on both sides of the columns per program. Each bug below fails on its own set of them.
+COLUMN_SUMS_SHAPES = ((1, 1), (31, 3), (32, 5), (64, 16), (33, 17), (100, 40), (257, 2), (96, 64), (7, 33))
 # The kernel takes x's strides, so x also comes stored transposed and as a column slice of a wider
 # matrix (R, C, layout): a kernel that steps through x as if its rows were packed one after another
 # is right on every row-major x and wrong on these.
-ROW_SUMS_STRIDED = ((40, 100, TRANSPOSED), (33, 7, TRANSPOSED), (17, 33, COLUMN_SLICE), (5, 64, COLUMN_SLICE))
+COLUMN_SUMS_STRIDED = ((100, 40, TRANSPOSED), (7, 33, TRANSPOSED), (33, 17, COLUMN_SLICE), (64, 5, COLUMN_SLICE))
 
 
-def _show_row_sums_case(case) -> str:
+@triton.jit
+def column_sums_kernel(
+    # Pointers: x is the R x C matrix, out the C sums
+    x_ptr, out_ptr,
+    # Matrix dimensions
+    R, C,
+    # Strides of x: elements to step to the next row (first) or the next column (second)
+    stride_xr, stride_xc,
+    # Meta-parameters
+    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    """The column sums, reference solution: c04.row_sums_kernel's loop turned around."""
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)  # the columns this program sums
+    acc = tl.zeros((BLOCK_C,), dtype=tl.float32)                # one fp32 sum per column
+    for r0 in range(0, R, BLOCK_R):                            # ceil(R / BLOCK_R) tiles, the last partial
+        rows = r0 + tl.arange(0, BLOCK_R)
+        # The tail mask: the last tile's rows past R are not read; other=0.0 adds nothing.
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
+        acc += tl.sum(tile, axis=0)                            # one partial sum per column
+    tl.store(out_ptr + cols, acc, mask=cols < C)
+
+
+def _column_sums(kernel: Any, x: torch.Tensor) -> torch.Tensor:
+    """Launch ``kernel`` (the signature of :func:`column_sums_kernel`) on fp32 ``x``: one program per
+    ``COLUMN_SUMS_BLOCK_C`` columns; ``out`` is NaN until the kernel writes it."""
+    R, C = x.shape
+    out = new_array((C,), x.dtype, x.device, name="out")
+    kernel[(triton.cdiv(C, COLUMN_SUMS_BLOCK_C),)](x, out, R, C, x.stride(0), x.stride(1),
+                                                    BLOCK_R=COLUMN_SUMS_BLOCK_R, BLOCK_C=COLUMN_SUMS_BLOCK_C)
+    return out
+
+
+def _show_sums_case(case) -> str:
     R, C, *layout = case
     return f"x {R} x {C}" + (layout_text("", R, C, layout[0]) if layout else "")
 
 
-def _row_sums_bound(ref: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """fp32 sums of C terms, in any order: within (C - 1) unit roundoffs of the sum of |x| (Higham,
+def _column_sums_bound(ref: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """fp32 sums of R terms, in any order: within (R - 1) unit roundoffs of the sum of |x| (Higham,
     "Accuracy and Stability of Numerical Algorithms", sec. 4.2), plus the rounding of the result."""
-    C = x.shape[1]
-    return FP32_UNIT_ROUNDOFF * (ref.abs() + max(C - 1, 1) * x.abs().sum(dim=1))
+    R = x.shape[0]
+    return FP32_UNIT_ROUNDOFF * (ref.abs() + max(R - 1, 1) * x.abs().sum(dim=0))
 
 
-row_sums = TritonPuzzle(
-    title="Your row sums",
-    launch=lambda kernel, x: c04.row_sums(x, kernel, block_r=c04.ROW_BLOCK, block_c=c04.COL_BLOCK),
+column_sums = TritonPuzzle(
+    title="Your column sums",
+    launch=_column_sums,
     inputs=lambda case, gen: {"x": torch.randn(case[0], case[1], generator=gen)},
-    expected=lambda x: x.sum(dim=1),
-    bound=_row_sums_bound,
-    cases=ROW_SUMS_SHAPES + ROW_SUMS_STRIDED,
-    show=_show_row_sums_case,
+    expected=lambda x: x.sum(dim=0),
+    bound=_column_sums_bound,
+    cases=COLUMN_SUMS_SHAPES + COLUMN_SUMS_STRIDED,
+    show=_show_sums_case,
     unit="shapes",
     layouts=lambda case: {"x": case[2]} if len(case) > 2 else {},
     diagnoses=[
@@ -116,25 +155,25 @@ row_sums = TritonPuzzle(
             "Element (r, c) of x lies at x_ptr + r * stride_xr + c * stride_xc, whatever the layout: "
             "use both strides."),
         fails_exactly_where(
-            lambda s: s[1] % c04.COL_BLOCK != 0,
-            f"Every shape it gets wrong has a column count C that is not a multiple of BLOCK_C = "
-            f"{c04.COL_BLOCK}: the last tile of each row, the tail, is left out or read past the row's "
-            "end. The loop must reach it, and its mask must cut the columns at C."),
-        fails_only_where(
-            lambda s: s[1] > c04.COL_BLOCK,
-            f"Only shapes wider than one tile (BLOCK_C = {c04.COL_BLOCK} columns) are wrong: every tile "
-            "of a row must be added to acc, not only one of them."),
-        fails_exactly_where(
-            lambda s: s[0] % c04.ROW_BLOCK != 0,
+            lambda s: s[0] % COLUMN_SUMS_BLOCK_R != 0,
             f"Every shape it gets wrong has a row count R that is not a multiple of BLOCK_R = "
-            f"{c04.ROW_BLOCK}: the last program's rows hang over the end of x and of out, and the "
-            "masks of the loads and of the store must cut them at R."),
+            f"{COLUMN_SUMS_BLOCK_R}: the last tile of each column, the tail, is left out or read past the "
+            "column's end. The loop must reach it, and its mask must cut the rows at R."),
         fails_only_where(
-            lambda s: s[0] > c04.ROW_BLOCK,
-            f"Only matrices of more than one block of rows (BLOCK_R = {c04.ROW_BLOCK}) are wrong: "
-            "program pid owns the rows from pid * BLOCK_R on."),
+            lambda s: s[0] > COLUMN_SUMS_BLOCK_R,
+            f"Only shapes taller than one tile (BLOCK_R = {COLUMN_SUMS_BLOCK_R} rows) are wrong: every "
+            "tile of a column must be added to acc, not only one of them."),
+        fails_exactly_where(
+            lambda s: s[1] % COLUMN_SUMS_BLOCK_C != 0,
+            f"Every shape it gets wrong has a column count C that is not a multiple of BLOCK_C = "
+            f"{COLUMN_SUMS_BLOCK_C}: the last program's columns hang over the end of x's rows and of out, "
+            "and the masks of the loads and of the store must cut them at C."),
+        fails_only_where(
+            lambda s: s[1] > COLUMN_SUMS_BLOCK_C,
+            f"Only matrices of more than one block of columns (BLOCK_C = {COLUMN_SUMS_BLOCK_C}) are wrong: "
+            "program pid owns the columns from pid * BLOCK_C on."),
     ],
-    reveal=c04.row_sums_kernel,
+    reveal=column_sums_kernel,
 )
 
 # ---- puzzle 3: the masked GEMM, with its K tail ------------------------------------------------
