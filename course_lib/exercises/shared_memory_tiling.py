@@ -1,5 +1,6 @@
-"""Exercises of notebook ``02_shared_memory_tiling``: the tiled kernel written by you, the loads it
-saves, and a transposed tile of B made free of bank conflicts."""
+"""Exercises of notebook ``02_shared_memory_tiling``: the tiled kernel written by you and the loads it
+saves; and, in the deep dive ``deep_dives/memory_lab``, a transposed tile of B made free of bank
+conflicts."""
 
 from __future__ import annotations
 
