@@ -79,3 +79,11 @@ def test_widget_changes_state_when_controls_change():
     assert box.step.a_tile == (1, 1) and box.counts.tiled_global == 2 * 64**3 // 32
     box.controls["n"].value = 128
     assert box.controls["step"].max == 3 and box.step.n == 128
+
+
+def test_widget_opens_on_the_block_asked_for():
+    box = tiles_widget(n=64, tile=16, block=(1, 2))  # notebook 02's figure draws block (1, 2)
+    assert (box.controls["bi"].value, box.controls["bj"].value) == (1, 2)
+    assert box.step.a_tile == (1, 0) and box.step.b_tile == (0, 2)
+    with pytest.raises(ValueError, match="outside the 4 x 4 grid"):
+        tiles_widget(n=64, tile=16, block=(4, 0))

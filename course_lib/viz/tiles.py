@@ -61,8 +61,9 @@ def draw_tiles(s: TileStep, ax=None):
     return fig
 
 
-def tiles_widget(n: int = 64, tile: int = 16):
+def tiles_widget(n: int = 64, tile: int = 16, block: tuple[int, int] = (0, 0)):
     """Sliders for N, T, the block (bi, bj) and the step; shows the tiles loaded and the read counts.
+    ``block`` is the block shown first, (block row, block column), as :func:`tile_step` takes it.
     ``.step`` (a :class:`TileStep`) and ``.counts`` (a :class:`ReuseCounts`) hold what is on display;
     ``.controls`` the controls by name ('n', 'tile', 'bi', 'bj', 'step')."""
     import ipywidgets as widgets
@@ -71,8 +72,14 @@ def tiles_widget(n: int = 64, tile: int = 16):
 
     n_s = widgets.IntSlider(value=n, min=8, max=256, step=8, description="N", continuous_update=False)
     t_d = widgets.Dropdown(options=[4, 8, 16, 32], value=tile, description="tile T")
-    bi_s = widgets.IntSlider(value=0, min=0, max=0, description="block row bi", continuous_update=False)
-    bj_s = widgets.IntSlider(value=0, min=0, max=0, description="block col bj", continuous_update=False)
+    steps = tile_steps(n, tile)
+    if len(block) != 2 or not all(0 <= b < steps for b in block):
+        raise ValueError(f"tiles_widget: block {block} is outside the {steps} x {steps} grid of blocks of N = {n}, "
+                         f"T = {tile}; give (block row, block column), each from 0 to {steps - 1}")
+    bi_s = widgets.IntSlider(value=block[0], min=0, max=steps - 1, description="block row bi",
+                             continuous_update=False)
+    bj_s = widgets.IntSlider(value=block[1], min=0, max=steps - 1, description="block col bj",
+                             continuous_update=False)
     step_s = widgets.IntSlider(value=0, min=0, max=0, description="step t", continuous_update=False)
     style_controls(n_s, t_d, bi_s, bj_s, step_s)
     summary = widgets.HTML()
