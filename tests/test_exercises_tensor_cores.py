@@ -143,7 +143,7 @@ def test_bf16_ridge_is_from_the_recorded_peaks(capsys):
         assert f"{want:.0f} FLOP/byte" not in out, f"{answer!r} is shown the recorded ridge: {out}"
 
 
-# ---- 07: the 128-byte swizzle --------------------------------------------------------------------
+# ---- 08: the 128-byte swizzle --------------------------------------------------------------------
 
 def test_swizzle_reference_and_solution(capsys):
     assert (ex_hopper.BOX_ROWS, ex_hopper.BOX_COLS) == (128, 64)  # A's box in the kernels: BLOCK_M x 64 bf16
@@ -199,7 +199,7 @@ def test_swizzle_checks_every_row_of_the_box_and_names_the_first_wrong_one(mine,
         assert "of 8192 cases" in out
 
 
-# ---- 07: the questions ---------------------------------------------------------------------------
+# ---- 08: the questions ---------------------------------------------------------------------------
 
 def test_swizzled_offset_question(capsys):
     assert ex_hopper.swizzled_offset.expected() == layout.tma_box_offset(5, 20) == 760
@@ -233,7 +233,7 @@ def test_08_questions_ask_for_a_number(answer, kind, capsys):
     assert _answer(ex_hopper.swizzled_offset, 760.0, capsys)[0]
 
 
-# ---- 08: a plan per shape -------------------------------------------------------------------------
+# ---- 10: a plan per shape -------------------------------------------------------------------------
 
 def _starter_plan(M, N, K):
     return None
@@ -414,7 +414,7 @@ def test_plan_without_a_named_idea_lists_its_shapes(capsys):
     assert not ok and "gpt2 dW qkv 1.5k (768, 2304, 1536): yours reaches" in out
 
 
-# ---- 08: the questions ---------------------------------------------------------------------------
+# ---- 10: the questions ---------------------------------------------------------------------------
 
 def test_intensity_and_ridge_questions(capsys):
     assert ex_summary.intensity_192.expected() == 2 * 192 * 192 / (2 * 384) == 96

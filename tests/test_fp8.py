@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -340,20 +341,30 @@ def test_the_block_puzzle_says_when_its_two_outputs_are_swapped(capsys):
     assert "returns (scales, values) for a 5 x 300 input: the two are swapped" in " ".join(capsys.readouterr().out.split())
 
 
-def test_the_weight_question_reads_a_number_written_as_text_and_no_unit_message_takes_a_stranger(capsys):
-    """'16,576', as the solution writes it, is the number; text that is no number, or a number in no
-    unit the check knows, gets the hint, which names no unit it was not given."""
+def test_the_fp8_questions_take_numbers_only_and_no_unit_message_takes_a_stranger(capsys):
+    """Text is told to be a number, as in every notebook's numeric questions ('16,576', as the solution
+    writes it, is told to drop the quotes and the comma; typed bare, 16,576 is a tuple, told how Python
+    reads it); a number in no unit the check knows gets the hint, which names no unit it was not given."""
     from course_lib.exercises import fp8 as ex
 
-    assert ex.weight_scale_bytes.check("16,576").ok and ex.weight_scale_bytes.check(16576.0).ok
+    assert ex.weight_scale_bytes.check(16576.0).ok and ex.weight_scale_bytes.check(torch.tensor(16576)).ok
     capsys.readouterr()
-    for stranger in ("16 kB", 17000, 20.0, "16,577"):
+    for text, advice in (("16,576", "write the number without quotes, 16576"), ("16 kB", "the text '16 kB';")):
+        assert not ex.weight_scale_bytes.check(text).ok
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"give a number (bytes), not the text {text!r}" in out and advice in out and "Hint" not in out, out
+    assert not ex.weight_scale_bytes.check((16, 576)).ok
+    assert "Python reads 16,576 as 2 numbers; write 16576 or 16_576" in " ".join(capsys.readouterr().out.split())
+    for stranger in (17000, 20.0, 16577):
         assert not ex.weight_scale_bytes.check(stranger).ok
         out = " ".join(capsys.readouterr().out.split())
         assert "is not it yet" in out and "KiB" not in out and "kB" not in out.split("is not it")[1], out
-    # the ratio's right answers are not mistaken for its upside-down ones, nor the reverse
-    assert ex.vanishing_ratio.check("16384").ok and not ex.vanishing_ratio.check(-2**-14).ok
-    assert "product / sum" not in capsys.readouterr().out
+    # the ratio's right answers are not mistaken for its upside-down ones, nor the reverse; its text is not
+    # a number either (it was taken for one before)
+    assert ex.vanishing_ratio.check(16384).ok and ex.vanishing_ratio.check(np.float32(12000)).ok
+    assert not ex.vanishing_ratio.check(-2**-14).ok and not ex.vanishing_ratio.check("16384").ok
+    out = " ".join(capsys.readouterr().out.split())
+    assert "product / sum" not in out and "give a number, not the text '16384'" in out, out
 
 
 def test_the_block_puzzle_accepts_a_clamped_guard_for_zero_rows():

@@ -22,6 +22,8 @@ top to bottom whatever you entered.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -36,7 +38,9 @@ class Question:
 
     ``expected`` computes the answer from the course's models when the check runs. ``wrong`` lists
     likely wrong answers, each with what it means: a value, or a function of the expected answer
-    that gives one (e.g. the same count in the wrong unit)."""
+    that gives one (e.g. the same count in the wrong unit). ``after_right``, given a right answer,
+    gives a line printed below the verdict (the recorded working, or what a right answer left out),
+    or None for nothing."""
 
     what: str
     expected: Callable[[], Any]
@@ -48,10 +52,19 @@ class Question:
     accepts: Callable[[Any], bool] | None = None
     # How an answer is read before it is compared (e.g. a list or a string of letters as a set).
     normalize: Callable[[Any], Any] | None = None
+    after_right: Callable[[Any], str | None] | None = None
 
     def check(self, answer: Any) -> Verdict:
         if answer is not None and self.normalize is not None:
             answer = self.normalize(answer)
+        verdict = self._verdict(answer)
+        if verdict and self.after_right is not None:
+            line = self.after_right(answer)
+            if line:
+                say(line)
+        return verdict
+
+    def _verdict(self, answer: Any) -> Verdict:
         if answer is not None and self.accepts is not None:
             ok = False
             try:
@@ -71,6 +84,100 @@ class Question:
             return Verdict(all(ok))
         wrong = [(v(want) if callable(v) else v, meaning) for v, meaning in self.wrong]
         return learn.check_answer(answer, want, what=self.what, rel_tol=self.rel_tol, hint=self.hint, wrong=wrong)
+
+
+def as_number(answer: Any) -> int | float | None:
+    """An answer as a plain Python number: an int or a float as it is; a numpy scalar, a 0-d tensor
+    or anything else with ``.item()`` that holds one real number, as that number. None for anything
+    else: a bool, text (even text that spells a number), a function, a list, several elements."""
+    if isinstance(answer, bool):
+        return None
+    item = getattr(answer, "item", None)
+    if callable(item):
+        try:
+            answer = item()
+        except (ValueError, RuntimeError, TypeError):  # numpy and torch refuse more than one element
+            return None
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+        return None
+    return answer if isinstance(answer, (int, float)) else float(answer)
+
+
+def _not_a_number(answer: Any) -> str:
+    """What an answer that is not one number is, in words, and how to write it as one."""
+    if isinstance(answer, str):
+        spelled = answer.replace(",", "").replace("_", "").strip()
+        try:
+            float(spelled)
+        except ValueError:
+            return f"the text {answer!r}"
+        return f"the text {answer!r}: write the number without quotes, {spelled}"
+    if isinstance(answer, tuple) and len(answer) > 1 and all(
+            isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 999 for x in answer[1:]):
+        typed = ",".join([str(answer[0])] + [f"{x:03d}" for x in answer[1:]])
+        return (f"a tuple: Python reads {typed} as {len(answer)} numbers; write "
+                f"{typed.replace(',', '')} or {typed.replace(',', '_')}")
+    if callable(answer) and not hasattr(answer, "item"):
+        return "a function"
+    size = getattr(answer, "size", None)
+    count = answer.numel() if callable(getattr(answer, "numel", None)) else size if isinstance(size, int) else None
+    if count is not None and count != 1:
+        return f"a {type(answer).__name__} of {count} elements"
+    return f"a {type(answer).__name__}"
+
+
+@dataclass(frozen=True)
+class NumberQuestion(Question):
+    """A question whose answer is one number. An int, a float, a numpy scalar or a one-element tensor
+    is compared as that number; anything else (text, even "760"; a function; a bool; a list) is told
+    to give a number, and not compared. ``wrong_when`` holds likely wrong answers that are ranges:
+    (test, meaning) pairs, a test taking the answer and the expected answer (say, the right count
+    in another unit, to the digits a learner may round it to); a right answer never reaches them."""
+
+    unit: str = ""
+    wrong_when: Sequence[tuple[Callable[[float, Any], bool], str]] = ()
+
+    def check(self, answer: Any) -> Verdict:
+        if answer is None:
+            return super().check(None)
+        value = as_number(answer)
+        if value is None:
+            unit = f" ({self.unit})" if self.unit else ""
+            say(f"{self.what}: give a number{unit}, not {_not_a_number(answer)}; set it in the cell above "
+                f"and run the cell again.")
+            return Verdict(False)
+        if self.wrong_when and not (self.accepts is not None and self.accepts(value)):
+            want = self.expected()
+            right = isinstance(want, numbers.Real) and math.isclose(value, want, rel_tol=self.rel_tol,
+                                                                     abs_tol=0.0 if self.rel_tol else 1e-12)
+            if not right:
+                meaning = next((m for test, m in self.wrong_when if test(value, want)), None)
+                if meaning is not None:
+                    say(f"{self.what}: {learn.fmt(value)} is not it: {meaning}")
+                    return Verdict(False)
+        return super().check(value)
+
+
+# ---- the recorded roofs -------------------------------------------------------------------------
+# The course's roofline (notebook 06): the copy bandwidth and the best cuBLAS rate per dtype that the
+# H200 recording measured (its ``ceilings``), loaded when a check runs, not at import.
+
+def recorded_copy_gbs() -> float:
+    """The recorded copy bandwidth in GB/s (10^9 bytes per second): the course's memory roof."""
+    from course_lib import results  # noqa: PLC0415
+
+    return float(results.load().ceilings["copy_bandwidth_gbs"])
+
+
+def recorded_ridge(dtype: str) -> float:
+    """FLOP per byte where the recorded roofs meet: the best cuBLAS rate in ``dtype`` over the copy
+    bandwidth."""
+    from course_lib import results  # noqa: PLC0415
+
+    peaks = results.load().ceilings["cublas_peak_tflops"]
+    if dtype not in peaks:
+        raise ValueError(f"the recording has no cuBLAS peak for {dtype!r}: one of {', '.join(peaks)}")
+    return peaks[dtype] * 1e3 / recorded_copy_gbs()
 
 
 class Puzzle:

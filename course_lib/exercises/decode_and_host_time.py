@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from course_lib import learn
-from course_lib.exercises import Puzzle, Question, call_on_every_case, nothing_yet
+from course_lib.exercises import NumberQuestion, Puzzle, call_on_every_case, nothing_yet, recorded_copy_gbs
 from course_lib.learn import Verdict, say
 from course_lib.model.hardware import BF16_BYTES
 from course_lib.model_shapes import MODEL_SHAPES, bytes_moved
@@ -24,33 +24,10 @@ from course_lib.model_shapes import MODEL_SHAPES, bytes_moved
 HBM_PEAK_GBS = 4800.0
 
 
-def _copy_gbs() -> float:
-    """The recorded copy bandwidth, GB/s (10^9 bytes per second): the course's memory roof."""
-    from course_lib import results  # noqa: PLC0415
-
-    return results.load().ceilings["copy_bandwidth_gbs"]
-
-
 # ---- the lead-in question: the bytes of llama3 qkv M=1 --------------------------------------------
 
 DECODE_SHAPE = (1, 6144, 4096)  # llama3 qkv M=1
 DECODE_TOLERANCE = 0.02
-
-
-@dataclass(frozen=True)
-class _NoteQuestion(Question):
-    """A question answered within a tolerance; an answer inside it that is one of ``notes`` exactly
-    is still right, and told what it left out."""
-
-    notes: Sequence[tuple[Any, str]] = ()
-
-    def check(self, answer) -> Verdict:
-        verdict = super().check(answer)
-        if verdict:
-            note = next((m for v, m in self.notes if answer == v), None)
-            if note:
-                say(f"  (Exactly, {note})")
-        return verdict
 
 
 def _decode_bytes(itemsize: int = BF16_BYTES, a: bool = True, b: bool = True, c: bool = True) -> int:
@@ -58,8 +35,14 @@ def _decode_bytes(itemsize: int = BF16_BYTES, a: bool = True, b: bool = True, c:
     return (a * M * K + b * K * N + c * M * N) * itemsize
 
 
-decode_bytes = _NoteQuestion(
+def _exactly(notes: Sequence[tuple[Any, str]]) -> Callable[[Any], str | None]:
+    """After a right answer: what it left out, where it is exactly one of ``notes`` (value, what)."""
+    return lambda answer: next((f"  (Exactly, {m})" for v, m in notes if answer == v), None)
+
+
+decode_bytes = NumberQuestion(
     what="bytes",
+    unit="bytes",
     expected=lambda: bytes_moved(*DECODE_SHAPE, BF16_BYTES),
     rel_tol=DECODE_TOLERANCE,
     hint="A (1 x 4096), B (4096 x 6144) and C (1 x 6144), 2 bytes an element",
@@ -68,11 +51,12 @@ decode_bytes = _NoteQuestion(
         (lambda want: want / 1e6, "that is in MB; the answer is in bytes."),
         (_decode_bytes(b=False), "that leaves out the weight B, almost all of the bytes."),
     ],
-    notes=[
+    # inside the tolerance, but one of these exactly: right, and told what it left out
+    after_right=_exactly([
         (_decode_bytes(c=False), "you left out writing C: 1 x 6144 x 2 bytes, next to the weight's 50 MB."),
         (_decode_bytes(a=False), "you left out reading A: 1 x 4096 x 2 bytes, next to the weight's 50 MB."),
         (_decode_bytes(a=False, c=False), "you counted the weight alone; A and C add 20 KB."),
-    ],
+    ]),
 )
 
 
@@ -83,7 +67,7 @@ def decode_roof_us(M: int, N: int, K: int, itemsize: int) -> float:
     B (K x N) read once, C (M x N) written once, every element ``itemsize`` bytes, at the recorded
     copy bandwidth (GB/s: 10^9 bytes per second)."""
     nbytes = (M * K + K * N + M * N) * itemsize     # A, B read; C written: all in the input's type
-    return nbytes / (_copy_gbs() * 1e9) * 1e6      # seconds at the copy bandwidth, in microseconds
+    return nbytes / (recorded_copy_gbs() * 1e9) * 1e6  # seconds at the copy bandwidth, in microseconds
 
 
 # The table's decode rows in bf16 (what the notebook prints), then shapes the learner has not seen:
@@ -113,7 +97,7 @@ def _label(case: tuple[int, int, int, int]) -> str:
 
 
 def _us(nbytes: float, gbs: float | None = None) -> float:
-    return nbytes / ((gbs if gbs is not None else _copy_gbs()) * 1e9) * 1e6
+    return nbytes / ((gbs if gbs is not None else recorded_copy_gbs()) * 1e9) * 1e6
 
 
 def _weights_only(M, N, K, itemsize):
@@ -129,7 +113,7 @@ def _c_in_fp32(M, N, K, itemsize):
 
 
 def _gib(M, N, K, itemsize):
-    return bytes_moved(M, N, K, itemsize) / (_copy_gbs() * 2**30) * 1e6
+    return bytes_moved(M, N, K, itemsize) / (recorded_copy_gbs() * 2**30) * 1e6
 
 
 def _hbm_peak(M, N, K, itemsize):
@@ -268,8 +252,8 @@ class RoofPuzzle(Puzzle):
                 return (f"yours is 10^{power} times the roof on every case: a unit. The answer is in "
                         f"microseconds (10^-6 s).")
             return (f"yours is {r:.4g} times the roof on every case: the bytes are right, the rate or the "
-                    f"unit is not (as if the bandwidth were {_copy_gbs() / r:.0f} GB/s). Divide by copy_gbs "
-                    f"x 10^9 bytes per second, and give microseconds.")
+                    f"unit is not (as if the bandwidth were {recorded_copy_gbs() / r:.0f} GB/s). Divide by "
+                    f"copy_gbs x 10^9 bytes per second, and give microseconds.")
         if all(c[3] != BF16_BYTES for c in wrong):
             return "right in bf16, wrong with other element sizes: every matrix has itemsize bytes an element."
         small = [c for c in wrong if c[0] <= 8]

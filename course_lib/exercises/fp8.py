@@ -13,7 +13,7 @@ import torch
 
 from course_lib import fp8, learn
 from course_lib.model import fp8_accumulator
-from course_lib.exercises import Puzzle, Question, nothing_yet
+from course_lib.exercises import NumberQuestion, Puzzle, nothing_yet
 from course_lib.learn import Verdict, say
 
 E4M3 = fp8.FORMATS["e4m3"]
@@ -240,64 +240,23 @@ block_quantize = BlockQuantizePuzzle()
 
 # ---- questions ----------------------------------------------------------------------------------
 
-def _number(answer) -> float | None:
-    """A numeric answer as a float; text such as '16,576' read as the number it spells; else None."""
-    if isinstance(answer, bool):
-        return None
-    if isinstance(answer, (int, float)):
-        return float(answer)
-    if isinstance(answer, str):
-        try:
-            return float(answer.replace(",", "").replace("_", "").strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _read_number(answer):
-    """Text that spells a number ('16,576') read as that number; anything else as it is."""
-    value = _number(answer) if isinstance(answer, str) else None
-    return answer if value is None else value
-
-
-@dataclass(frozen=True)
-class _FP8Question(Question):
-    """A question whose likely wrong answers may be whole ranges: ``wrong_when`` holds (test, meaning)
-    pairs, a test taking the answer as a float and the expected answer. A right answer (``accepts``,
-    where several are right) is told ``right`` too: which answers count, and why."""
-
-    right: str = ""
-    wrong_when: tuple = ()
-
-    def check(self, answer) -> Verdict:
-        value = _number(answer)
-        if value is not None and not (self.accepts is not None and self.accepts(value)):
-            want = self.expected()
-            meaning = next((m for test, m in self.wrong_when if test(value, want)), None)
-            if meaning is not None:
-                say(f"{self.what}: {learn.fmt(answer)} is not it: {meaning}")
-                return Verdict(False)
-        verdict = super().check(answer)
-        if verdict and self.right:
-            say(f"  {self.right}")
-        return verdict
-
-
 def _near(value: float, target: float) -> bool:
     """Within 1 % (an answer rounded to a few digits), far enough apart for the units told apart here."""
     return abs(value - target) <= 0.01 * abs(target)
 
 
 _BITS = fp8_accumulator.ACCUMULATOR_BITS
+_RATIO_RIGHT = (f"Any answer from 2^{_BITS - 1} = {2 ** (_BITS - 1):,} to 2^{_BITS} = {2 ** _BITS:,} counts: the "
+                f"last bit kept is 2^-{_BITS} of the power of two just above the sum, so a sum just above a power "
+                f"of two is 2^{_BITS - 1} times that bit, and a sum just below the next one almost 2^{_BITS} times.")
 
-vanishing_ratio = _FP8Question(
+vanishing_ratio = NumberQuestion(
     what="How many times larger than a product the accumulator is when the product is dropped whole",
     expected=lambda: 2 ** fp8_accumulator.ACCUMULATOR_BITS,
     # between 2^13 and 2^14, by where in its power of two the accumulator lies: both accepted
-    accepts=lambda v: 2 ** (fp8_accumulator.ACCUMULATOR_BITS - 1) <= float(v) <= 2 ** fp8_accumulator.ACCUMULATOR_BITS,
-    right=(f"Any answer from 2^{_BITS - 1} = {2 ** (_BITS - 1):,} to 2^{_BITS} = {2 ** _BITS:,} counts: the last bit "
-           f"kept is 2^-{_BITS} of the power of two just above the sum, so a sum just above a power of two is "
-           f"2^{_BITS - 1} times that bit, and a sum just below the next one almost 2^{_BITS} times."),
+    accepts=lambda v: 2 ** (fp8_accumulator.ACCUMULATOR_BITS - 1) <= v <= 2 ** fp8_accumulator.ACCUMULATOR_BITS,
+    # which answers count, and why: said to every right one
+    after_right=lambda answer: "  " + _RATIO_RIGHT,
     hint=(f"the last bit kept is worth 2^-{_BITS} of the power of two just above the running sum; a product "
           "smaller than that bit adds 0"),
     wrong=((fp8_accumulator.ACCUMULATOR_BITS, "that is the number of bits kept: how many times larger is the sum than its last bit?"),
@@ -332,10 +291,10 @@ def _weight_scale_bytes() -> int:
     return 4 * bn * bk
 
 
-weight_scale_bytes = _FP8Question(
+weight_scale_bytes = NumberQuestion(
     what=f"Bytes of fp32 scales of a {WEIGHT[0]} x {WEIGHT[1]} weight in 128 x 128 blocks",
     expected=_weight_scale_bytes,
-    normalize=_read_number,  # '16,576', as the solution writes it, is 16576
+    unit="bytes",
     hint=(f"the blocks form a grid, {WEIGHT[0]}/128 along N by {WEIGHT[1]}/128 along K, one fp32 scale "
           "(4 bytes) each; the answer is in bytes"),
     # the right count in another unit, to the digits a learner may round it to

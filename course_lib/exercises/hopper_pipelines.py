@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
 from course_lib import learn
-from course_lib.exercises import Puzzle, call_on_every_case, nothing_yet
-from course_lib.exercises.hopper_tensor_cores import NumberQuestion
+from course_lib.exercises import NumberQuestion, Puzzle, call_on_every_case, nothing_yet
 from course_lib.learn import Verdict, say
 from course_lib.model import ring
 

@@ -9,11 +9,10 @@ Every expected answer comes from the course's Python model of TMA and ``wgmma``
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
-from course_lib.exercises import FunctionPuzzle, Question
+from course_lib.exercises import FunctionPuzzle, NumberQuestion, as_number
 from course_lib.kernels import tensor_cores as tc
 from course_lib.learn import Verdict, say
 from course_lib.model import layout
@@ -140,25 +139,6 @@ swizzle = _BoxPuzzle(
 )
 
 
-# ---- the questions: each answer is a number ------------------------------------------------------
-
-@dataclass(frozen=True)
-class NumberQuestion(Question):
-    """A question whose answer is a number: a string, a function or anything else that is not one
-    is told to give a number, not compared (a string "760" is not taken for 760)."""
-
-    unit: str = ""
-
-    def check(self, answer) -> Verdict:
-        if answer is not None and (isinstance(answer, bool) or not isinstance(answer, numbers.Real)):
-            kind = ("a function" if callable(answer) else f"the text {answer!r}" if isinstance(answer, str)
-                    else f"a {type(answer).__name__}")
-            unit = f" ({self.unit})" if self.unit else ""
-            say(f"{self.what}: give a number{unit}, not {kind}; set it in the cell above and run the cell again.")
-            return Verdict(False)
-        return super().check(answer)
-
-
 # ---- exercise 1: one swizzled address -------------------------------------------------------------
 
 ELEMENT = (5, 20)
@@ -215,8 +195,9 @@ class _LboQuestion(NumberQuestion):
 
     def check(self, answer) -> Verdict:
         verdict = super().check(answer)
-        if not verdict and isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < 1 << 18:
-            say(f"  with LBO = {answer}: {lbo_mismatches(answer)} of 4096 elements read from the wrong place")
+        lbo = as_number(answer)
+        if not verdict and lbo is not None and lbo == int(lbo) and 0 <= lbo < 1 << 18:
+            say(f"  with LBO = {int(lbo)}: {lbo_mismatches(int(lbo))} of 4096 elements read from the wrong place")
         return verdict
 
 

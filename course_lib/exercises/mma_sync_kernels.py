@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from course_lib import learn
-from course_lib.exercises import Puzzle, Question, call_on_every_case, nothing_yet
+from course_lib.exercises import NumberQuestion, Puzzle, call_on_every_case, nothing_yet, recorded_copy_gbs
 from course_lib.learn import Verdict, say
 from course_lib.model import banks
 from course_lib.model.fragments import MMA_SHAPES, fragment_map, mma_m16n8k16
@@ -252,13 +252,12 @@ def stage0_intensity_value(itemsize: int = BF16_BYTES) -> float:
 
 
 def _copy_tbs() -> float:
-    from course_lib import results  # noqa: PLC0415
-
-    return results.load().ceilings["copy_bandwidth_gbs"] / 1000
+    return recorded_copy_gbs() / 1000
 
 
-stage0_intensity = Question(
+stage0_intensity = NumberQuestion(
     what="stage 0's intensity (FLOP/byte)",
+    unit="FLOP/byte",
     expected=stage0_intensity_value,
     rel_tol=0.01,
     hint="FLOP of one mma (2 x 16 x 8 x 16) over the bytes of its A and B pieces",
@@ -273,8 +272,9 @@ stage0_intensity = Question(
     ],
 )
 
-stage0_roof = Question(
+stage0_roof = NumberQuestion(
     what="its memory roof (TFLOP/s)",
+    unit="TFLOP/s",
     expected=lambda: stage0_intensity_value() * _copy_tbs(),
     rel_tol=0.03,
     hint="intensity times the copy bandwidth in TB/s gives TFLOP/s",
@@ -303,8 +303,9 @@ def passes(pitch_bytes: int) -> int:
     return banks.bank_access([pitch_bytes * r for r in range(8)], itemsize=16).conflict_degree
 
 
-pitch64_passes = Question(
+pitch64_passes = NumberQuestion(
     what="passes with 64-byte rows",
+    unit="passes through the banks",
     expected=lambda: passes(64),
     hint="the 32 banks of 4 bytes span 128 bytes: at which of the 128 bytes does each of the 8 rows start?",
     wrong=[

@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from course_lib import learn
-from course_lib.exercises import Puzzle, Question, call_on_every_case, nothing_yet
+from course_lib.exercises import NumberQuestion, Puzzle, Question, call_on_every_case, nothing_yet, recorded_ridge
 from course_lib.kernels import tensor_cores as tc
 from course_lib.learn import Verdict, say
 from course_lib.model import hardware, waves
@@ -335,16 +335,9 @@ def tile_intensity(block_m: int, block_n: int, itemsize: int = BF16_BYTES) -> fl
     return 2 * block_m * block_n / (itemsize * (block_m + block_n))
 
 
-def bf16_ridge() -> float:
-    """FLOP per byte at the bf16 ridge: the best cuBLAS bf16 rate over the copy bandwidth."""
-    from course_lib import results  # noqa: PLC0415
-
-    rec = results.load()
-    return rec.ceilings["cublas_peak_tflops"]["bf16"] / (rec.ceilings["copy_bandwidth_gbs"] / 1000)
-
-
-intensity_192 = Question(
+intensity_192 = NumberQuestion(
     what="intensity of a 192 x 192 bf16 tile (FLOP/byte)",
+    unit="FLOP/byte",
     expected=lambda: tile_intensity(*TILE),
     rel_tol=0.01,
     hint="2 x 192 x 192 x K FLOP over (192 + 192) x K elements of 2 bytes",
@@ -376,11 +369,11 @@ class _ReadWhenChecked(Sequence):
 ridge_side = Question(
     what="left or right of the bf16 ridge",
     normalize=lambda answer: answer.strip().lower() if isinstance(answer, str) else answer,
-    expected=lambda: "left" if tile_intensity(*TILE) < bf16_ridge() else "right",
+    expected=lambda: "left" if tile_intensity(*TILE) < recorded_ridge("bf16") else "right",
     hint="compare with the bf16 ridge printed in the roofline section",
     wrong=_ReadWhenChecked(lambda: [
         ("right", f"even this big tile is left of the bf16 ridge, which lies further right, at "
-                  f"{bf16_ridge():.0f} FLOP/byte: memory-bound if every read went to DRAM."),
+                  f"{recorded_ridge('bf16'):.0f} FLOP/byte: memory-bound if every read went to DRAM."),
     ]),
 )
 
@@ -400,7 +393,7 @@ def _waves_6144(tile: tuple[int, int] = BIG_TILE) -> waves.Waves:
     return waves.gemm_waves(*WAVE_SHAPE, *tile, occupancy=1)
 
 
-tiles_6144 = Question(
+tiles_6144 = NumberQuestion(
     what="tiles",
     expected=lambda: _waves_6144().blocks,
     hint="6144 / 128 tile rows times 6144 / 256 tile columns",
@@ -410,7 +403,7 @@ tiles_6144 = Question(
     ],
 )
 
-waves_6144 = Question(
+waves_6144 = NumberQuestion(
     what="waves",
     expected=lambda: _waves_6144().waves,
     hint=f"one tile per SM at a time, {SMS} SMs",
@@ -421,8 +414,9 @@ waves_6144 = Question(
     ],
 )
 
-last_wave_6144 = Question(
+last_wave_6144 = NumberQuestion(
     what="last wave, % full",
+    unit="per cent",
     expected=lambda: round(100 * _waves_6144().tail_utilisation),
     rel_tol=0.01,
     hint=f"the tiles left for the last wave, over {SMS}",
@@ -448,7 +442,7 @@ def largest_one_wave(tile: tuple[int, int] = ONE_WAVE_TILE, up_to: int = 8192) -
     return max(n for n in range(step, up_to + 1, step) if waves.gemm_waves(n, n, *tile, occupancy=1).waves == 1)
 
 
-one_wave_n = Question(
+one_wave_n = NumberQuestion(
     what="largest N in one wave",
     expected=largest_one_wave,
     hint="N = 192 m gives m x m tiles; how large may m² be?",

@@ -8,12 +8,10 @@ Every expected answer comes from the course's models: the PTX fragment layout
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Callable
 
-from course_lib.exercises import FunctionPuzzle, Question
-from course_lib.learn import Verdict, say
+from course_lib.exercises import FunctionPuzzle, NumberQuestion, Question, recorded_copy_gbs, recorded_ridge
 from course_lib.model.fragments import fragment_map
 
 
@@ -30,21 +28,8 @@ def _owner(operand: str, row: int, col: int) -> tuple[int, int]:
 
 # ---- predict: the bf16 ridge ----------------------------------------------------------------------
 
-def ridge(dtype: str) -> float:
-    """FLOP per byte where the recorded roofs meet: the best cuBLAS rate over the copy bandwidth."""
-    from course_lib import results  # noqa: PLC0415
-
-    return results.load().ceilings["cublas_peak_tflops"][dtype] / _copy_tbs()
-
-
-def _copy_tbs() -> float:
-    from course_lib import results  # noqa: PLC0415
-
-    return results.load().ceilings["copy_bandwidth_gbs"] / 1000
-
-
 def _peak_ratio() -> float:
-    return ridge("bf16") / ridge("fp32")
+    return recorded_ridge("bf16") / recorded_ridge("fp32")
 
 
 def ridge_working(dtype: str = "bf16") -> str:
@@ -52,38 +37,28 @@ def ridge_working(dtype: str = "bf16") -> str:
     from course_lib import results  # noqa: PLC0415
 
     peak = results.load().ceilings["cublas_peak_tflops"][dtype]
-    return f"best cuBLAS {dtype} {peak:.0f} TFLOP/s / copy {_copy_tbs():.2f} TB/s = {ridge(dtype):.0f} FLOP/byte"
+    return (f"best cuBLAS {dtype} {peak:.0f} TFLOP/s / copy {recorded_copy_gbs() / 1000:.2f} TB/s = "
+            f"{recorded_ridge(dtype):.0f} FLOP/byte")
 
 
-@dataclass(frozen=True)
-class _RidgeQuestion(Question):
-    """A Question whose right answer is followed by the recorded working (and nothing before it: the
-    prediction comes first)."""
-
-    dtype: str = "bf16"
-
-    def check(self, answer: Any) -> Verdict:
-        verdict = super().check(answer)
-        if verdict:
-            say(f"Recorded on the H200: {ridge_working(self.dtype)}.")
-        return verdict
-
-
-bf16_ridge = _RidgeQuestion(
+bf16_ridge = NumberQuestion(
     what="the bf16 ridge (FLOP/byte)",
-    expected=lambda: ridge("bf16"),
+    unit="FLOP/byte",
+    expected=lambda: recorded_ridge("bf16"),
     rel_tol=0.15,  # a prediction from the rounded numbers of the text (12 and 15) is well inside
     hint="the ridge is the peak over the bandwidth: the fp32 ridge times the factor the peak grew by",
     wrong=[
-        (lambda want: ridge("fp32"), "that is the fp32 ridge: the bf16 peak is higher on the same "
-                                     "bandwidth, so the ridge moves right by the same factor."),
-        (lambda want: ridge("fp32") / _peak_ratio(), "that divides by the factor: the ridge is peak over "
-                                                     "bandwidth, so a higher peak moves it right."),
+        (lambda want: recorded_ridge("fp32"), "that is the fp32 ridge: the bf16 peak is higher on the "
+                                              "same bandwidth, so the ridge moves right by the same factor."),
+        (lambda want: recorded_ridge("fp32") / _peak_ratio(), "that divides by the factor: the ridge is peak "
+                                                              "over bandwidth, so a higher peak moves it right."),
         (lambda want: _peak_ratio(), "that is the factor the peak grew by; the ridge is the fp32 ridge "
                                      "times it."),
         (lambda want: 2 * want, "that doubles it again for bf16's 2-byte elements; the ridge counts bytes "
                                 "of bandwidth, which did not change."),
     ],
+    # the recorded working, only once the prediction is right (it would give the answer away)
+    after_right=lambda answer: f"Recorded on the H200: {ridge_working('bf16')}.",
 )
 
 
