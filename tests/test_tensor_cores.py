@@ -436,12 +436,29 @@ def test_every_excerpt_a_notebook_prints_exists():
     assert not problems, "\n".join(problems)
 
 
+def test_a_stages_mix_is_the_kernel_its_tables_list(monkeypatch):
+    """staircase_mix and instruction_table count the same kernel: stage 6's 128 x 256 one, not its
+    128 x 128 one nor its decode path (made-up counts; no cuobjdump needed)."""
+    from types import SimpleNamespace
+
+    from course_lib.kernels.tensor_cores import inspection
+
+    by_kernel = {"tc::stage6::kernel<256>": {"HGMMA": 4, "STSM": 32}, "tc::stage6::kernel<128>": {"HGMMA": 4, "STSM": 16},
+                 "tc::stage6::decode_kernel<64>": {"HGMMA": 4, "STG": 9}}
+    monkeypatch.setattr(inspection, "sass_mix_by_kernel",
+                        lambda cubin: {k: collections.Counter(v) for k, v in by_kernel.items()})
+    mix = tc.staircase_mix("stage6.cubin", "tc_6_tma_store")
+    assert mix == collections.Counter({"HGMMA": 4, "STSM": 32})
+    table = tc.instruction_table({"tc_6_tma_store": SimpleNamespace(cubin="stage6.cubin")}, ("HGMMA", "STSM", "STG"))
+    assert table.splitlines()[1].split() == ["tc_6_tma_store", "4", "32", "0"]
+
+
 @pytest.fixture(scope="module")
 def compiled():
     if why := compiler.sass_tools_missing():
         pytest.skip(why)
     results = tc.compile_all("sm_90a")  # all stages in parallel, cached outside the repository
-    mixes = {name: tc.staircase_mix(r.cubin) for name, r in results.items()}
+    mixes = {name: tc.staircase_mix(r.cubin, name) for name, r in results.items()}
     return results, mixes
 
 
@@ -454,8 +471,8 @@ def test_stage_compiles_for_sm90a_without_spills_or_warnings(compiled, name):
         assert k.arch == "sm_90a"
         assert not k.spills, f"{k.name} spills or uses a stack frame: {k}"
     assert r.warnings == (), r.warnings  # e.g. C7508 (setmaxnreg ignored) or wgmma serialisation
-    mix = mixes[name]
-    assert mix["LDL"] + mix["STL"] == 0
+    for kernel, mix in tc.sass_mix_by_kernel(r.cubin).items():  # every kernel, not only the table's
+        assert mix["LDL"] + mix["STL"] == 0, kernel
 
 
 @pytest.mark.parametrize("name", STAGE_NAMES)
