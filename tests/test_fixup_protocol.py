@@ -17,7 +17,7 @@ import torch
 from course_lib.kernels import tensor_cores as tc
 from course_lib.kernels.coalescing_and_triton import common, fast
 from course_lib.kernels.tensor_cores import model
-from course_lib.model import schedules
+from course_lib.model import hardware, schedules
 
 # (cluster tiles, clusters, K slices): the stream-K shapes that went wrong from a graph on the H200
 # (3000^3: 12 x 12 cluster tiles; 768 x 2304 x 16384: 27; 1000 x 1000 x 8192: 16), and small ones where
@@ -33,10 +33,15 @@ NARROW_FORCED = [(200, 4096, 4096), (256, 4096, 2048), (256, 6144, 4096),
 NARROW_BLOCK_N = tc.STAGE6_TILES["128x128"]
 
 
+# A stream-K launch runs every resident cluster (launch_tiles: `split ? clusters * CLUSTER`): on the
+# H200, one CTA per SM, its SMs over the cluster's CTAs.
+H200_CLUSTERS = hardware.H200.sms // tc.DESIGN["tc_6_tma_store"].constants["CLUSTER"]
+
+
 def _narrow_split(M: int, N: int, K: int) -> tuple[int, int, int]:
     """(cluster tiles, clusters, K slices) of stage 6's 128 x 128 stream-K at M x N x K on the H200."""
     block_k = tc.DESIGN["tc_6_tma_store"].block[2]
-    return tc.stage6_cluster_tiles(M, N, NARROW_BLOCK_N), 66, -(-K // block_k)
+    return tc.stage6_cluster_tiles(M, N, NARROW_BLOCK_N), H200_CLUSTERS, -(-K // block_k)
 
 
 NARROW_SCHEDULES = [_narrow_split(*shape) for shape in NARROW_FORCED]
@@ -50,10 +55,32 @@ def _orders():
     return [None] + [random.Random(seed) for seed in range(INTERLEAVINGS)]
 
 
-def test_the_narrow_tiles_schedules_are_what_stage_6_runs():
-    for shape in NARROW_FORCED:
-        assert tc.stage6_plan(*shape, block_n=NARROW_BLOCK_N, schedule="stream-K") == ("128x128", "stream-K")
+def _split_checks(schedules_: list[tuple[int, int, int]]) -> list[str]:
+    """static_assert, on the C++'s own constexpr, that each NARROW_FORCED shape has these cluster tiles
+    of 128 x 128 and these K slices."""
+    return [f"static_assert(tc::stage6::cluster_tiles({M}, {N}, tc::stage6::NARROW_BLOCK_N) == {tiles} && "
+            f"tc::ceil_div({K}, tc::stage6::BLOCK_K) == {slices}, \"{M} x {N} x {K}: Python's _narrow_split "
+            f"says {tiles} cluster tiles, {slices} K slices\");"
+            for (M, N, K), (tiles, _, slices) in zip(NARROW_FORCED, schedules_)]
+
+
+def test_the_narrow_tiles_schedules_are_what_stage_6_runs(tmp_path):
+    """The schedules played here are the launcher's: the C++ counts the same cluster tiles and K slices
+    (compiled, front end only), a stream-K launch takes every resident cluster (66 on the H200) and
+    the K slices of the whole of K. A wrong expectation fails to compile."""
+    from test_tensor_cores_cxx import _compile_checks, _failures
+
+    assert H200_CLUSTERS == 66
     assert NARROW_SCHEDULES[0] == (32, 66, 64) and NARROW_SCHEDULES[3] == (32, 66, 16)
+    proc = _compile_checks(tmp_path, _split_checks(NARROW_SCHEDULES))
+    assert proc.returncode == 0, _failures(proc)
+    off_by_one = [(tiles + 1, clusters, slices) for tiles, clusters, slices in NARROW_SCHEDULES[:1]]
+    proc = _compile_checks(tmp_path, _split_checks(off_by_one))
+    assert proc.returncode != 0 and _failures(proc).count("static assertion failed") == 1, _failures(proc)
+    launch = _code("tc_6_tma_store.cu")
+    launch = launch[launch.index("void launch_tiles("):]
+    assert "const int ctas = split ? clusters * CLUSTER :" in launch
+    assert "make_schedule(tiles, ctas / CLUSTER, ceil_div(g.K, BLOCK_K), split)" in launch
     # the work is really split: some cluster contributes to a tile another finishes
     for tiles, clusters, slices in NARROW_SCHEDULES:
         work = _work(tiles, clusters, slices)
