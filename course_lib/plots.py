@@ -164,14 +164,14 @@ def plot_roofline(results: Results, dtype: str, points: Sequence[tuple], *,
     if points and all(len(p) == 4 for p in points):
         # Grouped: one colour, marker and legend entry per kernel; a shape is labelled once.
         kernels = list(dict.fromkeys(p[3] for p in points))
-        labelled: set[float] = set()
+        labelled: set[str] = set()
         for i, kernel in enumerate(kernels):
             mine = [p for p in points if p[3] == kernel]
             ax.plot([p[1] for p in mine], [p[2] for p in mine], markers[i % len(markers)], color=f"C{i}",
                     label=kernel, alpha=0.85, ls="none")
             for label, intensity, tflops, _ in mine:
-                if round(intensity, 6) not in labelled:
-                    labelled.add(round(intensity, 6))
+                if label not in labelled:  # by the shape's label: two shapes may share an intensity
+                    labelled.add(label)
                     ax.annotate(label, (intensity, tflops), xytext=(4, -10), textcoords="offset points", fontsize=7)
     else:
         # Points are named in a legend, not next to the dot: stages with the same tile share an x.

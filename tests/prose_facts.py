@@ -480,19 +480,29 @@ def shape_gmean(stage: str, dtype: str, without=None) -> float:
 
 def roof_pct(stage: str, dtype: str, shape) -> float:
     """% of the recording's copy bandwidth: the least bytes (A, B read once, C written once) / time."""
+    M, N, K = _shape(shape)
+    nbytes = least_bytes(M, N, K, dtype)
+    return 100 * nbytes / (ms(stage, dtype, shape) * 1e-3) / (recording().ceilings["copy_bandwidth_gbs"] * 1e9)
+
+
+def least_bytes(M: int, N: int, K: int, dtype: str) -> int:
+    """The least bytes an M x N x K product in ``dtype`` moves: A and B read once, C written once.
+    Element sizes from the course's dtypes (course_lib.model.hardware.itemsize: ValueError naming them
+    for any other); e4m3's products give C in bf16."""
+    from course_lib import dtypes
+    from course_lib.model import hardware
     from course_lib.model_shapes import bytes_moved
 
-    M, N, K = _shape(shape)
-    nbytes = bytes_moved(M, N, K, 4 if dtype in ("fp32", "tf32") else 2)
-    return 100 * nbytes / (ms(stage, dtype, shape) * 1e-3) / (recording().ceilings["copy_bandwidth_gbs"] * 1e9)
+    d = dtypes.get(dtype)
+    if d.operands == "fp8":
+        return (M * K + K * N) * hardware.itemsize(d) + M * N * hardware.itemsize("bf16")
+    return bytes_moved(M, N, K, hardware.itemsize(d))
 
 
 def intensity(shape, dtype: str = "bf16") -> float:
     """FLOP per byte of the least traffic (A, B read once, C written once) at a model shape."""
-    from course_lib.model_shapes import bytes_moved
-
     M, N, K = _shape(shape)
-    return 2 * M * N * K / bytes_moved(M, N, K, 4 if dtype in ("fp32", "tf32") else 2)
+    return 2 * M * N * K / least_bytes(M, N, K, dtype)
 
 
 def bound_pct(stage: str, dtype: str, shape) -> float:

@@ -52,9 +52,10 @@ void launch_tc_4_warp_specialized(const Gemm& g, cudaStream_t stream);
 // together (L2 reuse), `max_ctas` caps the grid (0: as many clusters as fit on the GPU at once).
 void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8, int max_ctas = 0);
 // Stage 6 picks a tile and a schedule by the shape (tc_6_tma_store.cu, plan): 128 x 256 tiles, or
-// 128 x 128 tiles where whole 128 x 256 tiles leave clusters idle; whole tiles, or stream-K (tiles
-// shared out by K slices) where whole tiles of the chosen size leave clusters idle; for M <= 128 (a
-// decode step) the operands swapped, C^T = B^T A^T.
+// 128 x 128 tiles where whole 128 x 256 tiles keep fewer than half the clusters busy and K has fewer
+// than 32 slices; whole tiles, or stream-K (tiles shared out by K slices) where whole tiles of the
+// chosen size keep fewer than 80 % of the clusters busy and K has at least 32 slices; for M <= 128
+// (a decode step) the operands swapped, C^T = B^T A^T.
 // `schedule` SCHEDULE_AUTO decides by the shape; the others force one (for the tests and experiments;
 // forced, the swapped schedule takes any M, in token tiles of 128). `block_n` TILE_AUTO decides the
 // tile by the shape; 256 or 128 forces 128 x 256 or 128 x 128 tiles (ignored by the swapped schedule).
