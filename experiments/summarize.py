@@ -220,7 +220,7 @@ def tensor_core_summary() -> dict:
     direct = [s for s in overlap["timeline"]["sizes"] if s["shape"][0] == 4096 and s["epilogue"] in ("serial", "direct")]
     return {
         "provenance": {
-            "what": "What notebook 08 and the deep dive hopper_lab show of the tensor-core experiments on the H200",
+            "what": "What the deep dive hopper_lab shows of the tensor-core experiments on the H200",
             "made_by": "experiments/summarize.py",
             "runs": [f"experiments/runs/{n}.json" for n in (STREAM_K, NCU_4096, OVERLAP, TIMELINE)]
                     + [f"experiments/runs/{POWER}.csv"],
