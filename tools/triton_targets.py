@@ -186,6 +186,10 @@ def _cases() -> list[Case]:
         cases.append(Case(f"{K04}.row_sums:row_sums_kernel", d, "04: row_sums", "16x32",
                           dict(x_ptr=Ptr(ty), out_ptr=Ptr(ty), R=SIZE, C=SIZE, stride_xr=SIZE, stride_xc=1),
                           dict(BLOCK_R=16, BLOCK_C=32)))
+    cases.append(Case("course_lib.exercises.coalescing_and_triton:column_sums_kernel", "fp32",
+                      "04: column_sums", f"{ex04.COLUMN_SUMS_BLOCK_R}x{ex04.COLUMN_SUMS_BLOCK_C}",
+                      dict(x_ptr=Ptr("fp32"), out_ptr=Ptr("fp32"), R=SIZE, C=SIZE, stride_xr=SIZE, stride_xc=1),
+                      dict(BLOCK_R=ex04.COLUMN_SUMS_BLOCK_R, BLOCK_C=ex04.COLUMN_SUMS_BLOCK_C)))
     block = ex04.GEMM_PUZZLE_BLOCK
     cases.append(Case("course_lib.exercises.coalescing_and_triton:masked_gemm_kernel", "fp32", "04: masked GEMM",
                       f"{block}x{block}x{block}", _gemm_args("fp32"), dict(BLOCK_M=block, BLOCK_N=block, BLOCK_K=block)))

@@ -29,9 +29,10 @@ dtypes fp32 = exact IEEE fp32, tf32, fp16, bf16):
     the first of :data:`FAST_CONFIGS`.
 
 Also here: the first Triton kernel, a vector add (:mod:`.vector_add`), and the first loop over tiles
-with a tail mask, the sums of a matrix's rows (:mod:`.row_sums`): both are the course's kernels and
-the reference solutions of notebook 04's first two puzzles (the masked GEMM's solution is only a
-solution: it lives in :mod:`course_lib.exercises.coalescing_and_triton`); plain data that the
+with a tail mask, the sums of a matrix's rows (:mod:`.row_sums`): both are the course's kernels, the
+first the reference solution of notebook 04's first puzzle, the second 04's worked example (the
+solutions of the masked GEMM and of triton_lab's column sums are only solutions: they live in
+:mod:`course_lib.exercises.coalescing_and_triton`); plain data that the
 notebooks compute with and :mod:`course_lib.viz` draws (the addresses a warp reads from the article
 kernels' B tile, in :mod:`.article`); :mod:`.evidence`, which compiles the article's kernels for
 sm_90a *without a GPU* (Triton's wheel ships ptxas) and counts what the compiler made of them. The
