@@ -180,24 +180,25 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
     if pivot is None and (unit == "x" or unit.startswith("x ")):
         pivot = 1.0
     ratio = measured / guess
+    shown = fmt(float(f"{measured:.3g}"))  # three digits, as the tables print it (0.319, not 0.318901)
     if pivot is not None:
         want, got = direction(guess, pivot), direction(measured, pivot)
         if want != 0 and got == 0:
             say(f"You predicted {fmt(guess)} {unit} ({_DIRECTION[want]} {fmt(pivot)}), a change; {measured_as} "
-                f"{fmt(measured)} {unit}: no change (within 5 % of {fmt(pivot)}).")
+                f"{shown} {unit}: no change (within 5 % of {fmt(pivot)}).")
             if explain:
                 say(explain)
             return Verdict(False, ratio)
         if want != 0 and want != got:
             say(f"You predicted {fmt(guess)} {unit} ({_DIRECTION[want]} {fmt(pivot)}); {measured_as} "
-                f"{fmt(measured)} {unit} ({_DIRECTION[got]} {fmt(pivot)}): your prediction points the wrong way.")
+                f"{shown} {unit} ({_DIRECTION[got]} {fmt(pivot)}): your prediction points the wrong way.")
             if explain:
                 say(explain)
             return Verdict(False, ratio)
     verdict = ("close: within 25 %" if 0.8 <= ratio <= 1.25
                else f"the measurement is {ratio:.2g}x your prediction" if ratio > 1
                else f"the measurement is {1 / ratio:.2g}x below your prediction")
-    say(f"You predicted {fmt(guess)} {unit}; {measured_as} {fmt(measured)} {unit} — {verdict}.")
+    say(f"You predicted {fmt(guess)} {unit}; {measured_as} {shown} {unit} — {verdict}.")
     if explain:
         say(explain)
     return Verdict(True, ratio)

@@ -475,6 +475,23 @@ def _gemm_masks_forget_k(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, str
 
 
 @triton.jit
+def _gemm_b_not_cut_at_k(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                         stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):  # A is masked at K, B only at N (a reader's slip)
+        k = kb * BLOCK_K + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + cols[None, :] * stride_bn, mask=cols[None, :] < N, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
 def _gemm_no_store_mask(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                         stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -540,6 +557,15 @@ def test_masked_gemm_whole_k_slices_only_is_the_k_tail(capsys):
     tails = [c for c in _cases() if c.K % ex04.GEMM_PUZZLE_BLOCK]
     assert f"right on {len(_cases()) - len(tails)} of {len(_cases())} cases" in out
     assert f"not a multiple of BLOCK_K = {ex04.GEMM_PUZZLE_BLOCK}: the K tail" in out
+    assert "the loop stops before the last, partial K-slice" in out and "read past" not in out.split("right on")[0]
+    assert out.index("the K tail") < out.index("wrong on these")  # the likely cause comes before the list
+
+
+def test_masked_gemm_only_b_not_cut_at_k_names_b(capsys):
+    ok, out = _run(capsys, ex04.masked_gemm, _gemm_b_not_cut_at_k)
+    assert not ok and "the K tail" in out
+    assert "Only B was read past its end: B's load needs the mask at K" in out
+    assert "A's columns" not in out and "the loop stops" not in out
 
 
 def test_masked_gemm_masks_not_cut_at_k_read_past_a_and_b(capsys):
@@ -550,7 +576,7 @@ def test_masked_gemm_masks_not_cut_at_k_read_past_a_and_b(capsys):
             "read 408 elements past the end of B, which is 40 x 17") in out
     for shape in _k_tails():
         assert f"{shape}: read" in out, shape
-    assert "the K tail" in out
+    assert "the K tail" in out and "A and B were both read past their ends" in out
 
 
 def test_masked_gemm_without_a_store_mask_writes_past_c(capsys):

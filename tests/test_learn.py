@@ -99,3 +99,9 @@ def test_a_prediction_that_points_the_wrong_way_is_told_so_however_close(capsys)
     assert learn.compare_prediction(1.2, 1.4, unit="x as fast")
     assert learn.compare_prediction(1.02, 1.3, unit="x as fast")
     assert learn.compare_prediction(5.0, 4.5, unit="TFLOP/s")  # no pivot: a rate, not a change
+
+
+def test_prediction_shows_the_measurement_to_three_digits(capsys):
+    learn.compare_prediction(1.0, 0.318901, unit="x as fast", measured_as="recorded")
+    out = capsys.readouterr().out
+    assert "recorded 0.319 x as fast" in out and "0.318901" not in out

@@ -281,12 +281,12 @@ class TritonPuzzle(Puzzle):
                        f"outside {', '.join(names[:-1])} and {names[-1]}.", 0)
             report.solved = True
             return report.show()
+        note = _diagnose(self.diagnoses, results)
+        if note:  # the likely cause first: the list of cases below it can be long
+            report.add(note)
         report.add(f"right on {len(cases) - len(wrong)} of {len(cases)} {self.unit}; wrong on these:")
         for case in wrong:
             report.add(f"{self.show(case)}: {results[case].text}", 4)
-        note = _diagnose(self.diagnoses, results)
-        if note:
-            report.add(note)
         return report.show()
 
     def _run(self, kernel, case, seed: int) -> CaseResult:
@@ -390,6 +390,12 @@ class TritonGemmPuzzle(Puzzle):
                        "holds the NaN it was filled with). Fill in the TODO lines.")
             return report.show()
         if wrong:
+            if not any(failures[case].undefined_loads for case in wrong):  # that note says it all
+                note = _diagnose(self.diagnoses, failures)
+                if not note and not precision:  # a tl.dot in TF32 errs like this on a GPU: said below
+                    note = _rounding_note(kernel, failures, errors)
+                if note:  # the likely cause first: the list of cases below it is long
+                    report.add(note)
             report.add(f"right on {len(cases) - len(wrong)} of {len(cases)} cases; wrong on these:")
             notes: list[str] = []
             for case in wrong:  # a note reads the same at every case: said once, below them
@@ -399,12 +405,6 @@ class TritonGemmPuzzle(Puzzle):
                     notes.append(f.note)
             for note in notes:
                 report.add(note[0].upper() + note[1:] + ".", 4)
-            if not any(failures[case].undefined_loads for case in wrong):  # that note says it all
-                note = _diagnose(self.diagnoses, failures)
-                if not note and not precision:  # a tl.dot in TF32 errs like this on a GPU: said below
-                    note = _rounding_note(kernel, failures, errors)
-                if note:
-                    report.add(note)
         else:
             report.add(f"right on all {len(cases)} cases")
         for note in precision:

@@ -266,6 +266,25 @@ def _k_stops_early_note(k: int) -> str:
     return note
 
 
+def _k_tail(results: dict) -> str | None:
+    """A diagnosis: the shapes it gets wrong are exactly those with a K tail; what it read past the
+    end of A or B says which load's mask misses K (nothing read past either: the loop skips the tail)."""
+    tails = fails_exactly_where(lambda s: s[2] % GEMM_PUZZLE_BLOCK != 0, "the K tail")(results)
+    if tails is None:
+        return None
+    over = sorted({v.array for f in results.values() if f for v in f.stray if v.kind == "read"} & {"A", "B"})
+    cause = {(): "No read went past A or B, so the loop stops before the last, partial K-slice: it must "
+                 "take ceil(K / BLOCK_K) slices, the tail included.",
+             ("A",): "Only A was read past its end: A's load needs the mask at K too (its columns "
+                     "k0 + ks < K), beside the one at M.",
+             ("B",): "Only B was read past its end: B's load needs the mask at K too (its rows k0 + ks < K), "
+                     "beside the one at N.",
+             ("A", "B"): "A and B were both read past their ends: the masks must cut A's columns and B's rows "
+                         "at K (k0 + ks < K), beside the ones at M and N."}[tuple(over)]
+    return (f"Every shape it gets wrong has a K that is not a multiple of BLOCK_K = {GEMM_PUZZLE_BLOCK}: "
+            f"the K tail. {cause}")
+
+
 masked_gemm = TritonGemmPuzzle(
     title="Your masked GEMM",
     launch=as_gemm,
@@ -276,11 +295,7 @@ masked_gemm = TritonGemmPuzzle(
         fails_exactly_above(
             lambda case: case[2],
             lambda k: _k_stops_early_note(k)),
-        fails_exactly_where(
-            lambda s: s[2] % GEMM_PUZZLE_BLOCK != 0,
-            f"Every shape it gets wrong has a K that is not a multiple of BLOCK_K = {GEMM_PUZZLE_BLOCK}: "
-            "the K tail. The loop must also take the last, partial K-slice, and the masks must cut "
-            "A's columns and B's rows at K."),
+        _k_tail,
         fails_exactly_where(
             lambda s: s[0] % GEMM_PUZZLE_BLOCK != 0 or s[1] % GEMM_PUZZLE_BLOCK != 0,
             f"Every shape it gets wrong has an M or an N that is not a multiple of the tile "

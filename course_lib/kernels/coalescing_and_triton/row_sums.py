@@ -40,6 +40,7 @@ def row_sums_kernel(
         mask = (rows[:, None] < R) & (cols[None, :] < C)
         tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
         acc += tl.sum(tile.to(tl.float32), axis=1)             # one partial sum per row
+    # out's element type (out_ptr.dtype.element_ty): the fp32 sums are rounded to it as they are stored
     tl.store(out_ptr + rows, acc.to(out_ptr.dtype.element_ty), mask=rows < R)
 
 
