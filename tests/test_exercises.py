@@ -339,6 +339,12 @@ def test_transposed_tile_puzzle_reports_the_conflicts_left(capsys, shape, degree
     assert rows_padded == (shape == "(TILE + 1, TILE)"), out
 
 
+def test_transposed_tile_puzzle_refuses_the_tile_stored_untransposed(capsys):
+    # a fresh learner's sidestep: 02's kernel (right, conflict-free) has no transposed tile left to fix
+    ok, out = _check(shared_memory_tiling.transposed_b, _variant(TILED, "k"), capsys)
+    assert not ok and "b_tile is no longer stored transposed" in out and "Solved" not in out
+
+
 def test_transposed_tile_puzzle_names_padding_on_the_rows_written_as_numbers(capsys):
     wrong = _variant(TRANSPOSED, "k", ("b_tile = cuda.shared.array((TILE, TILE), float32)",
                                        "b_tile = cuda.shared.array((17, 16), float32)"))

@@ -246,6 +246,15 @@ def _sums_first_tile_only(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: t
 
 
 @triton.jit
+def _sums_one_big_block(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    rows = tl.arange(0, 512)  # a learner's "load the whole column": no loop, 512 rows at most
+    mask = (rows[:, None] < R) & (cols[None, :] < C)
+    tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
+    tl.store(out_ptr + cols, tl.sum(tile, axis=0), mask=cols < C)
+
+
+@triton.jit
 def _sums_acc_overwritten(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     acc = tl.zeros((BLOCK_C,), dtype=tl.float32)
@@ -335,6 +344,12 @@ def test_column_sums_that_keep_one_tile_are_named(capsys, kernel):
     assert not ok and "elements wrong" in out
     assert f"taller than one tile (BLOCK_R = {BR} rows)" in out and "every tile" in out
     assert "x 31 x 3:" not in out
+
+
+def test_column_sums_without_a_loop_fail_on_a_tall_x_and_are_told_to_walk(capsys):
+    ok, out = _run(capsys, ex04.column_sums, _sums_one_big_block)  # a fresh learner's kernel passed before
+    assert not ok and "x 4099 x 3:" in out
+    assert "Only the shapes taller than 257 rows are wrong: your kernel covers a fixed number of rows" in out
 
 
 def test_column_sums_without_a_store_mask_write_past_out(capsys):

@@ -85,7 +85,9 @@ COLUMN_SUMS_BLOCK_R = 32  # rows per tile: the loop takes ceil(R / BLOCK_R) step
 COLUMN_SUMS_BLOCK_C = 16  # columns per program
 # Shapes (R, C): rows below one tile, exactly one and several tiles, one row past a tile, and column
 # counts on both sides of the columns per program. Each bug below fails on its own set of them.
-COLUMN_SUMS_SHAPES = ((1, 1), (31, 3), (32, 5), (64, 16), (33, 17), (100, 40), (257, 2), (96, 64), (7, 33))
+# (4099, 3) is taller than any one block a kernel might load whole: a kernel without the loop fails there.
+COLUMN_SUMS_SHAPES = ((1, 1), (31, 3), (32, 5), (64, 16), (33, 17), (100, 40), (257, 2), (96, 64), (7, 33),
+                      (4099, 3))
 # The kernel takes x's strides, so x also comes stored transposed and as a column slice of a wider
 # matrix (R, C, layout): a kernel that steps through x as if its rows were packed one after another
 # is right on every row-major x and wrong on these.
@@ -137,6 +139,19 @@ def _column_sums_bound(ref: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return FP32_UNIT_ROUNDOFF * (ref.abs() + max(R - 1, 1) * x.abs().sum(dim=0))
 
 
+def _fixed_rows(results: dict) -> str | None:
+    """A diagnosis: right up to some height of several tiles, wrong on every taller shape - a kernel
+    that loads a fixed number of rows (one big block, or a loop of a fixed length)."""
+    def note(largest: int) -> str | None:
+        if largest < 2 * COLUMN_SUMS_BLOCK_R:
+            return None  # right on one tile only: the accumulator's note (below) fits better
+        return (f"Only the shapes taller than {largest} rows are wrong: your kernel covers a fixed number of "
+                f"rows. It must walk down each column in tiles of BLOCK_R = {COLUMN_SUMS_BLOCK_R}, as many as R "
+                "needs (range(0, R, BLOCK_R)), however tall x is.")
+
+    return fails_exactly_above(lambda s: s[0], note)(results)
+
+
 column_sums = TritonPuzzle(
     title="Your column sums",
     launch=_column_sums,
@@ -159,6 +174,7 @@ column_sums = TritonPuzzle(
             f"Every shape it gets wrong has a row count R that is not a multiple of BLOCK_R = "
             f"{COLUMN_SUMS_BLOCK_R}: the last tile of each column, the tail, is left out or read past the "
             "column's end. The loop must reach it, and its mask must cut the rows at R."),
+        _fixed_rows,
         fails_only_where(
             lambda s: s[0] > COLUMN_SUMS_BLOCK_R,
             f"Only shapes taller than one tile (BLOCK_R = {COLUMN_SUMS_BLOCK_R} rows) are wrong: every "
