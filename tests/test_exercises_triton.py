@@ -363,6 +363,7 @@ def test_column_sums_with_04s_axis_do_not_run_and_say_why(capsys):
     ok, out = _run(capsys, ex04.column_sums, _sums_of_rows)  # BLOCK_R row sums added to BLOCK_C columns
     assert not ok and "your kernel did not run" in out
     assert f"incompatible dimensions at index 0: {BC} and {BR}" in out
+    assert "Check the axis of each tl.sum" in out  # what a fresh learner needed to read the error
 
 
 @triton.jit

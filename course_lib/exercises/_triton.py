@@ -231,6 +231,16 @@ class _DidNotRun(Exception):
     pass
 
 
+def _did_not_run(where: str, e: Exception) -> str:
+    """The message for a kernel that raised, with a hint where the error has a usual cause."""
+    text = f"Not solved yet: on {where} your kernel did not run: {e}"
+    if "make_shape_compatible" in str(e):  # two blocks of different shapes in one operation
+        text += (" Two blocks of different shapes met in one operation. Check the axis of each tl.sum "
+                 "(axis=0 sums down the columns, leaving one value per column; axis=1 one per row), and that "
+                 "a 2-D mask or offset combines rows[:, None] with cols[None, :].")
+    return text
+
+
 @dataclass(frozen=True)
 class TritonPuzzle(Puzzle):
     """A puzzle where you write a Triton kernel that is not a GEMM.
@@ -267,7 +277,7 @@ class TritonPuzzle(Puzzle):
             try:
                 results[case] = self._run(kernel, case, SEED + i)
             except _DidNotRun as e:
-                report.add(f"Not solved yet: on {self.show(case)} your kernel did not run: {e}")
+                report.add(_did_not_run(self.show(case), e))
                 return report.show()
         if all(results[case].untouched for case in cases):
             report.add(f"Not solved yet: on every {self.unit.removesuffix('s')} {self.output} was never "
@@ -381,7 +391,7 @@ class TritonGemmPuzzle(Puzzle):
             try:
                 failures[case], errors[case] = self._run(kernel, case, SEED + i)
             except _DidNotRun as e:
-                report.add(f"Not solved yet: on {case} your kernel did not run: {e}")
+                report.add(_did_not_run(str(case), e))
                 return report.show()
         wrong = [case for case in cases if failures[case] is not None]
         precision = precision_notes(kernel, self.precision) if self.precision else []
