@@ -1,6 +1,7 @@
 """One policy for answers that are numbers (course_lib.exercises.NumberQuestion), one way to print a line
 after a right answer (Question.after_right), and one place for the recorded roofs the checks compute
-with (recorded_copy_gbs, recorded_ridge), across the tensor-core notebooks 06-12."""
+with (recorded_copy_gbs, recorded_ridge), across the tensor-core notebooks 06-12; the number policy also
+across notebooks 00-05."""
 
 from __future__ import annotations
 
@@ -104,3 +105,50 @@ def test_the_recorded_roofs_are_read_in_one_place():
         assert exercises.recorded_ridge(dtype) == pytest.approx(c["cublas_peak_tflops"][dtype] * 1e3 / c["copy_bandwidth_gbs"])
     with pytest.raises(ValueError, match="no cuBLAS peak for 'e5m2'"):
         exercises.recorded_ridge("e5m2")
+
+
+# The path notebooks 00-05 (and triton_lab, which asks 04's bank-pass questions): every question there whose
+# answer is one number is a NumberQuestion too. naive.warp_sectors asks for a dict of three numbers, which
+# NumberQuestion does not take; its parts are checked one by one by Question.
+MODULES_00_05 = ("gpu_execution_model", "naive", "shared_memory_tiling", "thread_coarsening",
+                 "coalescing_and_triton", "triton_fast_kernel")
+NUMERIC_00_05 = [(f"{m}.{name}", q) for m in MODULES_00_05
+                 for name, q in vars(importlib.import_module(f"course_lib.exercises.{m}")).items()
+                 if isinstance(q, Question) and isinstance(q.expected(), (int, float))
+                 and not isinstance(q.expected(), bool)]
+
+
+def test_the_numeric_questions_of_00_to_05_are_found_in_every_module_that_asks_one():
+    names = {n for n, _ in NUMERIC_00_05}
+    assert {m for m in MODULES_00_05 if m != "naive"} == {n.split(".")[0] for n in names}
+    assert {"gpu_execution_model.first_two_wave_n", "thread_coarsening.pitch", "shared_memory_tiling.global_loads",
+            "coalescing_and_triton.passes_swizzled", "triton_fast_kernel.programs_with_one_more"} <= names
+
+
+@pytest.mark.parametrize("name, question", NUMERIC_00_05, ids=[n for n, _ in NUMERIC_00_05])
+def test_every_numeric_question_of_00_to_05_tells_text_to_be_written_as_the_number(name, question, capsys):
+    assert isinstance(question, NumberQuestion), f"{name} is a {type(question).__name__}"
+    want = question.expected()
+    assert not question.check(str(want)), f"{name}: the text {str(want)!r} is taken for the number"
+    out = _said(capsys)
+    assert f"not the text {str(want)!r}: write the number without quotes, {want}" in out and "Hint" not in out, out
+    assert question.check(torch.tensor(want)), f"{name}: a 0-d tensor of its answer is refused"
+    assert question.check(np.float64(want)), f"{name}: a numpy scalar of its answer is refused"
+
+
+def test_the_two_wave_size_says_a_numpy_size_off_the_tile_is_no_multiple_and_text_is_no_number(capsys):
+    from course_lib.exercises import gpu_execution_model as g
+
+    want = g.first_two_wave_n.expected()
+    assert not g.first_two_wave_n.check(np.int64(want + 1))
+    assert f"{want + 1} is not a multiple of {g.TILE}" in _said(capsys)
+    assert not g.first_two_wave_n.check(f"{want + 1}")
+    out = _said(capsys)
+    assert "give a number (the size N)" in out and "multiple" not in out, out
+
+
+def test_a_pitch_given_as_text_is_told_to_be_a_number_not_passed_to_the_bank_model(capsys):
+    from course_lib.exercises import thread_coarsening as t
+
+    assert not t.pitch.check("33") and "give a number (words), not the text '33'" in _said(capsys)
+    assert t.pitch.check(np.int32(t.pitch.expected())) and "is right" in _said(capsys)

@@ -19,7 +19,7 @@ import triton.language as tl
 
 from course_lib import dtypes
 from course_lib.gemm import new_array, prepare
-from course_lib.exercises import Question
+from course_lib.exercises import NumberQuestion
 from course_lib.exercises._triton import (
     COLUMN_SLICE,
     ROW_MAJOR,
@@ -330,8 +330,9 @@ def _passes(**kw) -> int:
     return banks.bank_access(*c04.article_b_tile_addresses("transposed", **kw)).wavefronts
 
 
-fewest_passes_padded = Question(
+fewest_passes_padded = NumberQuestion(
     what="(a) fewest passes",
+    unit="passes",
     expected=lambda: min(_passes(pitch=p) for p in PADDED_PITCHES),
     hint="lane t's column starts 4t stored rows in: with a pitch of 4p words, in which banks can it start?",
     wrong=[
@@ -344,8 +345,9 @@ fewest_passes_padded = Question(
     ],
 )
 
-passes_swizzled = Question(
+passes_swizzled = NumberQuestion(
     what="(b) passes with the swizzle",
+    unit="passes",
     expected=lambda: _passes(swizzle=True),
     hint="the XOR moves lane t's chunk by (t mod 8) chunks of 4 banks",
     wrong=[

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from course_lib.exercises import Question
+from course_lib.exercises import NumberQuestion, as_number
 from course_lib.learn import Verdict, fmt, say
 from course_lib.model import waves
 from course_lib.model.hardware import H200, WARP_SIZE
@@ -26,8 +26,9 @@ def fp32_bound_working() -> str:
             f"{BOOST_CLOCK_GHZ}e9 cycles/s = {_fp32_bound():.1f} TFLOP/s")
 
 
-fp32_bound = Question(
+fp32_bound = NumberQuestion(
     what="the fp32 bound in TFLOP/s",
+    unit="TFLOP/s",
     expected=_fp32_bound,
     rel_tol=0.02,
     hint="SMs x schedulers per SM x lanes per instruction x operations per multiply-add x cycles per second,"
@@ -53,16 +54,16 @@ def _first_two_wave() -> waves.Waves:
 
 
 @dataclass(frozen=True)
-class _TileMultipleQuestion(Question):
+class _TileMultipleQuestion(NumberQuestion):
     """A question about sizes made of whole tiles: an answer that is no multiple of the tile is told
     so, before any other message."""
 
     multiple: int = TILE
 
     def check(self, answer) -> Verdict:
-        numeric = isinstance(answer, (int, float)) and not isinstance(answer, bool)
-        if numeric and answer > 0 and answer % self.multiple:
-            say(f"{self.what}: {fmt(answer)} is not a multiple of {self.multiple}. The question asks only about "
+        value = as_number(answer)  # None for anything but one number: NumberQuestion then says so
+        if value is not None and value > 0 and value % self.multiple:
+            say(f"{self.what}: {fmt(value)} is not a multiple of {self.multiple}. The question asks only about "
                 f"sizes N = {self.multiple}, {2 * self.multiple}, {3 * self.multiple}, ..., made of whole "
                 f"{self.multiple} x {self.multiple} tiles: which of them is the first to need a second wave?")
             return Verdict(False)
@@ -71,6 +72,7 @@ class _TileMultipleQuestion(Question):
 
 first_two_wave_n = _TileMultipleQuestion(
     what="the first two-wave size",
+    unit="the size N",
     expected=_first_two_wave_n,
     hint=f"count tiles, (N / {TILE}) squared, and compare with {H200.sms}",
     wrong=[
@@ -82,8 +84,9 @@ first_two_wave_n = _TileMultipleQuestion(
 )
 
 
-last_wave_pct = Question(
+last_wave_pct = NumberQuestion(
     what="how full the last wave is, in %",
+    unit="per cent",
     expected=lambda: 100 * _first_two_wave().tail_utilisation,
     rel_tol=0.05,
     hint=f"the blocks left over after the first wave of {H200.sms}, as a share of {H200.sms} slots (an "

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from numba import cuda, float32
 
-from course_lib.exercises import NumbaGemmPuzzle, Question, trace_gemm
+from course_lib.exercises import NumbaGemmPuzzle, NumberQuestion, trace_gemm
 from course_lib.exercises.naive import PUZZLE_SHAPES
 from course_lib.kernels import shared_memory_tiling as tiling
 from course_lib.learn import Verdict, say
@@ -165,8 +165,9 @@ def _global_loads_at_48() -> int:
     return sum(1 for acc in tr.accesses if acc.space == "global" and acc.kind == "load")
 
 
-global_loads = Question(
+global_loads = NumberQuestion(
     what="global loads at N = 48, T = 16",
+    unit="loads",
     expected=_global_loads_at_48,
     hint="count per block: steps along K, times the elements it copies per step",
     wrong=[
@@ -176,8 +177,9 @@ global_loads = Question(
     ],
 )
 
-reads_per_element = Question(
+reads_per_element = NumberQuestion(
     what="global reads of each element of A",
+    unit="reads",
     expected=lambda: 48 // TILE,
     hint="how many blocks read each tile of A?",
     wrong=[

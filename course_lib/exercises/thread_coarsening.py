@@ -3,7 +3,7 @@ register tile's threads and shared memory, its reuse per load, and a bank confli
 
 from __future__ import annotations
 
-from course_lib.exercises import NumbaGemmPuzzle, Question
+from course_lib.exercises import NumbaGemmPuzzle, NumberQuestion
 from course_lib.exercises.naive import PUZZLE_SHAPES
 from course_lib.kernels import thread_coarsening as coarsening
 from course_lib.model import banks
@@ -22,15 +22,17 @@ coarsened_kernel = NumbaGemmPuzzle(
 # Exercise 1: a register tile's threads and shared memory, by hand.
 CONFIG = coarsening.RegisterTileConfig(BM=64, BN=128, TM=4, TN=8)
 
-threads = Question(
+threads = NumberQuestion(
     what="threads per block",
+    unit="threads",
     expected=lambda: CONFIG.threads,
     hint="one thread per TM x TN piece of the BM x BN tile",
     wrong=[(CONFIG.BM * CONFIG.BN, "that is one thread per output; each thread computes TM x TN of them.")],
 )
 
-shared_bytes = Question(
+shared_bytes = NumberQuestion(
     what="shared bytes per block",
+    unit="bytes",
     expected=lambda: CONFIG.shared_bytes,
     hint="two slabs of BK = 8 rows: A's rows are BM + 4 words, B's BN words, 4 bytes a word",
     wrong=[
@@ -46,7 +48,7 @@ def _reuse_8x4() -> float:
     return cfg.TM * cfg.TN / (cfg.TM + cfg.TN)
 
 
-reuse = Question(
+reuse = NumberQuestion(
     what="multiply-adds per value (8 x 4)",
     expected=_reuse_8x4,
     rel_tol=0.02,
@@ -80,8 +82,9 @@ def _too_short(pitch: int) -> str:
             f"rows apart?")
 
 
-pitch = Question(
+pitch = NumberQuestion(
     what="a row pitch without the conflict",
+    unit="words",
     expected=lambda: coarsening.COARSE_TILE + 1,
     accepts=_pitch_works,
     hint=(f"the two rows of threads read words one pitch apart, and a row holds at least the tile's "

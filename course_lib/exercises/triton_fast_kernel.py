@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from course_lib.exercises import FunctionPuzzle, Question, _same
+from course_lib.exercises import FunctionPuzzle, NumberQuestion, _same
 from course_lib.exercises._triton import fails_only_where
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.model import schedules
@@ -133,8 +133,9 @@ def _wave_blocks(order) -> int:
     return schedules.blocks_loaded(order, WAVE_GRID, WAVE_GRID, WAVE_GROUP_M, WAVE_PROGRAMS)["A + B"]
 
 
-grouped_blocks = Question(
+grouped_blocks = NumberQuestion(
     what="Blocks read by the first 132 programs, grouped",
+    unit="blocks",
     expected=lambda: _wave_blocks(schedules.grouped_order),
     hint="a band is 8 tile rows, walked column by column: how many columns do 132 programs reach, "
          "and how many block-rows of A do they read?",
@@ -169,8 +170,9 @@ def _tiles() -> int:
     return cdiv(PERSISTENT_SIZE, bm) * cdiv(PERSISTENT_SIZE, bn)
 
 
-tiles = Question(
+tiles = NumberQuestion(
     what="(a) tiles of C",
+    unit="tiles",
     expected=_tiles,
     hint="C is 4096 x 4096; how many tiles of 128 x 256 cover it?",
     wrong=[
@@ -181,8 +183,9 @@ tiles = Question(
     ],
 )
 
-programs_with_one_more = Question(
+programs_with_one_more = NumberQuestion(
     what="(b) one tile more",
+    unit="programs",
     expected=lambda: _tiles() % _sms(),
     hint=f"program p computes tiles p, p + {H200.sms}, p + {2 * H200.sms}, ...: divide the tiles by the programs",
     wrong=[
