@@ -113,6 +113,39 @@ def test_every_picture_a_widget_draws_fits_the_output_area(name, pictures):
     _assert_fits(drawn, name)
 
 
+@pytest.mark.parametrize("name", list(WIDGETS))
+def test_a_widget_draws_its_pictures_without_pyplot(name, pictures, monkeypatch):
+    """A widget redraws in the kernel's thread for widget messages while a cell may be running in
+    the main thread, whose inline backend draws every figure on pyplot's list when the cell ends:
+    a widget's figure on that list was drawn by both threads at once, and matplotlib's private
+    ``Done`` escaped to the browser. So no picture of a widget is made through pyplot."""
+    import matplotlib.pyplot as plt
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{name}: a widget made its picture with pyplot.figure, which the main thread can draw too")
+
+    monkeypatch.setattr(plt, "figure", refuse)
+    drawn, spy = pictures
+    _sweep(WIDGETS[name](), spy)
+    assert len(drawn) > 3, f"{name}: the controls drew only {len(drawn)} pictures"
+
+
+def test_a_drawing_outside_a_widget_is_a_pyplot_figure_a_cell_shows():
+    """Called from a cell, the same drawing function gives a pyplot figure (the inline backend shows
+    it when the cell ends), with the same pixels as the widget's."""
+    import matplotlib.pyplot as plt
+
+    step = model.tiles.tile_step(n=64, tile=16, block=(1, 2), step=1)
+    fig = tiles.draw_tiles(step)
+    assert fig.canvas.manager is not None and fig.number in plt.get_fignums()
+    from_a_cell = figure.figure_png(fig)
+    assert fig.number not in plt.get_fignums(), "figure_png leaves the figure open"
+    with figure.without_pyplot():
+        fig = tiles.draw_tiles(step)
+        assert fig.canvas.manager is None
+        assert figure.figure_png(fig) == from_a_cell
+
+
 # The figures the notebooks draw with the viz functions (their calls), and the largest of each kind.
 FIGURES = {
     "mapping 64, warps (notebook 00)": lambda: mapping.draw_mapping(model.mapping.thread_mapping(64, 64, (16, 16)), color_by="warp"),

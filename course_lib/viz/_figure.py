@@ -15,6 +15,8 @@ with it; one that is taller than the screen cannot be seen whole next to its con
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import functools
 import io
 
@@ -30,16 +32,56 @@ CONTROL_WIDTH = "476px"  # two controls side by side fill the output area (968 p
 WIDE_WIDTH = "940px"  # a slider over many values gets the whole row
 
 
+# Inside a widget's redraw, figures are made without pyplot (see `subplots`).
+_WITHOUT_PYPLOT = contextvars.ContextVar("course_lib_viz_without_pyplot", default=False)
+
+
+@contextlib.contextmanager
+def without_pyplot():
+    """Within this block, :func:`subplots` makes figures that pyplot does not know of.
+
+    A widget redraws in the kernel's thread for widget messages (JupyterLab 4.5+ sends them to a
+    kernel subshell: its setting "commsOverSubshells", default one subshell for all widgets), so
+    at the same time as the cell being run in the main thread. pyplot keeps one list of open
+    figures for every thread, and when a cell ends the inline backend draws every figure on that
+    list: a widget's figure in the middle of its own ``savefig`` was drawn from the main thread too,
+    and matplotlib's private exception for fetching a renderer (``Done``) escaped there (a browser
+    test saw ``Done: <RendererAgg ...>`` from the kernel once). A figure pyplot never lists cannot
+    be drawn by anyone else."""
+    token = _WITHOUT_PYPLOT.set(True)
+    try:
+        yield
+    finally:
+        _WITHOUT_PYPLOT.reset(token)
+
+
+def subplots(nrows: int = 1, ncols: int = 1, **kwargs):
+    """``plt.subplots`` for the course's drawings: a figure on pyplot's list (shown by a cell as
+    usual), except inside :func:`without_pyplot`, where it is an Agg figure of its own with the
+    same size, axes and rcParams, so the same pixels."""
+    if not _WITHOUT_PYPLOT.get():
+        import matplotlib.pyplot as plt
+
+        return plt.subplots(nrows, ncols, **kwargs)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(**{k: kwargs.pop(k) for k in ("figsize", "dpi", "layout") if k in kwargs})
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
 def figure_png(fig, dpi: int = DPI) -> bytes:
-    """The figure as PNG bytes; the figure is closed (it lives on only as the picture).
+    """The figure as PNG bytes; a figure on pyplot's list is closed (it lives on only as the picture).
 
     100 dpi is what the notebooks' inline figures use, so a widget's picture has the same size and
     text size as a figure drawn by a cell."""
-    import matplotlib.pyplot as plt
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
+    if fig.canvas.manager is not None:  # made by pyplot
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
     return buf.getvalue()
 
 
@@ -152,7 +194,8 @@ def connect(box, image, controls: dict, draw, adjust=None):
                 adjust()
             finally:
                 adjusting[0] = False
-        draw()
+        with without_pyplot():
+            draw()
 
     for control in controls.values():
         control.observe(update, names="value")

@@ -28,7 +28,7 @@ def draw_banks(acc: BankAccess, ax=None, title: str = "", words_in_tile: int | N
     Up to 34 rows the whole tile is drawn (light blue: the tile's words); a larger one (a 64 x 64
     tile is 128 rows) is cut to the rows the access reads, a dashed line marking each skipped
     stretch, so every row stays tall enough to label its lanes."""
-    import matplotlib.pyplot as plt
+    from course_lib.viz._figure import subplots
     from matplotlib.ticker import MaxNLocator
 
     words = np.concatenate(acc.words) if len(acc.lanes) else np.zeros(0, dtype=np.int64)
@@ -39,7 +39,7 @@ def draw_banks(acc: BankAccess, ax=None, title: str = "", words_in_tile: int | N
     shown_at = {int(r): i for i, r in enumerate(rows)}
     if ax is None:
         tall = 0.12 * max(len(rows), 12)  # at least as tall as the label beside it
-        fig, (ax_bar, ax) = plt.subplots(2, 1, figsize=(7, 1.9 + tall), sharex=True, gridspec_kw={"height_ratios": [0.9, tall]})
+        fig, (ax_bar, ax) = subplots(2, 1, figsize=(7, 1.9 + tall), sharex=True, gridspec_kw={"height_ratios": [0.9, tall]})
     else:
         ax_bar, ax = ax
         fig = ax.figure

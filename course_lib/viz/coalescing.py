@@ -25,11 +25,11 @@ ELEMENTS = {"fp64": torch.float64, "fp32": torch.float32, "fp16": torch.float16,
 def draw_access(acc: WarpAccess, ax=None, title: str = ""):
     """The 128-byte lines the access touches, side by side (untouched memory between them left
     out), each cut into its 4 sectors; touched sectors coloured, each lane a mark at its byte."""
-    import matplotlib.pyplot as plt
+    from course_lib.viz._figure import subplots
     from matplotlib.patches import Rectangle
 
     if ax is None:
-        fig, ax = plt.subplots(figsize=(9, 2.2))
+        fig, ax = subplots(figsize=(9, 2.2))
     else:
         fig = ax.figure
     lines = acc.lines
@@ -81,9 +81,9 @@ def _legend(fig) -> None:
 
 def draw_coalescing(accesses: dict[str, WarpAccess]):
     """Several accesses stacked (e.g. {'row-wise': ..., 'column-wise': ...}); returns the figure."""
-    import matplotlib.pyplot as plt
+    from course_lib.viz._figure import subplots
 
-    fig, axes = plt.subplots(len(accesses), 1, figsize=(9.2, 2.0 * len(accesses)), squeeze=False)
+    fig, axes = subplots(len(accesses), 1, figsize=(9.2, 2.0 * len(accesses)), squeeze=False)
     for ax, (name, acc) in zip(axes[:, 0], accesses.items()):
         draw_access(acc, ax=ax, title=name)
     fig.tight_layout(rect=(0, 0.06, 1, 1))  # room for the legend below

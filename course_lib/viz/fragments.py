@@ -26,11 +26,11 @@ ZOOM_COLS = 16  # columns of one warp's slice drawn with labels (the accumulator
 
 def lane_colour(lane: int) -> tuple[float, float, float]:
     """RGB of ``lane`` (0..31): hue from its groupID, shade from its threadID_in_group."""
-    import matplotlib.pyplot as plt
+    import matplotlib
 
     group, tig = lane_parts(lane)
     cmap, family = _HUES[group]
-    return tuple(plt.get_cmap(cmap).colors[4 * family + tig])
+    return tuple(matplotlib.colormaps[cmap].colors[4 * family + tig])
 
 
 def _ink(rgb) -> str:
@@ -103,7 +103,7 @@ def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
     8 columns, outlined in the first panel), labelled like the mma map. With ``ax`` given, only the
     first panel is drawn there.
     """
-    import matplotlib.pyplot as plt
+    from course_lib.viz._figure import subplots
     from matplotlib.patches import Rectangle
 
     rows, cols = fm.owner.shape
@@ -116,7 +116,7 @@ def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
         return ax.figure
     if not wg:
         outlined = f"\nred outline: what lane {highlight} (T{highlight}) holds" if highlight is not None else ""
-        fig, ax = plt.subplots(figsize=(1.0 + 0.36 * cols, 1.1 + 0.28 * rows))
+        fig, ax = subplots(figsize=(1.0 + 0.36 * cols, 1.1 + 0.28 * rows))
         _labelled_map(ax, fm, range(rows), range(cols), highlight)
         ax.set_title(
             f"{fm.instruction} operand {fm.operand} ({rows} x {cols}), held by one warp\n"
@@ -130,7 +130,7 @@ def draw_fragments(fm: FragmentMap, highlight: int | None = None, ax=None):
     slice_cols = range(min(cols, ZOOM_COLS))
     overview_w = min(2.0, 0.5 + 0.03 * cols)
     zoom_w = 0.34 * len(slice_cols)
-    fig, (ax_all, ax_warp) = plt.subplots(
+    fig, (ax_all, ax_warp) = subplots(
         1, 2, figsize=(overview_w + zoom_w + 1.9, 1.4 + 0.28 * 16), gridspec_kw={"width_ratios": [overview_w, zoom_w]},
     )
     _warp_overview(ax_all, fm, highlight)

@@ -13,7 +13,7 @@ from course_lib.model.tiles import tile_hierarchy
 def draw_tile_hierarchy(cfg: Any, thread: int = 0):
     """The block tile of ``cfg`` cut into warp tiles, warp 0's tile cut into its thread tiles, one per lane, and
     the thread tile of lane ``thread`` of warp 0 filled. Returns the figure."""
-    import matplotlib.pyplot as plt
+    from course_lib.viz._figure import subplots
     from matplotlib.patches import Rectangle
 
     if not 0 <= thread < WARP_SIZE:
@@ -21,7 +21,7 @@ def draw_tile_hierarchy(cfg: Any, thread: int = 0):
     h = tile_hierarchy(cfg)
     (bm, bn), (wm, wn), (tm, tn) = h["block"], h["warp"], h["thread"]
     lanes_m, lanes_n = h["lanes"]
-    fig, (ax_block, ax_warp) = plt.subplots(1, 2, figsize=(9.5, 4.4), gridspec_kw={"width_ratios": [bn / bm, wn / wm]})
+    fig, (ax_block, ax_warp) = subplots(1, 2, figsize=(9.5, 4.4), gridspec_kw={"width_ratios": [bn / bm, wn / wm]})
     for r in range(h["warps"][0]):
         for c in range(h["warps"][1]):
             first = r == 0 and c == 0

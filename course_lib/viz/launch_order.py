@@ -20,9 +20,11 @@ def draw_launch_order(num_pid_m: int, num_pid_n: int, group_m: int, programs: in
     """Two panels, row-major and grouped order: each tile of C labelled with the program that computes
     it; the first ``programs`` programs (those in flight together) shaded, with the block-rows of A
     and block-columns of B they read marked on the edges. Returns the figure."""
-    import matplotlib.pyplot as plt
+    import matplotlib
 
-    fig, axes = plt.subplots(1, 2, figsize=(9.5, 0.55 * num_pid_m + 1.6))
+    from course_lib.viz._figure import subplots
+
+    fig, axes = subplots(1, 2, figsize=(9.5, 0.55 * num_pid_m + 1.6))
     for ax, (name, order, g) in zip(axes, (("row-major order", row_major_order, 1),
                                            (f"grouped order, GROUP_M = {group_m}", grouped_order, group_m))):
         grid = launch_order_grid(order, num_pid_m, num_pid_n, g)
@@ -35,7 +37,7 @@ def draw_launch_order(num_pid_m: int, num_pid_n: int, group_m: int, programs: in
         ax.scatter([-0.9] * len(rows_read), rows_read, marker=">", color="tab:red", clip_on=False,
                    label="block-row of A / block-column of B read")
         ax.scatter(cols_read, [-0.9] * len(cols_read), marker="v", color="tab:red", clip_on=False)
-        ax.scatter([], [], marker="s", color=plt.get_cmap("Blues")(0.6), label=f"tile of programs 0-{programs - 1}")
+        ax.scatter([], [], marker="s", color=matplotlib.colormaps["Blues"](0.6), label=f"tile of programs 0-{programs - 1}")
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_xlabel("tile column (pid_n)", fontsize=8)

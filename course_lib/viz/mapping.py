@@ -52,12 +52,12 @@ def draw_mapping(m: Mapping, color_by: str = "block", ax=None):
     'block': the block's linear index; 'warp': the warp's index inside its block (the white lines
     separate blocks); 'thread': the thread's linear index inside its block. Up to 20 owners get a
     colour each, more a continuous scale (see :func:`_owner_colours`)."""
-    import matplotlib.pyplot as plt
+    from course_lib.viz._figure import subplots
 
     if color_by not in ("block", "warp", "thread"):
         raise ValueError("color_by is 'block', 'warp' or 'thread'")
     if ax is None:
-        fig, ax = plt.subplots(figsize=(5.5, 5.5))
+        fig, ax = subplots(figsize=(5.5, 5.5))
     else:
         fig = ax.figure
     bx, by = m.block

@@ -25,7 +25,7 @@ def draw_ring_handshake(run: RingRun, title: str | None = None):
     """Rows: the producer (its copies, and its waits on ``empty``), the barriers ``full[s]`` and
     ``empty[s]`` of every slot (shaded by the parity of their current phase, which flips at each
     completed phase), the consumer (its multiplies, and its waits on ``full``). Returns the figure."""
-    import matplotlib.pyplot as plt
+    from course_lib.viz._figure import subplots
     from matplotlib.patches import Patch
 
     if run.slots > len(SLOT_COLOURS):
@@ -33,7 +33,7 @@ def draw_ring_handshake(run: RingRun, title: str | None = None):
     end = max(run.steps, 4)
     names = ["producer"] + [f"empty[{s}]" for s in range(run.slots)] + [f"full[{s}]" for s in range(run.slots)] + ["consumer"]
     y = {name: len(names) - 1 - i for i, name in enumerate(names)}
-    fig, ax = plt.subplots(figsize=(9.5, min(0.5 * len(names) + 1.4, 5.3)))
+    fig, ax = subplots(figsize=(9.5, min(0.5 * len(names) + 1.4, 5.3)))
     h = 0.6
 
     # ---- barriers: the parity of the current phase, flipping at each completed phase

@@ -15,11 +15,11 @@ from course_lib.model.tiles import TileStep, reuse_counts, tile_step, tile_steps
 def draw_tiles(s: TileStep, ax=None):
     """A, B and C side by side: the block's band of A and B, tiles already used (light), the tiles of
     this step (strong), and the block's C tile. Returns the figure."""
-    import matplotlib.pyplot as plt
+    from course_lib.viz._figure import subplots
     from matplotlib.patches import Rectangle
 
     if ax is None:
-        fig, axes = plt.subplots(1, 3, figsize=(9.2, 3.9))
+        fig, axes = subplots(1, 3, figsize=(9.2, 3.9))
     else:
         axes = ax
         fig = axes[0].figure

@@ -19,18 +19,20 @@ from course_lib.model.waves import Waves, gemm_waves, resident_blocks
 def draw_waves(w: Waves, ax=None, max_waves: int = 12):
     """Each row a wave, each column an SM; colour = blocks resident. Only the last ``max_waves``
     waves are drawn (the earlier ones are all full). Returns the figure."""
-    import matplotlib.pyplot as plt
+    import matplotlib
     from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    from course_lib.viz._figure import subplots
 
     grid = w.occupancy_map()
     first = max(0, w.waves - max_waves)
     shown = grid[first:]
     if ax is None:
-        fig, ax = plt.subplots(figsize=(9, 0.3 * len(shown) + 1.6))
+        fig, ax = subplots(figsize=(9, 0.3 * len(shown) + 1.6))
     else:
         fig = ax.figure
     # One colour per count of resident blocks (grey = none): the colour bar is the legend.
-    colors = ["#eeeeee"] + list(plt.get_cmap("Blues")(np.linspace(0.35, 0.95, max(1, w.resident))))
+    colors = ["#eeeeee"] + list(matplotlib.colormaps["Blues"](np.linspace(0.35, 0.95, max(1, w.resident))))
     cmap = ListedColormap(colors)
     norm = BoundaryNorm(np.arange(-0.5, w.resident + 1), cmap.N)
     im = ax.imshow(shown, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
