@@ -12,6 +12,10 @@
 // exactly once; a test holds locate() below to it at compile time (static_assert).
 #pragma once
 
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "tc_hopper.cuh"
 #include "tc_host.cuh"
 #include "tc_launch.h"
@@ -68,20 +72,46 @@ inline void launch_tile_per_cta(Kernel kernel, int threads, int smem_bytes, cons
 
 // How many clusters of `kernel` can be resident on the GPU at once (capped by `max_ctas` when it
 // is > 0): the grid of a persistent launch.
+//
+// The answer depends only on the kernel, its launch shape and the device, so it is asked once per
+// (kernel, device, threads, shared memory, cluster) and kept: stage 6 needs it twice per call (for
+// its rule and for its grid), and the occupancy API is host time on every call otherwise. A
+// failed query is not kept (its SM-count estimate is used for that call only).
 template <typename Kernel>
 inline int resident_clusters(Kernel kernel, int threads, int smem_bytes, int cluster, int max_ctas) {
-  int max_clusters = device_sm_count() / cluster;
-  if (cluster > 1) {
-    // Not every SM can host a 2-CTA cluster (clusters live inside one GPC); ask the occupancy API.
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(max_clusters * cluster);
-    cfg.blockDim = dim3(threads);
-    cfg.dynamicSmemBytes = smem_bytes;
-    int active = 0;
-    if (cudaOccupancyMaxActiveClusters(&active, kernel, &cfg) == cudaSuccess && active > 0)
-      max_clusters = active < max_clusters ? active : max_clusters;
-    else
-      (void)cudaGetLastError();  // keep the SM-count estimate; clear the error
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  using Key = std::tuple<const void*, int, int, int, int>;
+  static std::mutex mutex;
+  static std::map<Key, int> known;
+  const Key key{reinterpret_cast<const void*>(kernel), device, threads, smem_bytes, cluster};
+  int max_clusters = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto found = known.find(key);
+    if (found != known.end()) max_clusters = found->second;
+  }
+  if (max_clusters == 0) {
+    max_clusters = device_sm_count() / cluster;
+    bool asked = true;
+    if (cluster > 1) {
+      // Not every SM can host a 2-CTA cluster (clusters live inside one GPC); ask the occupancy API.
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(max_clusters * cluster);
+      cfg.blockDim = dim3(threads);
+      cfg.dynamicSmemBytes = smem_bytes;
+      int active = 0;
+      if (cudaOccupancyMaxActiveClusters(&active, kernel, &cfg) == cudaSuccess && active > 0) {
+        max_clusters = active < max_clusters ? active : max_clusters;
+      } else {
+        (void)cudaGetLastError();  // keep the SM-count estimate for this call; clear the error
+        asked = false;
+      }
+    }
+    if (asked) {
+      std::lock_guard<std::mutex> lock(mutex);
+      known.emplace(key, max_clusters);
+    }
   }
   if (max_ctas > 0 && max_ctas / cluster < max_clusters) max_clusters = max_ctas / cluster > 0 ? max_ctas / cluster : 1;
   return max_clusters;
