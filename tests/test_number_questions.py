@@ -98,7 +98,7 @@ def test_the_recorded_roofs_are_read_in_one_place():
 
 # The path notebooks 00-05 (and triton_lab, which asks 04's bank-pass questions): every question there whose
 # answer is one number is a NumberQuestion too. naive.warp_sectors asks for a dict of three numbers, which
-# NumberQuestion does not take; its parts are checked one by one by Question.
+# NumberQuestion does not take; Question reads each part as NumberQuestion reads its answer (below).
 MODULES_00_05 = ("gpu_execution_model", "naive", "shared_memory_tiling", "thread_coarsening",
                  "coalescing_and_triton", "triton_fast_kernel")
 NUMERIC_00_05 = [(f"{m}.{name}", q) for m in MODULES_00_05
@@ -141,3 +141,22 @@ def test_a_pitch_given_as_text_is_told_to_be_a_number_not_passed_to_the_bank_mod
 
     assert not t.pitch.check("33") and "give a number (words), not the text '33'" in _said(capsys)
     assert t.pitch.check(np.int32(t.pitch.expected())) and "is right" in _said(capsys)
+
+
+def test_the_parts_of_a_several_number_answer_are_read_as_numbers(capsys):
+    """naive.warp_sectors (01) asks for a dict of three numbers: a numpy scalar in one part is that number,
+    text that spells a number is told to be written without quotes, and neither is compared as it is."""
+    import numpy as np
+
+    from course_lib.exercises import naive
+
+    want = naive.warp_sectors.expected()
+    assert naive.warp_sectors.check({k: np.float32(v) for k, v in want.items()})
+    capsys.readouterr()
+    key = next(iter(want))
+    spelled = dict(want, **{key: str(int(want[key]))})
+    assert not naive.warp_sectors.check(spelled)
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert f"{key}: give a number, not the text" in out and "without quotes" in out, out
+    assert not naive.warp_sectors.check(dict(want, **{key: True}))
+    assert "not a bool" in capsys.readouterr().out

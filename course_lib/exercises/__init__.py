@@ -79,11 +79,22 @@ class Question:
             if not isinstance(answer, dict) or set(answer) != set(want):
                 say(f"{self.what}: answer with a dict of {', '.join(map(repr, want))}, as in the cell above.")
                 return Verdict(False)
-            ok = [learn.check_answer(answer[k], v, what=f"{self.what}, {k}", rel_tol=self.rel_tol, hint=self.hint)
-                  for k, v in want.items()]
+            ok = [self._part(k, answer[k], v) for k, v in want.items()]
             return Verdict(all(ok))
         wrong = [(v(want) if callable(v) else v, meaning) for v, meaning in self.wrong]
         return learn.check_answer(answer, want, what=self.what, rel_tol=self.rel_tol, hint=self.hint, wrong=wrong)
+
+    def _part(self, key: str, answer: Any, want: Any) -> bool:
+        """One part of a several-part answer; a part whose answer is a number is read as
+        :class:`NumberQuestion` reads one (text such as "4" is told to be written as the number)."""
+        what = f"{self.what}, {key}"
+        if isinstance(want, numbers.Real) and not isinstance(want, bool):
+            value = as_number(answer)
+            if value is None:
+                say(f"{what}: give a number, not {_not_a_number(answer)}; set it in the cell above and run the cell again.")
+                return False
+            answer = value
+        return bool(learn.check_answer(answer, want, what=what, rel_tol=self.rel_tol, hint=self.hint))
 
 
 def as_number(answer: Any) -> int | float | None:
