@@ -200,6 +200,37 @@ def test_promotion_keeps_long_positive_sums_accurate_on_hopper():
     assert promoted < correctness.tolerance("e4m3", 4096) < 1e-2 < fast, (promoted, fast)
 
 
+@pytest.mark.parametrize("scales", [("tensor", "tensor"), ("row", "row"), ("tensor", "row"), ("row", "tensor"),
+                                    ("block", "block"), ("row float64", "row")])
+def test_the_kernel_gets_each_scale_where_it_reads_it(monkeypatch, scales):
+    """The launcher's scales as the kernel reads them (flat fp32: one, one per row, or A's 1 x 128 and W's
+    128 x 128 blocks row by row), whatever the operands' scales look like; scales already laid out so
+    are passed as they are (no view, no copy: host time per call). Run on the CPU with the GPU
+    feature check skipped; the kernel's own GPU tests hold what it does with them."""
+    from course_lib.kernels.tensor_cores import stages
+
+    monkeypatch.setattr(stages.features, "why_not_here", lambda *args, **kwargs: None)
+    M, N, K = 37, 264, 528
+    a, w = torch.randn(M, K), torch.randn(N, K)
+    blocks = scales[1] == "block"
+    qa = fp8.quantize(a, "e4m3", scales[0].split()[0], block=fp8.BLOCK_SCALES[0] if blocks else None)
+    qw = fp8.quantize(w, "e4m3", scales[1], block=fp8.BLOCK_SCALES[1] if blocks else None)
+    if scales[0].endswith("float64"):
+        qa = fp8.Quantized(qa.values, qa.scales.double(), qa.block, qa.fmt)
+    plan = stages._tc_7_fp8_plan(qa, qw, False)
+    _, _, sa, sw, c, code, _ = stages._tc_7_fp8_launch_arguments(plan, qa, qw, False)
+    scaling = "block" if "block" in scales else "row" if any(s.startswith("row") for s in scales) else "tensor"
+    assert code == stages.FP8_SCALING_CODE[scaling] and c.shape == (M, N) and c.dtype == torch.bfloat16
+    for q, got, rows in ((qa, sa, M), (qw, sw, N)):
+        want = q.scales.reshape(-1).double()
+        if scaling == "row" and want.numel() == 1:
+            want = want.expand(rows)
+        assert got.dtype == torch.float32 and got.is_contiguous()
+        assert torch.equal(got.reshape(-1).double(), want.float().double()), (scales, q.scales.shape)
+        as_given = q.scales.dtype == torch.float32 and (scaling != "row" or q.scales.numel() == rows)
+        assert (got is q.scales) == as_given, (scales, q.scales.shape)
+
+
 @pytest.mark.gpu
 def test_one_operand_per_tensor_and_the_other_per_row_on_the_gpu():
     """The launcher repeats a per-tensor scale per row when the other operand has per-row scales."""

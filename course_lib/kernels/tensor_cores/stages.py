@@ -260,6 +260,9 @@ class _Tc7Plan:
     scaling: str
     per_row: tuple[bool, bool]
     copy: tuple[bool, bool]
+    # Whether an operand's scales go to the kernel as they are (contiguous fp32, and not one scale to be
+    # repeated per row): then a call makes no view or copy of them (host time per call).
+    scales_as_given: tuple[bool, bool] = (False, False)
 
 
 _TC7_PLANS = LaunchPlans()
@@ -293,20 +296,26 @@ def _tc_7_fp8_plan(qa: object, qw: object, fast_accumulation: bool) -> _Tc7Plan:
         raise features.NotOnThisGPU(why)
     copy = tuple(not (q.values.is_contiguous() and q.values.data_ptr() % TMA_ALIGN_BYTES == 0) for q in (qa, qw))
     scaling = "block" if blocks else "row" if rows_a or rows_w else "tensor"
-    return _Tc7Plan(M, N, scaling, (bool(rows_a), bool(rows_w)), copy)
+    per_row = (bool(rows_a), bool(rows_w))
+    as_given = tuple(q.scales.dtype == torch.float32 and q.scales.is_contiguous() and not (scaling == "row" and not rows)
+                     for q, rows in zip((qa, qw), per_row))
+    return _Tc7Plan(M, N, scaling, per_row, copy, as_given)
 
 
 def _tc_7_fp8_launch_arguments(plan: _Tc7Plan, qa: fp8.Quantized, qw: fp8.Quantized, fast_accumulation: bool) -> tuple:
     """The extension's arguments for operands that passed ``plan``'s checks (or have its key)."""
     a, w = (q.values.clone(memory_format=torch.contiguous_format) if copy else q.values
             for q, copy in zip((qa, qw), plan.copy))
-    if plan.scaling == "block":
-        sa, sw = qa.scales, qw.scales
-    elif plan.scaling == "row":  # one operand per tensor: its scale repeated per row
-        sa, sw = (q.scales.reshape(-1) if per_row else q.scales.reshape(-1).expand(n)
-                  for q, n, per_row in ((qa, plan.M, plan.per_row[0]), (qw, plan.N, plan.per_row[1])))
-    else:
-        sa, sw = qa.scales, qw.scales
-    sa, sw = (t.to(torch.float32).contiguous() for t in (sa, sw))
+
+    def kernel_scales(q: fp8.Quantized, rows: int, per_row: bool, as_given: bool) -> torch.Tensor:
+        if as_given:  # the kernel reads the scales' memory in order; their shape does not matter
+            return q.scales
+        s = q.scales.reshape(-1)
+        if plan.scaling == "row" and not per_row:  # one operand per tensor: its scale repeated per row
+            s = s.expand(rows)
+        return s.to(torch.float32).contiguous()
+
+    sa, sw = (kernel_scales(q, rows, per_row, as_given) for q, rows, per_row, as_given
+              in zip((qa, qw), (plan.M, plan.N), plan.per_row, plan.scales_as_given))
     c = new_output(plan.M, plan.N, torch.bfloat16, a.device)
     return a, w, sa, sw, c, FP8_SCALING_CODE[plan.scaling], bool(fast_accumulation)
