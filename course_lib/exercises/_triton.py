@@ -204,7 +204,8 @@ def layout_text(name: str, rows: int, cols: int, layout: str) -> str:
 
 class GemmCase(NamedTuple):
     """One hidden case of a GEMM puzzle: the shape, and how A (M x K), B (K x N) and C (M x N) lie in
-    memory (:data:`ROW_MAJOR`, :data:`TRANSPOSED` or :data:`COLUMN_SLICE`; C is never a slice)."""
+    memory (:data:`ROW_MAJOR`, :data:`TRANSPOSED` or :data:`COLUMN_SLICE`; C is never a slice);
+    ``blocks``, where given, the launch's (BLOCK_M, BLOCK_N, BLOCK_K) instead of the puzzle's own."""
 
     M: int
     N: int
@@ -212,6 +213,7 @@ class GemmCase(NamedTuple):
     a: str = ROW_MAJOR
     b: str = ROW_MAJOR
     c: str = ROW_MAJOR
+    blocks: tuple[int, int, int] | None = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -224,7 +226,8 @@ class GemmCase(NamedTuple):
 
     def __str__(self) -> str:
         dims = {"A": (self.M, self.K, self.a), "B": (self.K, self.N, self.b), "C": (self.M, self.N, self.c)}
-        return ", ".join([str(self.shape)] + [layout_text(n, *d) for n, d in dims.items() if d[2]])
+        blocks = [f"launched with BLOCK_M, BLOCK_N, BLOCK_K = {', '.join(map(str, self.blocks))}"] if self.blocks else []
+        return ", ".join([str(self.shape)] + [layout_text(n, *d) for n, d in dims.items() if d[2]] + blocks)
 
 
 class _DidNotRun(Exception):
@@ -249,10 +252,13 @@ class TritonPuzzle(Puzzle):
     it allocates the output with ``course_lib.gemm.new_array``) for every case of ``cases``, on the
     named inputs ``inputs(case, generator)`` (CPU tensors, moved to the backend's device), and
     compares the output with ``expected(*inputs)`` (what it must be, in float64) element by element
-    within ``bound(expected, *inputs)``, the error rounding can explain. The inputs' guard regions hold
+    within ``bound(case, expected, *inputs)``, the error rounding can explain. The inputs' guard regions hold
     :data:`course_lib.instruments.guard.INPUT_GUARD`, so on a GPU what a kernel computes from them shows.
     ``layouts(case)`` names the inputs that the case hands over in another layout than row-major
-    (:func:`place`): ``{"x": TRANSPOSED}``."""
+    (:func:`place`): ``{"x": TRANSPOSED}``. ``launch_options(case)``, where given, the keyword
+    arguments of that case's launch (``{"block": 64}``: a case launched with other block sizes than
+    the puzzle's, so that a kernel with a block size written as a number, or one block's name where
+    another belongs, is wrong there)."""
 
     title: str
     launch: Callable
@@ -266,6 +272,7 @@ class TritonPuzzle(Puzzle):
     diagnoses: Sequence[Diagnosis] = ()
     reveal: Any = None
     layouts: Callable[[Any], dict] | None = None
+    launch_options: Callable[[Any], dict] | None = None
 
     def check(self, kernel) -> Verdict:
         if nothing_yet(self.title, kernel, "kernel"):
@@ -309,7 +316,7 @@ class TritonPuzzle(Puzzle):
             layouts = self.layouts(case) if self.layouts else {}
             placed = [place(g, t, name, layouts.get(name, ROW_MAJOR)) for name, t in inputs.items()]
             try:
-                out = self.launch(kernel, *placed)
+                out = self.launch(kernel, *placed, **(self.launch_options(case) if self.launch_options else {}))
             except Exception as e:  # noqa: BLE001 - the learner's kernel may fail to compile or run
                 raise _DidNotRun(f"it raised {type(e).__name__}: {_first_line(str(e))}") from None
             violations = tuple(g.violations())
@@ -338,7 +345,7 @@ class TritonPuzzle(Puzzle):
                 problems.append(f"never wrote {n_bad} of {n} elements of {self.output} (first {first}: still "
                                 "the NaN it was filled with)")
         else:
-            bound = self.bound(ref, *(t.double().cpu() for t in inputs.values()))
+            bound = self.bound(case, ref, *(t.double().cpu() for t in inputs.values()))
             excess = (got - ref).abs() / (bound + 1e-300)
             if bool((excess > 1).any()):
                 k = int((excess > 1).sum())
@@ -434,7 +441,7 @@ class TritonGemmPuzzle(Puzzle):
         relative error of C where it is finite)."""
         from course_lib.correctness import CheckFailure, check_one  # noqa: PLC0415 - check imports kernels
 
-        gemm = self.launch(kernel, case.c)
+        gemm = self.launch(kernel, case.c, **({"block": case.blocks} if case.blocks else {}))
         seen: dict[str, torch.Tensor] = {}
 
         def fn(a, b):

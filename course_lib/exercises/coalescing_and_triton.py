@@ -11,7 +11,7 @@ live here, the GEMM's with the launch that makes a learner's kernel a GEMM, :fun
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 import triton
@@ -41,20 +41,43 @@ FP32_UNIT_ROUNDOFF = dtypes.FP32.unit_roundoff
 
 # ---- puzzle 1: the vector add -------------------------------------------------------------------
 # Small blocks, so that the hidden sizes span many programs: 1, sizes below one block, one off each
-# side of it, whole multiples of it, and a few larger ones that are multiples of nothing.
+# side of it, whole multiples of it, and a few larger ones that are multiples of nothing. Two sizes
+# are also launched with larger blocks: a kernel with 128 written where BLOCK belongs leaves most of
+# each larger block unwritten (a smaller block would not show it: its programs' blocks overlap).
 VECTOR_PUZZLE_BLOCK = 128
+
+
+class VectorCase(NamedTuple):
+    """A hidden case of the vector add: the length, and the launch's BLOCK."""
+
+    n: int
+    block: int = VECTOR_PUZZLE_BLOCK
+
+
 VECTOR_SIZES = (1, 100, 127, 128, 129, 256, 385, 1000, 5000)
+VECTOR_CASES = tuple(VectorCase(n) for n in VECTOR_SIZES) + (VectorCase(1000, 256), VectorCase(5000, 512))
+
+
+def _show_vector_case(case: VectorCase) -> str:
+    return f"n = {case.n}" + (f", launched with BLOCK = {case.block}" if case.block != VECTOR_PUZZLE_BLOCK else "")
+
 
 vector_add = TritonPuzzle(
     title="Your vector add",
-    launch=lambda kernel, x, y: c04.vector_add(x, y, block=VECTOR_PUZZLE_BLOCK, kernel=kernel),
-    inputs=lambda n, gen: {"x": torch.randn(n, generator=gen), "y": torch.randn(n, generator=gen)},
+    launch=lambda kernel, x, y, block=VECTOR_PUZZLE_BLOCK: c04.vector_add(x, y, block=block, kernel=kernel),
+    launch_options=lambda case: {"block": case.block},
+    inputs=lambda case, gen: {"x": torch.randn(case.n, generator=gen), "y": torch.randn(case.n, generator=gen)},
     expected=lambda x, y: x + y,
     # fp32 rounds x + y once: within one unit roundoff of the exact sum.
-    bound=lambda ref, x, y: FP32_UNIT_ROUNDOFF * ref.abs(),
-    cases=VECTOR_SIZES,
-    show=lambda n: f"n = {n}",
+    bound=lambda case, ref, x, y: FP32_UNIT_ROUNDOFF * ref.abs(),
+    cases=VECTOR_CASES,
+    show=_show_vector_case,
     diagnoses=[
+        fails_only_where(
+            lambda case: case.block != VECTOR_PUZZLE_BLOCK,
+            f"Right when the launch's BLOCK is {VECTOR_PUZZLE_BLOCK}, wrong when it is larger: your kernel has "
+            "the block size written as a number. Use the meta-parameter BLOCK wherever the block size "
+            "appears (pid * BLOCK, tl.arange(0, BLOCK)): the wrapper chooses it."),
         fails_every_time(
             lambda found: found.one_past_the_end,
             "Off by one: every time one element past the end. The last valid offset is n - 1, so the "
@@ -64,15 +87,15 @@ vector_add = TritonPuzzle(
             "Off by one the other way: on every size the last element, offset n - 1, is never written. "
             "The mask must be true for every offset below n: offsets < n."),
         fails_exactly_where(
-            lambda n: n % VECTOR_PUZZLE_BLOCK != 0,
-            f"Every size it gets wrong is not a multiple of BLOCK = {VECTOR_PUZZLE_BLOCK}: the last "
+            lambda case: case.n % case.block != 0,
+            f"Every size it gets wrong is not a multiple of BLOCK (mostly {VECTOR_PUZZLE_BLOCK}): the last "
             "program's block hangs over the end of the vectors, and only a mask on the loads and the "
             "store keeps it inside."),
         fails_only_where(
-            lambda n: n > VECTOR_PUZZLE_BLOCK,
-            f"Only sizes of more than one block (BLOCK = {VECTOR_PUZZLE_BLOCK}) are wrong: the programs "
-            "after the first do not find their own elements. Program pid owns the BLOCK elements from "
-            "pid * BLOCK on."),
+            lambda case: case.n > case.block,
+            f"Only sizes of more than one block (BLOCK = {VECTOR_PUZZLE_BLOCK}, or the larger block named) "
+            "are wrong: the programs after the first do not find their own elements. Program pid owns the "
+            "BLOCK elements from pid * BLOCK on."),
     ],
     reveal=c04.vector_add_kernel,
 )
@@ -92,7 +115,28 @@ COLUMN_SUMS_SHAPES = ((1, 1), (31, 3), (32, 5), (64, 16), (33, 17), (100, 40), (
 # matrix (R, C, layout): a kernel that steps through x as if its rows were packed one after another
 # is right on every row-major x and wrong on these.
 COLUMN_SUMS_STRIDED = ((100, 40, TRANSPOSED), (7, 33, TRANSPOSED), (33, 17, COLUMN_SLICE), (64, 5, COLUMN_SLICE))
+# Two shapes are also launched with other tiles (BLOCK_R, BLOCK_C): a kernel with 32 or 16 written
+# where BLOCK_R or BLOCK_C belongs, or one name where the other belongs, is wrong there. Both tiles
+# leave a tail in R and in C, as (257, 40) and (100, 33) do with the puzzle's own.
+COLUMN_SUMS_OTHER_TILES = ((257, 40, 64, 32), (100, 33, 16, 8))
 
+
+class SumsCase(NamedTuple):
+    """A hidden case of the column sums: x's shape and layout, and the launch's tile."""
+
+    R: int
+    C: int
+    layout: str = ROW_MAJOR
+    block_r: int = COLUMN_SUMS_BLOCK_R
+    block_c: int = COLUMN_SUMS_BLOCK_C
+
+    @property
+    def other_tile(self) -> bool:
+        return (self.block_r, self.block_c) != (COLUMN_SUMS_BLOCK_R, COLUMN_SUMS_BLOCK_C)
+
+
+COLUMN_SUMS_CASES = (tuple(SumsCase(*s) for s in COLUMN_SUMS_SHAPES + COLUMN_SUMS_STRIDED)
+                     + tuple(SumsCase(R, C, ROW_MAJOR, br, bc) for R, C, br, bc in COLUMN_SUMS_OTHER_TILES))
 
 @triton.jit
 def column_sums_kernel(
@@ -117,26 +161,31 @@ def column_sums_kernel(
     tl.store(out_ptr + cols, acc, mask=cols < C)
 
 
-def _column_sums(kernel: Any, x: torch.Tensor) -> torch.Tensor:
+def _column_sums(kernel: Any, x: torch.Tensor, block_r: int = COLUMN_SUMS_BLOCK_R,
+                 block_c: int = COLUMN_SUMS_BLOCK_C) -> torch.Tensor:
     """Launch ``kernel`` (the signature of :func:`column_sums_kernel`) on fp32 ``x``: one program per
-    ``COLUMN_SUMS_BLOCK_C`` columns; ``out`` is NaN until the kernel writes it."""
+    ``block_c`` columns, tiles of ``block_r`` rows; ``out`` is NaN until the kernel writes it."""
     R, C = x.shape
     out = new_array((C,), x.dtype, x.device, name="out")
-    kernel[(triton.cdiv(C, COLUMN_SUMS_BLOCK_C),)](x, out, R, C, x.stride(0), x.stride(1),
-                                                    BLOCK_R=COLUMN_SUMS_BLOCK_R, BLOCK_C=COLUMN_SUMS_BLOCK_C)
+    kernel[(triton.cdiv(C, block_c),)](x, out, R, C, x.stride(0), x.stride(1), BLOCK_R=block_r, BLOCK_C=block_c)
     return out
 
 
-def _show_sums_case(case) -> str:
-    R, C, *layout = case
-    return f"x {R} x {C}" + (layout_text("", R, C, layout[0]) if layout else "")
+def _show_sums_case(case: SumsCase) -> str:
+    tile = f", launched with BLOCK_R = {case.block_r}, BLOCK_C = {case.block_c}" if case.other_tile else ""
+    return f"x {case.R} x {case.C}" + layout_text("", case.R, case.C, case.layout) + tile
 
 
-def _column_sums_bound(ref: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """fp32 sums of R terms, in any order: within (R - 1) unit roundoffs of the sum of |x| (Higham,
-    "Accuracy and Stability of Numerical Algorithms", sec. 4.2), plus the rounding of the result."""
-    R = x.shape[0]
-    return FP32_UNIT_ROUNDOFF * (ref.abs() + max(R - 1, 1) * x.abs().sum(dim=0))
+def _column_sums_bound(case: SumsCase, ref: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The rounding of fp32 sums added as the puzzle's loop adds them: whatever the order, an element
+    goes through at most BLOCK_R - 1 additions inside its tile's tl.sum and ceil(R / BLOCK_R) into acc,
+    d in all, so each column is within gamma_d = d u / (1 - d u) of the sum of its |x| (Higham,
+    "Accuracy and Stability of Numerical Algorithms", 2nd ed., sec. 4.2: an element's error factor
+    is the product of the roundings it goes through), plus the rounding of the result. A bound with
+    d = R - 1 (any order at all) let a 4099-row column that lost a row pass at some seeds."""
+    d = case.block_r - 1 + -(-case.R // case.block_r)
+    gamma = d * FP32_UNIT_ROUNDOFF / (1 - d * FP32_UNIT_ROUNDOFF)
+    return FP32_UNIT_ROUNDOFF * ref.abs() + gamma * x.abs().sum(dim=0)
 
 
 def _fixed_rows(results: dict) -> str | None:
@@ -149,45 +198,52 @@ def _fixed_rows(results: dict) -> str | None:
                 f"rows. It must walk down each column in tiles of BLOCK_R = {COLUMN_SUMS_BLOCK_R}, as many as R "
                 "needs (range(0, R, BLOCK_R)), however tall x is.")
 
-    return fails_exactly_above(lambda s: s[0], note)(results)
+    return fails_exactly_above(lambda s: s.R, note)(results)
 
 
 column_sums = TritonPuzzle(
     title="Your column sums",
     launch=_column_sums,
-    inputs=lambda case, gen: {"x": torch.randn(case[0], case[1], generator=gen)},
+    launch_options=lambda case: {"block_r": case.block_r, "block_c": case.block_c},
+    inputs=lambda case, gen: {"x": torch.randn(case.R, case.C, generator=gen)},
     expected=lambda x: x.sum(dim=0),
     bound=_column_sums_bound,
-    cases=COLUMN_SUMS_SHAPES + COLUMN_SUMS_STRIDED,
+    cases=COLUMN_SUMS_CASES,
     show=_show_sums_case,
     unit="shapes",
-    layouts=lambda case: {"x": case[2]} if len(case) > 2 else {},
+    layouts=lambda case: {"x": case.layout} if case.layout else {},
     diagnoses=[
         fails_only_where(
-            lambda s: len(s) > 2,
+            lambda s: s.other_tile,
+            f"Right with the puzzle's tiles (BLOCK_R = {COLUMN_SUMS_BLOCK_R}, BLOCK_C = {COLUMN_SUMS_BLOCK_C}), "
+            "wrong where the launch gives others: your kernel has a tile size written as a number, or "
+            "BLOCK_R where BLOCK_C belongs. Rows step by BLOCK_R (range(0, R, BLOCK_R)), columns by BLOCK_C: "
+            "the wrapper chooses both."),
+        fails_only_where(
+            lambda s: bool(s.layout),
             "Right on every row-major x, wrong where x is stored transposed or is a column slice of a "
             "wider matrix: your kernel steps through x as if its rows were packed one after another. "
             "Element (r, c) of x lies at x_ptr + r * stride_xr + c * stride_xc, whatever the layout: "
             "use both strides."),
         fails_exactly_where(
-            lambda s: s[0] % COLUMN_SUMS_BLOCK_R != 0,
-            f"Every shape it gets wrong has a row count R that is not a multiple of BLOCK_R = "
-            f"{COLUMN_SUMS_BLOCK_R}: the last tile of each column, the tail, is left out or read past the "
+            lambda s: s.R % s.block_r != 0,
+            f"Every shape it gets wrong has a row count R that is not a multiple of BLOCK_R (mostly "
+            f"{COLUMN_SUMS_BLOCK_R}): the last tile of each column, the tail, is left out or read past the "
             "column's end. The loop must reach it, and its mask must cut the rows at R."),
         _fixed_rows,
         fails_only_where(
-            lambda s: s[0] > COLUMN_SUMS_BLOCK_R,
-            f"Only shapes taller than one tile (BLOCK_R = {COLUMN_SUMS_BLOCK_R} rows) are wrong: every "
-            "tile of a column must be added to acc, not only one of them."),
+            lambda s: s.R > s.block_r,
+            f"Only shapes taller than one tile (BLOCK_R = {COLUMN_SUMS_BLOCK_R} rows, or the tile named) are "
+            "wrong: every tile of a column must be added to acc, not only one of them."),
         fails_exactly_where(
-            lambda s: s[1] % COLUMN_SUMS_BLOCK_C != 0,
-            f"Every shape it gets wrong has a column count C that is not a multiple of BLOCK_C = "
-            f"{COLUMN_SUMS_BLOCK_C}: the last program's columns hang over the end of x's rows and of out, "
+            lambda s: s.C % s.block_c != 0,
+            f"Every shape it gets wrong has a column count C that is not a multiple of BLOCK_C (mostly "
+            f"{COLUMN_SUMS_BLOCK_C}): the last program's columns hang over the end of x's rows and of out, "
             "and the masks of the loads and of the store must cut them at C."),
         fails_only_where(
-            lambda s: s[1] > COLUMN_SUMS_BLOCK_C,
-            f"Only matrices of more than one block of columns (BLOCK_C = {COLUMN_SUMS_BLOCK_C}) are wrong: "
-            "program pid owns the columns from pid * BLOCK_C on."),
+            lambda s: s.C > s.block_c,
+            f"Only matrices of more than one block of columns (BLOCK_C = {COLUMN_SUMS_BLOCK_C}, or the tile "
+            "named) are wrong: program pid owns the columns from pid * BLOCK_C on."),
     ],
     reveal=column_sums_kernel,
 )
@@ -229,20 +285,24 @@ def masked_gemm_kernel(
              mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-def as_gemm(kernel: Any, c_layout: str = ROW_MAJOR, block: int = GEMM_PUZZLE_BLOCK) -> Callable[[object, object], object]:
+def as_gemm(kernel: Any, c_layout: str = ROW_MAJOR,
+            block: int | tuple[int, int, int] = GEMM_PUZZLE_BLOCK) -> Callable[[object, object], object]:
     """Wrap a kernel with the signature of :func:`masked_gemm_kernel` (a learner's, or the solution)
     as an fp32 GEMM ``fn(a, b) -> c`` that ``course_lib.check`` can test: one program per
-    ``block`` x ``block`` tile of C. A and B go in with the strides they have; C is row-major, or,
+    ``block`` x ``block`` tile of C, K in slices of ``block`` (or, for a tuple, BLOCK_M x BLOCK_N
+    tiles and BLOCK_K slices). A and B go in with the strides they have; C is row-major, or,
     with ``c_layout=TRANSPOSED``, the transposed view of a row-major N x M array."""
+    block_m, block_n, block_k = block if isinstance(block, tuple) else (block, block, block)
+
     def gemm(a: object, b: object) -> object:
         ops = prepare(a, b, stage="exercise", dtypes=("fp32",))
         if c_layout == TRANSPOSED:
             c = new_array((ops.N, ops.M), torch.float32, ops.a.device).t()
         else:
             c = new_array((ops.M, ops.N), torch.float32, ops.a.device)
-        grid = (triton.cdiv(ops.M, block), triton.cdiv(ops.N, block))
+        grid = (triton.cdiv(ops.M, block_m), triton.cdiv(ops.N, block_n))
         kernel[grid](ops.a, ops.b, c, ops.M, ops.N, ops.K, *ops.a.stride(), *ops.b.stride(), *c.stride(),
-                     BLOCK_M=block, BLOCK_N=block, BLOCK_K=block)
+                     BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k)
         return ops.give_back(c)
 
     gemm.__name__ = getattr(kernel, "__name__", "kernel")  # what check's messages call it
@@ -260,6 +320,10 @@ GEMM_SHAPES = ((1, 1, 1), (3, 5, 7), (33, 17, 40), (1, 45, 19), (37, 1, 21), (9,
 GEMM_STRIDED = (GemmCase(33, 17, 40, a=TRANSPOSED), GemmCase(20, 50, 96, b=TRANSPOSED),
                 GemmCase(37, 21, 45, a=COLUMN_SLICE, b=COLUMN_SLICE), GemmCase(24, 40, 33, c=TRANSPOSED),
                 GemmCase(17, 40, 70, a=COLUMN_SLICE, b=TRANSPOSED, c=TRANSPOSED))
+# Two shapes are also launched with three different block sizes (BLOCK_M, BLOCK_N, BLOCK_K): a kernel
+# with 32 written where a BLOCK_ belongs, or one BLOCK_ name where another belongs, is wrong there.
+# Both keep what the diagnoses below read: an edge of C in M, and a K tail, with these blocks as with 32.
+GEMM_OTHER_BLOCKS = (GemmCase(40, 33, 150, blocks=(32, 16, 64)), GemmCase(37, 64, 45, blocks=(16, 64, 32)))
 
 
 def _strides_note(operands: list[str]) -> str:
@@ -271,8 +335,14 @@ def _strides_note(operands: list[str]) -> str:
             "the strides, whatever the layout.")
 
 
-def _k_stops_early_note(k: int) -> str:
-    slices = -(-k // GEMM_PUZZLE_BLOCK)
+def _k_slices(case: GemmCase) -> int:
+    """How many K-slices the case's launch needs: ceil(K / BLOCK_K)."""
+    block_k = case.blocks[2] if case.blocks else GEMM_PUZZLE_BLOCK
+    return -(-case.K // block_k)
+
+
+def _k_stops_early_note(slices: int) -> str:
+    k = slices * GEMM_PUZZLE_BLOCK
     note = (f"Only shapes whose K is more than {k} ({slices} K-slice{'s' if slices > 1 else ''} of "
             f"BLOCK_K = {GEMM_PUZZLE_BLOCK}) are wrong: your loop over K stops early. It must "
             "take every K-slice, ceil(K / BLOCK_K) of them, however many that is.")
@@ -304,13 +374,17 @@ def _k_tail(results: dict) -> str | None:
 masked_gemm = TritonGemmPuzzle(
     title="Your masked GEMM",
     launch=as_gemm,
-    cases=GEMM_SHAPES + GEMM_STRIDED,
+    cases=GEMM_SHAPES + GEMM_STRIDED + GEMM_OTHER_BLOCKS,
     precision="ieee",
     diagnoses=[
+        fails_only_where(
+            lambda case: case.blocks is not None,
+            f"Right when BLOCK_M = BLOCK_N = BLOCK_K = {GEMM_PUZZLE_BLOCK}, wrong where the launch makes them "
+            "differ: your kernel has a block size written as a number, or one BLOCK_ name where another "
+            "belongs. Rows of A and C step by BLOCK_M, columns of B and C by BLOCK_N, K by BLOCK_K (the loop, "
+            "ks and both loads' K masks); acc is BLOCK_M x BLOCK_N."),
         fails_only_strided(_strides_note),
-        fails_exactly_above(
-            lambda case: case[2],
-            lambda k: _k_stops_early_note(k)),
+        fails_exactly_above(_k_slices, _k_stops_early_note),  # by K-slices: a case may have its own BLOCK_K
         _k_tail,
         fails_exactly_where(
             lambda s: s[0] % GEMM_PUZZLE_BLOCK != 0 or s[1] % GEMM_PUZZLE_BLOCK != 0,
