@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -381,6 +383,57 @@ def test_the_block_puzzle_accepts_a_clamped_guard_for_zero_rows():
         return values, scales
 
     assert ex.block_quantize.check(clamped).ok
+
+
+def _amax_from(window):
+    """quantize_blocks whose block maximum is taken over ``window(x, j, part)`` instead of the whole block."""
+    def mine(x):
+        M, K = x.shape
+        scales, values = torch.ones(M, -(-K // 128)), torch.empty(M, K, dtype=torch.float8_e4m3fn)
+        for j in range(scales.shape[1]):
+            part = x[:, 128 * j: 128 * (j + 1)]
+            amax = window(x, j, part).abs().amax(dim=1)
+            scales[:, j] = torch.where(amax > 0, amax / 448, 1.0)
+            values[:, 128 * j: 128 * (j + 1)] = (part / scales[:, j:j + 1]).clamp(-448, 448).to(torch.float8_e4m3fn)
+        return values, scales
+    return mine
+
+
+@pytest.mark.parametrize("wrong", [
+    _amax_from(lambda x, j, part: x[:, 128 * j: 128 * j + 127]),               # "inclusive" end: last column left out
+    _amax_from(lambda x, j, part: part[:, 1:] if part.shape[1] > 1 else part),  # first column left out
+    _amax_from(lambda x, j, part: x[:, 127 * j: 127 * (j + 1)]),               # windows 127 wide
+    lambda x: _blocks_with(x, lambda amax: amax.clamp(min=2e-3) / 448),       # a zero guard that moves real scales
+    lambda x: _blocks_with(x, lambda amax: amax.clamp(min=1e-5) / 448),
+], ids=["misses-last-column", "misses-first-column", "127-wide", "guard-2e-3", "guard-1e-5"])
+def test_the_block_puzzle_refuses_a_block_maximum_that_misses_an_edge_column_or_a_tiny_block(capsys, wrong):
+    """Some block of the check's inputs has its largest magnitude in its first column, some in its last
+    (of a full and of a partial block), and some block's is about 1e-6: each of these is refused at the
+    row and block whose scale is wrong."""
+    from course_lib.exercises import fp8 as ex
+
+    assert not ex.block_quantize.check(wrong).ok
+    out = " ".join(capsys.readouterr().out.split())
+    assert re.search(r"at row \d+, columns \d+-\d+ for a \d+ x \d+ input, yours is", out), out
+
+
+def test_the_block_puzzle_inputs_put_a_block_maximum_on_every_edge():
+    """The inputs themselves: a full block's maximum in column 0 and in column 127, a partial last block's
+    in its last column, a nonzero block maximum below 1e-5, and a block of zeros."""
+    from course_lib.exercises import fp8 as ex
+
+    where, smallest, zeros = set(), float("inf"), False
+    for x in ex._cases():
+        for j, part in enumerate(torch.split(x.abs(), 128, dim=1)):
+            amax, at = part.max(dim=1)
+            for a, c in zip(amax.tolist(), at.tolist()):
+                zeros |= a == 0
+                if a > 0:
+                    smallest = min(smallest, a)
+                    where.add(("first" if c == 0 else "last" if c == part.shape[1] - 1 else "inside",
+                               "full" if part.shape[1] == 128 else "partial"))
+    assert {("first", "full"), ("last", "full"), ("last", "partial")} <= where, where
+    assert smallest < 1e-5 and zeros
 
 
 @pytest.mark.parametrize("question, answer, words", [

@@ -39,13 +39,29 @@ def quantize_blocks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _cases() -> list[torch.Tensor]:
     """Inputs the learner has not seen: a partial last block, a block of zeros, a row with one huge
-    value, values far apart in size, one row of one element."""
+    value, values far apart in size, one row of one element, and :func:`_edges`."""
     g = torch.Generator().manual_seed(2027)
     x = torch.randn(5, 300, generator=g)
     x[1, 128:256] = 0.0                      # a block of zeros
     x[2, 10] = 3e4                           # an outlier: its block's other values get a coarse scale
     x[3] *= torch.logspace(-3, 3, 300)       # sizes far apart along K
-    return [x, torch.randn(1, 1, generator=g), torch.randn(3, 128, generator=g) * 1e-3]
+    return [x, torch.randn(1, 1, generator=g), torch.randn(3, 128, generator=g) * 1e-3, _edges()]
+
+
+def _edges() -> torch.Tensor:
+    """Blocks whose largest magnitude sits in a block's first or last column (a maximum over 127 of the
+    128 columns, or over windows of 127, misses it), a block whose largest magnitude is about 1e-6 (a
+    zero guard such as amax.clamp(min=1e-3) changes its scale) and a block of zeros."""
+    g = torch.Generator().manual_seed(2028)
+    x = torch.rand(4, 300, generator=g) * 2 - 1       # |x| < 1 everywhere but where set below
+    x[0, [0, 255, 299]] = torch.tensor([3.0, -5.0, 7.0])     # first column of block 0, last of 1 and of 2
+    x[1, [127, 128, 256]] = torch.tensor([-6.0, 4.0, -2.5])  # last column of block 0, first of 1 and of 2
+    x[2, 0:128] *= 1e-6                                        # a block of largest magnitude about 1e-6,
+    x[2, 127] = 1.1e-6                                         # in its last column
+    x[2, 128:256] = 0.0                                        # a block of zeros
+    x[3, 256:300] *= 1e-6                                      # a partial block about 1e-6, largest first
+    x[3, 256] = -1.3e-6
+    return x
 
 
 @dataclass(frozen=True)
@@ -106,7 +122,8 @@ class BlockQuantizePuzzle(Puzzle):
             if problem is not None:
                 say(f"{self.title}: not yet — {problem}")
                 return Verdict(False)
-        say(f"{self.title}: solved — right on all {len(_cases())} inputs (partial blocks, zeros, an outlier).")
+        say(f"{self.title}: solved — right on all {len(_cases())} inputs (partial blocks, zeros, an outlier, "
+            "a block's largest magnitude in its first or last column, blocks of about 1e-6).")
         if powers_of_two:
             say(f"  Your scales are powers of two, rounded up: each block's largest magnitude lands between "
                 f"{E4M3.max / 2:g} and {E4M3.max:g}, a recipe that works too (multiplying by a power of two is "
