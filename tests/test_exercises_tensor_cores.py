@@ -431,7 +431,7 @@ def test_intensity_and_ridge_questions(capsys):
 def test_waves_6144_questions(capsys):
     w = waves.gemm_waves(6144, 6144, 128, 256, occupancy=1)
     assert (ex_summary.tiles_6144.expected(), ex_summary.waves_6144.expected()) == (w.blocks, w.waves) == (1152, 9)
-    assert ex_summary.last_wave_6144.expected() == round(100 * w.tail_utilisation) == 73
+    assert round(ex_summary.last_wave_6144.expected()) == round(100 * w.tail_utilisation) == 73
     for q, answer, words in [(ex_summary.tiles_6144, 2304, "128 x 128 tiles"), (ex_summary.tiles_6144, 576, "256 x 256"),
                              (ex_summary.waves_6144, 8.73, "round the division up"),
                              (ex_summary.waves_6144, 8.7, "round the division up"),
@@ -442,6 +442,34 @@ def test_waves_6144_questions(capsys):
         ok, out = _answer(q, answer, capsys)
         assert not ok and words in out, (answer, out)
     assert _answer(ex_summary.last_wave_6144, 72.7, capsys)[0]
+
+
+def test_last_wave_6144_is_centred_on_the_exact_share_rounded_as_written(capsys):
+    """96 of 132 SMs busy is 72.727... %: right when rounded to the decimals the answer is written with
+    (73, 72.7, 72.73, a numpy float32 72.7); 72 and 72.72 are cut down, and said so; 73.7, 72.3 and 73.2
+    are not 72.73 at their precision (73.7 passed when the tolerance was 1 % around 73)."""
+    import numpy as np
+
+    exact = 100 * waves.gemm_waves(6144, 6144, 128, 256, occupancy=1).tail_utilisation
+    assert math.isclose(ex_summary.last_wave_6144.expected(), exact)
+    for answer in (73, 72.7, 72.73, 72.727, exact, np.float32(72.7), np.int64(73)):
+        ok, out = _answer(ex_summary.last_wave_6144, answer, capsys)
+        assert ok and "is right" in out, (answer, out)
+    for answer in (72, 72.72):
+        ok, out = _answer(ex_summary.last_wave_6144, answer, capsys)
+        assert not ok and "cut down, not rounded to the nearest" in out, (answer, out)
+    for answer in (73.7, 72.3, 73.2, 72.8, 74):
+        ok, out = _answer(ex_summary.last_wave_6144, answer, capsys)
+        assert not ok and "nearest whole per cent" in out, (answer, out)   # the hint says the precision
+    for answer, words in [(27.3, "idle share"), (0.727, "a fraction"), (96.97, "over all the waves")]:
+        ok, out = _answer(ex_summary.last_wave_6144, answer, capsys)
+        assert not ok and words in out, (answer, out)
+
+
+@pytest.mark.parametrize("answer", [8.727, 8.7272, 8.72727272, 8.73, 8.7, 8.5, 8.1])
+def test_waves_6144_tells_every_fraction_of_waves_to_round_up(capsys, answer):
+    ok, out = _answer(ex_summary.waves_6144, answer, capsys)
+    assert not ok and "round the division up" in out, out
 
 
 def test_one_wave_question(capsys):

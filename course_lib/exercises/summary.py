@@ -384,11 +384,6 @@ WAVE_SHAPE = (6144, 6144)
 BIG_TILE = (128, 256)
 
 
-def _as_typed(x: float) -> list[float]:
-    """A fraction as a learner may type it: in full, to two decimals, to one."""
-    return list(dict.fromkeys([x, round(x, 2), round(x, 1)]))
-
-
 def _waves_6144(tile: tuple[int, int] = BIG_TILE) -> waves.Waves:
     return waves.gemm_waves(*WAVE_SHAPE, *tile, occupancy=1)
 
@@ -407,27 +402,58 @@ waves_6144 = NumberQuestion(
     what="waves",
     expected=lambda: _waves_6144().waves,
     hint=f"one tile per SM at a time, {SMS} SMs",
+    wrong_when=(
+        # any fraction of waves between the full waves and the answer, however many decimals it has
+        (lambda v, want: _waves_6144().full_waves < v < want and v != int(v),
+         "a wave is whole: round the division up."),
+    ),
     wrong=[
-        *[(v, "a wave is whole: round the division up.") for v in _as_typed(_waves_6144().blocks / SMS)],
         (_waves_6144().full_waves, "rounded down: the tiles left over after the full waves need one "
                                    "more."),
     ],
 )
 
+
+def _decimals(value: float) -> int:
+    """How many decimals a number as typed has: 73 -> 0, 72.7 -> 1, 72.73 -> 2, at most 12; a float32
+    such as numpy's 72.7 (72.69999694...) reads as the 72.7 it was written as."""
+    return next((d for d in range(12) if math.isclose(value, round(value, d), rel_tol=1e-6, abs_tol=1e-12)), 12)
+
+
+def _rounded_right(value: float, exact: float) -> bool:
+    """Whether ``value`` is ``exact`` rounded to the decimals it is written with, to the nearest whole
+    at least: 73, 72.7, 72.73 for 72.727...; not 72 (cut down) nor 72.3, 73.7."""
+    return abs(value - exact) <= 0.5 * 10.0 ** -_decimals(value) + 1e-6 * abs(exact)
+
+
+def _cut_down(value: float, exact: float) -> bool:
+    """Whether ``value`` is ``exact`` cut down (truncated) to the decimals it is written with."""
+    d = _decimals(value)
+    return not _rounded_right(value, exact) and math.isclose(value, math.floor(exact * 10 ** d) / 10 ** d,
+                                                             rel_tol=1e-6)
+
+
+def _last_wave_percent() -> float:
+    """How full the last wave is, in per cent, unrounded: the tiles it holds over the SMs."""
+    return 100 * _waves_6144().tail_utilisation
+
+
 last_wave_6144 = NumberQuestion(
     what="last wave, % full",
     unit="per cent",
-    expected=lambda: round(100 * _waves_6144().tail_utilisation),
-    rel_tol=0.01,
-    hint=f"the tiles left for the last wave, over {SMS}",
-    wrong=[
-        (round(100 * (1 - _waves_6144().tail_utilisation)), "that is the idle share of the last wave; "
-                                                            "how full is it?"),
-        (_waves_6144().tail_blocks, "that is the number of tiles in the last wave; as a per cent of "
-                                    f"{SMS}?"),
-        (round(100 * _waves_6144().efficiency), "that is how busy the SMs are over all the waves; the "
-                                                "question asks about the last one."),
-    ],
+    expected=_last_wave_percent,
+    accepts=lambda v: _rounded_right(v, _last_wave_percent()),
+    hint=f"the tiles left for the last wave, over {SMS}, in per cent, rounded to the nearest whole per cent "
+         "(or to the decimals you give)",
+    wrong_when=(
+        (lambda v, want: _cut_down(v, want), "cut down, not rounded to the nearest."),
+        (lambda v, want: _rounded_right(v, 100 - want), "that is the idle share of the last wave; how full is it?"),
+        (lambda v, want: v == _waves_6144().tail_blocks,
+         f"that is the number of tiles in the last wave; as a per cent of {SMS}?"),
+        (lambda v, want: _rounded_right(v, 100 * _waves_6144().efficiency),
+         "that is how busy the SMs are over all the waves; the question asks about the last one."),
+        (lambda v, want: _rounded_right(100 * v, want) and v < 1, "that is a fraction; the question asks for per cent."),
+    ),
 )
 
 
