@@ -296,6 +296,25 @@ def test_plan_tells_the_unfilled_starter_to_fill_it_in(capsys):
     assert not ok and "no function yet" in out
 
 
+@pytest.mark.parametrize("kind", ["float", "numpy int", "numpy array", "list"])
+def test_plan_reads_whole_floats_and_numpy_ints_as_the_integers_they_are(capsys, kind):
+    """(128.0, 256.0, 1.0) was told its plan was wrong while the message showed (128, 256, 1)."""
+    import numpy as np
+
+    as_kind = {"float": lambda p: tuple(float(v) for v in p), "numpy int": lambda p: tuple(np.int64(v) for v in p),
+               "numpy array": np.array, "list": list}[kind]
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: as_kind(ex_summary.plan(M, N, K)), capsys)
+    assert ok and "solved" in out, out
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: as_kind((128, 256, 1)), capsys)
+    assert not ok and "always the biggest tile" in out, out
+
+
+@pytest.mark.parametrize("plan", [(128.5, 256, 1), (True, 256, 1), ("128", 256, 1), (128, 256), (64, 64, 1)])
+def test_plan_refuses_what_is_not_three_whole_numbers_of_a_tile_and_split(capsys, plan):
+    ok, out = _check(ex_summary.tile_plan, lambda M, N, K: plan, capsys)
+    assert not ok and "a plan is (block_m, block_n, split_k)" in out, out
+
+
 def test_plan_names_always_the_biggest_tile(capsys):
     ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (128, 256, 1), capsys)
     assert not ok and "always the biggest tile" in out and "round tiles / 132 up" in out

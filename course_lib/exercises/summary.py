@@ -22,13 +22,13 @@ number the course measured or built:
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from course_lib import learn
-from course_lib.exercises import NumberQuestion, Puzzle, Question, call_on_every_case, nothing_yet, recorded_ridge
+from course_lib.exercises import (NumberQuestion, Puzzle, Question, as_number, call_on_every_case, nothing_yet,
+                                  recorded_ridge)
 from course_lib.kernels import tensor_cores as tc
 from course_lib.learn import Verdict, say
 from course_lib.model import hardware, waves
@@ -241,9 +241,25 @@ def missed_idea(shape: tuple[int, int, int], p: tuple[int, int, int]) -> str | N
     return None
 
 
-def _valid(p: Any) -> bool:
-    return (isinstance(p, (tuple, list)) and len(p) == 3 and all(isinstance(v, numbers.Integral) for v in p)
-            and (int(p[0]), int(p[1])) in TILES and int(p[2]) in SPLITS)
+def _whole(v: Any) -> int | None:
+    """``v`` as an int when it is a whole number: an int, a numpy integer, or a float (numpy's too, or a
+    one-element tensor) with nothing after the point such as 128.0; None for anything else (a bool, 128.5,
+    text)."""
+    value = as_number(v)
+    if value is None or not math.isfinite(value) or not float(value).is_integer():
+        return None
+    return int(value)
+
+
+def _as_plan(p: Any) -> tuple[int, int, int] | None:
+    """A returned plan as three ints, when it is three whole numbers (a tuple, a list or a numpy array;
+    128.0 reads as 128) of a tile in :data:`TILES` and a split in :data:`SPLITS`; None otherwise."""
+    if not (isinstance(p, (tuple, list)) or getattr(p, "ndim", None) == 1) or len(p) != 3:
+        return None
+    plan = tuple(_whole(v) for v in p)
+    if any(v is None for v in plan) or plan[:2] not in TILES or plan[2] not in SPLITS:
+        return None
+    return plan
 
 
 def _plan_text(p: Sequence[int]) -> str:
@@ -274,12 +290,13 @@ class PlanPuzzle(Puzzle):
         plans = {}
         for s in shapes:
             p = returned[s.shape]
-            if not _valid(p):
+            plan = _as_plan(p)
+            if plan is None:
                 say(f"{self.title}: at {s.label} {s.shape} your function returns {learn.fmt(p)}; a plan is "
                     f"(block_m, block_n, split_k) with a tile of {TILES[0]} or {TILES[1]} and split_k "
                     f"1, 2 or 4.")
                 return Verdict(False)
-            plans[s.shape] = tuple(int(v) for v in p)
+            plans[s.shape] = plan
         mine = {s.shape: estimate(*s.shape, *plans[s.shape]) for s in shapes}
         best = {s.shape: best_estimate(*s.shape) for s in shapes}
         low = [s for s in shapes if mine[s.shape].score < GOAL * best[s.shape].score]
