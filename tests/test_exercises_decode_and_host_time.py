@@ -78,6 +78,31 @@ def test_the_course_function_and_a_learners_in_other_words_solve_it(capsys):
     assert _check(mine, capsys)[0]
 
 
+@pytest.mark.parametrize("kind", ["0-d tensor", "1-element tensor", "numpy float"])
+def test_a_right_roof_returned_as_a_tensor_or_numpy_scalar_solves_it(capsys, kind):
+    """A returned number is read as NumberQuestion reads one: a 0-d tensor (what torch arithmetic on a
+    tensor of bytes gives), a one-element tensor or a numpy scalar counts as its number."""
+    import numpy as np
+    import torch
+
+    wrap = {"0-d tensor": lambda v: torch.tensor(v, dtype=torch.float64),
+            "1-element tensor": lambda v: torch.tensor([v], dtype=torch.float64),
+            "numpy float": np.float64}[kind]
+    ok, out, _ = _check(lambda M, N, K, itemsize: wrap(ex.decode_roof_us(M, N, K, itemsize)), capsys)
+    assert ok and "solved" in out, out
+    ok, out, _ = _check(lambda M, N, K, itemsize: wrap(2 * ex.decode_roof_us(M, N, K, itemsize)), capsys)
+    assert not ok and "2 times the roof on every case" in out, out
+
+
+@pytest.mark.parametrize("returned", [True, "12.5", float("nan"), (1.0, 2.0), lambda: 1.0])
+def test_what_is_not_one_finite_number_is_told_to_return_microseconds(capsys, returned):
+    import torch
+
+    for value in (returned, torch.tensor([1.0, 2.0])):
+        ok, out, _ = _check(lambda M, N, K, itemsize: value, capsys)
+        assert not ok and "return a number of microseconds" in out, out
+
+
 def test_the_starter_and_nothing_are_told_what_to_do(capsys):
     ok, out, _ = _check(None, capsys)
     assert not ok and "no function yet" in out

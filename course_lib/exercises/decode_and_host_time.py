@@ -9,12 +9,12 @@ of the course's recording (its ``ceilings``), the memory roof of notebook 06's r
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from course_lib import learn
-from course_lib.exercises import NumberQuestion, Puzzle, call_on_every_case, nothing_yet, recorded_copy_gbs
+from course_lib.exercises import (NumberQuestion, Puzzle, as_number, call_on_every_case, nothing_yet,
+                                  recorded_copy_gbs)
 from course_lib.learn import Verdict, say
 from course_lib.model.hardware import BF16_BYTES
 from course_lib.model_shapes import MODEL_SHAPES, bytes_moved
@@ -173,10 +173,6 @@ ROOF_WRONG: tuple[tuple[Callable, str], ...] = (
 ROOF_TOLERANCE = 0.002  # a bandwidth typed as 4275 (or 4.27 TB/s) instead of copy_gbs is inside it
 
 
-def _number(x: Any) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=ROOF_TOLERANCE)
 
@@ -220,10 +216,12 @@ class RoofPuzzle(Puzzle):
         if got is None:
             return Verdict(False)
         for c in cases:
-            if not _number(got[c]):
+            value = as_number(got[c])  # a numpy scalar or a one-element tensor counts as its number
+            if value is None or not math.isfinite(value):
                 say(f"{self.title}: for {_label(c)} your function returns {learn.fmt(got[c])}; return a "
                     f"number of microseconds.")
                 return Verdict(False)
+            got[c] = value
         want = {c: self.reference(*c) for c in cases}
         wrong = [c for c in cases if not _close(got[c], want[c])]
         if not wrong:
