@@ -72,6 +72,33 @@ def test_named_wrong_rules_get_their_message_and_a_played_problem(fn, words, cap
     assert "deadlock" in out or "before its copy has landed" in out or "overwrites slot" in out, out
 
 
+def _uses_from_1(k, slots):
+    u = k // slots + 1           # the first use counted as use 1
+    return u % 2, (u - 1) % 2
+
+
+def test_uses_counted_from_1_are_named_as_well_as_a_swapped_pair(capsys):
+    """Counting a slot's uses from 1 gives, on every slice, the pair a swapped rule gives (mod 2, u + 1 and
+    u - 1 agree), so the message names both causes; it told only "swapped" before."""
+    cases = ex.parities.cases()
+    assert all(_uses_from_1(*c) == tuple(reversed(ex.ring_parities(*c))) for c in cases)
+    for fn in (_uses_from_1, lambda k, slots: tuple(reversed(ex.ring_parities(k, slots)))):
+        ok, out = _check(ex.parities, fn, capsys)
+        assert not ok and "counted from 1 (u = k // slots + 1)" in out and "in the wrong order" in out, out
+
+
+def test_a_pair_returned_as_an_array_or_tensor_passes(capsys):
+    import numpy as np
+    import torch
+
+    for wrap in (np.array, torch.tensor, lambda p: np.array(p, dtype=np.float64), lambda p: np.array(p, dtype=np.int8)):
+        ok, out = _check(ex.parities, lambda k, slots: wrap(ex.ring_parities(k, slots)), capsys)
+        assert ok and "solved" in out, out
+    for wrong in (np.array([0.5, 1.0]), np.zeros((2, 1)), np.array([0, 1, 0]), torch.tensor([[0, 1]])):
+        ok, out = _check(ex.parities, lambda k, slots: wrong, capsys)
+        assert not ok and "return a pair" in out, out
+
+
 @pytest.mark.parametrize("fn", [
     lambda k, slots: ((k // slots) % 2, ((k // slots) % 2) ^ 1) if k < 7 else (0, 1),     # right for a while
     lambda k, slots: ((k // slots) % 2, ((k // slots) % 2) ^ (k % slots != 2)),           # one slot wrong

@@ -154,8 +154,9 @@ def _ring(slots: int) -> str:
 
 
 def _as_pair(value) -> tuple[int, int] | None:
-    """``value`` as a pair of integers, or None if it is not two whole numbers."""
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
+    """``value`` as a pair of integers, or None if it is not two whole numbers: a tuple, a list, or a
+    one-dimensional array or tensor of two elements (numpy's and torch's integers are whole numbers)."""
+    if not (isinstance(value, (tuple, list)) or getattr(value, "ndim", None) == 1) or len(value) != 2:
         return None
     out = []
     for v in value:
@@ -187,8 +188,13 @@ parities = RingPuzzle(
         (_both_use, "the producer waits for the same parity as the readers: that is the release of this "
                     "use, which comes only after the copy it is waiting to make. It needs the release of the "
                     "previous use, u - 1."),
-        (_swapped, "your two parities are swapped: the first is what the readers wait for on full[s], "
-                   "the second what the producer waits for on empty[s]."),
+        # Counting a slot's uses from 1 (u = k // slots + 1) flips both parities, which is the same pair
+        # as swapping them, on every slice (mod 2, u + 1 and u - 1 agree): the two causes cannot be told
+        # apart from what the rule returns, so the message names both.
+        (_swapped, "your rule gives the kernels' two parities swapped. Either the use is counted from 1 "
+                   "(u = k // slots + 1): a slot's first use is use 0, u = k // slots, whose copy completes "
+                   "phase 0 of full[s]; or the pair is in the wrong order: the first is what the readers "
+                   "wait for on full[s], the second what the producer waits for on empty[s]."),
         (_first_lap_only, "right on the first lap only: from a slot's second use on, the phase that use "
                           "waits for is another one, so its parity changes from use to use."),
         (_both_flipped, "the readers wait for the phase their copy completes: use u's copy completes "
