@@ -469,7 +469,8 @@ last_wave_6144 = NumberQuestion(
          f"that is the number of tiles in the last wave; as a per cent of {SMS}?"),
         (lambda v, want: _rounded_right(v, 100 * _waves_6144().efficiency),
          "that is how busy the SMs are over all the waves; the question asks about the last one."),
-        (lambda v, want: _rounded_right(100 * v, want) and v < 1, "that is a fraction; the question asks for per cent."),
+        (lambda v, want: _rounded_right(100 * v, want) and v < 1,
+         "that is a fraction; the question asks for per cent."),
     ),
 )
 
