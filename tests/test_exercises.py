@@ -399,7 +399,26 @@ def test_coarsened_puzzle_counts_shared_loads_that_are_not_reused(capsys):
     wrong = _variant(COARSE, "k", ("            acc00 += a0 * b0\n", "            acc00 += a_tile[ty, kk] * b_tile[kk, tx]\n"),
                      ("            acc11 += a1 * b1\n", "            acc11 += a_tile[ty + H, kk] * b_tile[kk, tx + H]\n"))
     ok, out = _check(thread_coarsening.coarsened_kernel, wrong, capsys)
-    assert not ok and "right on all 10 shapes" in out and "shared loads: 2048 requests (course 1024)" in out
+    assert not ok and "right on all 10 shapes" in out and "shared loads: 4096 requests (course 2048)" in out
+
+
+def test_coarsened_puzzle_counts_c_stored_once_per_k_tile(capsys):
+    # The four stores indented into the loop over k0: C's final values are right, but C is written once
+    # per K-tile; the trace covers two K-tiles, so the stores are twice the course's.
+    tail = COARSE[COARSE.index("    r0, c0 = row0 + ty, col0 + tx\n"):]
+    indented = "".join("    " + line for line in tail.splitlines(True))
+    wrong = _kernel(COARSE.replace(tail, indented), "k")
+    ok, out = _check(thread_coarsening.coarsened_kernel, wrong, capsys)
+    assert not ok and "right on all 10 shapes" in out and "C stores: 64 requests (course 32)" in out
+    assert "Solved" not in out
+
+
+def test_coarsened_puzzle_names_a_missing_trailing_barrier(capsys):
+    wrong = _variant(COARSE, "k", ("            acc11 += a1 * b1\n        cuda.syncthreads()\n",
+                                   "            acc11 += a1 * b1\n"))
+    ok, out = _check(thread_coarsening.coarsened_kernel, wrong, capsys)
+    out = " ".join(out.split())
+    assert not ok and "a barrier is missing after line" in out and "the sum over K is incomplete" not in out
 
 
 def test_coarsened_puzzle_names_a_store_past_the_edge(capsys):
