@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from course_lib import learn
 from course_lib.exercises import FunctionPuzzle, NumberQuestion, _same
 from course_lib.exercises._triton import fails_only_where
 from course_lib.kernels import coalescing_and_triton as c04
@@ -40,6 +43,39 @@ def _group_capped_at_8(pid, num_pid_m, num_pid_n, group_m):
     return schedules.grouped_order(pid, num_pid_m, num_pid_n, min(group_m, 8))
 
 
+def _pid_not_taken_within_group(pid, num_pid_m, num_pid_n, group_m):
+    """The bug of an older Triton matmul tutorial: pid_m from pid % rows, where the tutorial's current
+    version takes (pid % num_pid_in_group) % rows."""
+    in_group = group_m * num_pid_n
+    first_m = (pid // in_group) * group_m
+    rows = min(num_pid_m - first_m, group_m)
+    return first_m + pid % rows, (pid % in_group) // rows
+
+
+def _as_pair(value):
+    """A returned pair read as (pid_m, pid_n): a numpy array, a tensor or any sequence of two whole
+    numbers (numpy integers included) becomes a tuple of two ints; anything else comes back as it was."""
+    if isinstance(value, (str, bytes, dict)) or value is None:
+        return value
+    try:
+        arr = np.asarray(value.tolist() if hasattr(value, "tolist") and not isinstance(value, np.ndarray) else value)
+    except Exception:  # noqa: BLE001 - not array-like: compared as it is
+        return value
+    if arr.shape == (2,) and arr.dtype.kind in "iu":
+        return int(arr[0]), int(arr[1])
+    return value
+
+
+def _is_pair_shaped(value) -> bool:
+    try:
+        arr = np.asarray(value.tolist() if hasattr(value, "tolist") and not isinstance(value, np.ndarray) else value)
+    except Exception:  # noqa: BLE001
+        return False
+    if arr.shape != (2,) or arr.dtype.kind not in "iuf":
+        return False
+    return bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+
+
 def _column_bands(pid, num_pid_m, num_pid_n, group_m):
     """Grouped order turned around: bands of group_m tile columns, walked along their rows."""
     band, within = divmod(pid, group_m * num_pid_m)
@@ -57,6 +93,23 @@ class _OrderPuzzle(FunctionPuzzle):
     diagnoses: tuple = ()
 
     def check(self, fn) -> Verdict:
+        if callable(fn):
+            learner = fn
+
+            def fn(*case):  # noqa: F811 - the learner's function, its pair read as two ints
+                return _as_pair(learner(*case))
+
+            try:
+                values = [learner(*c) for c in self.cases()]
+                odds = [v for v in values if not _is_pair_shaped(v)]
+                odd = odds[0] if odds else None
+                shaped = not odds or all(v is None for v in values)  # None throughout: nothing written yet
+            except Exception:  # noqa: BLE001 - the check below says what it raised
+                shaped = True
+            if not shaped:
+                say(f"{self.title}: not yet — it returned {learn.fmt(odd)}, which is not two whole numbers: "
+                    f"return a tuple (pid_m, pid_n).")
+                return Verdict(False)
         verdict = super().check(fn)
         if not verdict and fn is not None:
             note = self._pattern(fn)
@@ -103,6 +156,10 @@ grouped_order = _OrderPuzzle(
          "rows. The bands are group_m tile rows high."),
         (_band_not_shortened, "right while group_m divides num_pid_m; otherwise the last band has "
          "fewer than group_m rows, and yours sends its programs to tiles below the grid."),
+        (_pid_not_taken_within_group, "right except on a shorter last band: your pid_m takes pid % "
+         "(the band's tile rows), but pid counts the programs of every band before this one too; "
+         "take (pid % num_pid_in_group) % (the band's tile rows), the program's place within its own "
+         "group (only where the band has group_m rows do the two agree)."),
         (_column_bands, "these are bands of group_m tile columns, walked along their rows: grouped "
          "order turned around. The bands are group_m tile rows, walked down their columns."),
         (lambda pid, num_pid_m, num_pid_n, group_m: schedules.grouped_order(pid, num_pid_m, num_pid_n, group_m)[::-1],
