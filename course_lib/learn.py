@@ -174,9 +174,15 @@ def compare_prediction(guess: float | None, measured: float, *, unit: str, expla
         say(f"No prediction entered: set it in the cell above ({unit}), then run both cells again "
              "to see the measurement.")
         return Verdict(False)
-    if not isinstance(guess, (int, float)) or not math.isfinite(guess) or guess <= 0:
+    # Read as a NumberQuestion reads an answer: a numpy scalar or a one-element tensor is its number, a
+    # bool is no number. Imported here: course_lib.exercises imports this module.
+    from course_lib.exercises import as_number  # noqa: PLC0415
+
+    number = as_number(guess)
+    if number is None or not math.isfinite(number) or number <= 0:
         say(f"A prediction is a positive number of {unit}, not {guess!r}.")
         return Verdict(False)
+    guess = number
     if pivot is None and (unit == "x" or unit.startswith("x ")):
         pivot = 1.0
     ratio = measured / guess

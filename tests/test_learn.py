@@ -105,3 +105,16 @@ def test_prediction_shows_the_measurement_to_three_digits(capsys):
     learn.compare_prediction(1.0, 0.318901, unit="x as fast", measured_as="recorded")
     out = capsys.readouterr().out
     assert "recorded 0.319 x as fast" in out and "0.318901" not in out
+
+
+def test_compare_prediction_reads_numbers_as_number_questions_do(capsys):
+    import numpy as np
+    import torch
+
+    for guess, want in ((np.int64(2), 2), (np.float32(0.5), 0.5), (torch.tensor(0.5), 0.5), (torch.tensor([4.0]), 4.0)):
+        verdict = learn.compare_prediction(guess, 1.0, unit="ms")
+        assert verdict and verdict.value == 1.0 / want, capsys.readouterr().out
+    capsys.readouterr()
+    for bad in (True, np.bool_(True), torch.tensor([1.0, 2.0]), "2"):
+        assert not learn.compare_prediction(bad, 1.0, unit="ms")
+        assert "A prediction is a positive number of ms" in capsys.readouterr().out
