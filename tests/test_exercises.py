@@ -489,6 +489,8 @@ def test_questions_know_their_answers():
     # 31 words is odd: the two rows fall in different banks; what is wrong is that a row is too short
     (thread_coarsening.pitch, 31, "puts the two rows in different banks (one pass), but a row of a_tile holds the tile's 32 words"),
     (thread_coarsening.pitch, 16, "puts the two rows in different banks (one pass), but a row of a_tile"),
+    (thread_coarsening.pitch, 1, "a pitch of 1 word puts"),
+    (thread_coarsening.pitch, 2, "a pitch of 2 words puts"),
     (gpu_execution_model.first_two_wave_n, 1408, "still fits in one wave"),
     (gpu_execution_model.last_wave_pct, 91, "stay empty"),
     (gpu_execution_model.last_wave_pct, 0.09, "a fraction"),

@@ -77,7 +77,7 @@ def _too_short(pitch: int) -> str:
     passes = _a_read(pitch).conflict_degree
     banks = ("puts the two rows in different banks (one pass)" if passes == 1 else
              f"puts the two rows in one bank ({passes} passes)")
-    return (f"a pitch of {pitch} words {banks}, but a row of a_tile holds the tile's {coarsening.COARSE_TILE} words, so the "
+    return (f"a pitch of {pitch} word{'' if pitch == 1 else 's'} {banks}, but a row of a_tile holds the tile's {coarsening.COARSE_TILE} words, so the "
             f"pitch is at least {coarsening.COARSE_TILE}: which pitch from {coarsening.COARSE_TILE} up keeps the "
             f"rows apart?")
 
