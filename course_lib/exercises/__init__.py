@@ -88,7 +88,7 @@ class Question:
         """One part of a several-part answer; a part whose answer is a number is read as
         :class:`NumberQuestion` reads one (text such as "4" is told to be written as the number)."""
         what = f"{self.what}, {key}"
-        if isinstance(want, numbers.Real) and not isinstance(want, bool):
+        if answer is not None and isinstance(want, numbers.Real) and not isinstance(want, bool):
             value = as_number(answer)
             if value is None:
                 say(f"{what}: give a number, not {_not_a_number(answer)}; set it in the cell above and run the cell again.")
