@@ -16,7 +16,7 @@ from course_lib.exercises import gpu_execution_model, naive, shared_memory_tilin
 
 def _kernel(source: str, name: str):
     """A @cuda.jit kernel from source text, with its lines known to linecache (the check names them)."""
-    text = "from numba import cuda, float32\nTILE = 16\nT, H = 32, 16\n\n" + textwrap.dedent(source)
+    text = "from numba import cuda, float32, float64\nTILE = 16\nT, H = 32, 16\n\n" + textwrap.dedent(source)
     filename = f"<test kernel {name}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     namespace: dict = {"cuda": cuda, "float32": float32}
@@ -126,10 +126,56 @@ def test_naive_puzzle_says_nothing_of_float64_for_a_sum_kept_in_c(capsys):
     ok, out = _check(naive.naive_kernel, in_c, capsys)
     assert "right on all 10 shapes" in out and "Python float" not in out and "float64" not in out
     assert not ok and "C stores: 288 requests (course 32)" in out  # a store per term, not per element
-    python_float = _variant(NAIVE, "k", ("acc = float32(0.0)", "acc = 0.0"))
-    ok, out = _check(naive.naive_kernel, python_float, capsys)
-    out = " ".join(out.split())
-    assert not ok and "Not solved yet: `acc = 0.0` starts a Python float, so numba makes that sum float64" in out
+
+
+# Sums numba computes in float64, each written differently: the simulator runs them in Python and
+# they are right on every shape; numba's type inference (course_lib.instruments.numba_types) names them.
+FLOAT64_SUMS = [
+    ("acc = float32(0.0)", "acc = 0.0"),
+    ("acc = float32(0.0)", "acc = 0"),
+    ("acc = float32(0.0)", "acc = float(0)"),
+    ("acc = float32(0.0)", "acc, kk = 0.0, 0"),
+    ("acc = float32(0.0)", "acc: float = 0.0"),
+    ("acc += a[row, kk] * b[kk, col]", "acc = cuda.fma(a[row, kk], b[kk, col], acc + 0.0)"),
+    ("acc += a[row, kk] * b[kk, col]", "acc += float64(a[row, kk]) * b[kk, col]"),
+]
+
+
+@pytest.mark.parametrize("old, new", FLOAT64_SUMS)
+def test_naive_puzzle_refuses_a_sum_numba_computes_in_float64(capsys, old, new):
+    ok, out = _check(naive.naive_kernel, _variant(NAIVE, "k", (old, new)), capsys)
+    assert "right on all 10 shapes" in out
+    assert not ok and "Not solved yet: numba computes `acc` in float64 here" in out and "Solved" not in out
+
+
+def test_port_fix_and_tiled_puzzles_refuse_float64_too(capsys):
+    ok, out = _check(naive.article_port_fix, _variant(PORT_FIXED, "k", ("acc = float32(0.0)", "acc = 0")), capsys)
+    assert not ok and "numba computes `acc` in float64" in out and "Solved" not in out
+    wide_tile = _variant(TILED, "k", ("b_tile = cuda.shared.array((TILE, TILE), float32)",
+                                      "b_tile = cuda.shared.array((TILE, TILE), float64)"))
+    ok, out = _check(shared_memory_tiling.tiled_kernel, wide_tile, capsys)
+    assert not ok and "`b_tile` in float64 here" in out and "padding or a swizzle" not in out
+    assert "padding cannot remove that" in out
+
+
+def test_every_course_numba_kernel_is_float32_throughout():
+    """The types check must not flag the course's own kernels (each typed for a float32 launch)."""
+    import numpy as np  # noqa: PLC0415
+
+    from course_lib.instruments.numba_types import float64_locals  # noqa: PLC0415
+    from course_lib.kernels import naive as k01  # noqa: PLC0415
+    from course_lib.kernels import shared_memory_tiling as k02  # noqa: PLC0415
+    from course_lib.kernels import thread_coarsening as k03  # noqa: PLC0415
+
+    m = np.zeros((8, 8), np.float32)
+    flat = np.zeros(64, np.float32)
+    kernels = [(k01.naive_kernel, (m, m, m)), (k01.naive_x_along_rows_kernel, (m, m, m)),
+               (k01.article_port_kernel, (flat, flat, flat, 8, 8, 8)),
+               (naive.article_port_fixed_kernel, (flat, flat, flat, 8, 8, 8)),
+               (k02.make_tiled_kernel(16), (m, m, m)), (shared_memory_tiling.transposed_b_padded_kernel, (m, m, m)),
+               (k03.coarsened_2x2_kernel, (m, m, m))]
+    for kernel, args in kernels:
+        assert float64_locals(kernel, args) == [], kernel
 
 
 def test_naive_puzzle_finds_a_sum_that_starts_again_inside_the_loop(capsys):
@@ -339,10 +385,30 @@ def test_transposed_tile_puzzle_reports_the_conflicts_left(capsys, shape, degree
     assert rows_padded == (shape == "(TILE + 1, TILE)"), out
 
 
-def test_transposed_tile_puzzle_refuses_the_tile_stored_untransposed(capsys):
+UNTRANSPOSED = [
     # a fresh learner's sidestep: 02's kernel (right, conflict-free) has no transposed tile left to fix
-    ok, out = _check(shared_memory_tiling.transposed_b, _variant(TILED, "k"), capsys)
-    assert not ok and "b_tile is no longer stored transposed" in out and "Solved" not in out
+    (),
+    # ... with its indices renamed (the check once looked for the name `ty`)
+    (("tx, ty = cuda.threadIdx.x, cuda.threadIdx.y", "tx, ty = cuda.threadIdx.x, cuda.threadIdx.y\n    i, j = ty, tx"),
+     ("b_tile[ty, tx] = b[k0 + ty, col] if k0 + ty < K", "b_tile[i, j] = b[k0 + i, col] if k0 + i < K")),
+    # ... or as a flat tile, row-major as B lies
+    (("b_tile = cuda.shared.array((TILE, TILE), float32)", "b_tile = cuda.shared.array(256, float32)"),
+     ("b_tile[ty, tx] = b[", "b_tile[ty * TILE + tx] = b["), ("b_tile[kk, tx]", "b_tile[kk * TILE + tx]")),
+]
+
+
+@pytest.mark.parametrize("edits", UNTRANSPOSED)
+def test_transposed_tile_puzzle_refuses_the_tile_stored_untransposed(capsys, edits):
+    ok, out = _check(shared_memory_tiling.transposed_b, _variant(TILED, "k", *edits), capsys)
+    assert not ok and "the tile of B is no longer stored transposed" in out and "Solved" not in out
+
+
+def test_transposed_tile_puzzle_accepts_a_flat_padded_transposed_tile(capsys):
+    flat = _variant(TRANSPOSED, "k", ("b_tile = cuda.shared.array((TILE, TILE), float32)",
+                                      "b_tile = cuda.shared.array(272, float32)"),
+                    ("b_tile[tx, ty] = b[", "b_tile[tx * 17 + ty] = b["), ("b_tile[tx, kk]", "b_tile[tx * 17 + kk]"))
+    ok, out = _check(shared_memory_tiling.transposed_b, flat, capsys)
+    assert ok and "Solved" in out
 
 
 def test_transposed_tile_puzzle_names_padding_on_the_rows_written_as_numbers(capsys):

@@ -352,7 +352,8 @@ class NumbaGemmPuzzle(Puzzle):
         # The shapes, then the trace; a race the trace finds (a missing barrier) is said first, before
         # the wrong shapes it explains, and then no note guesses at the loop over K.
         found = Report(report.title)
-        right, failures = _gemm_shapes(found, lambda a, b: self.launch(kernel, a, b), self.shapes)
+        launched = _Launches(kernel)
+        right, failures = _gemm_shapes(found, lambda a, b: self.launch(launched, a, b), self.shapes)
         if right is None:  # it never wrote C, or did not run at all: nothing to trace yet
             return found.show()
         after_shapes = len(found.lines)
@@ -364,7 +365,7 @@ class NumbaGemmPuzzle(Puzzle):
         report.lines += found.lines
         if right:
             _compiled(report, kernel, self.reference, self._compile_reference)
-        compiles = _source_notes(report, kernel)
+        compiles = _source_notes(report, kernel, launched.args)
         report.solved = right and clean and compiles
         if report.solved:
             report.add("Solved: right on every shape, and its memory accesses cost no more than the "
@@ -384,6 +385,24 @@ class NumbaGemmPuzzle(Puzzle):
         from course_lib.gemm import random_inputs  # noqa: PLC0415
 
         self.launch(self.reference, *random_inputs(*self.trace_shape, seed=0))
+
+
+class _Launches:
+    """A numba kernel that keeps the arguments of its first launch (``kernel[grid, block](*args)``),
+    from which :func:`_source_notes` asks numba for the types of its variables."""
+
+    def __init__(self, kernel):
+        self.kernel, self.args = kernel, None
+
+    def __getitem__(self, config):
+        launch = self.kernel[config]
+
+        def run(*args):
+            if self.args is None:
+                self.args = args
+            return launch(*args)
+
+        return run
 
 
 def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple[bool | None, list]:
@@ -488,18 +507,28 @@ def _cost_text(key: tuple[str, str], mine: tuple[int, float] | None, course: tup
     return text, more or worse_cost
 
 
-def _why_costlier(key: tuple[str, str], mine: tuple[int, float], course: tuple[int, float]) -> list[str]:
-    """What a costlier line of the trace usually means, in the course's words."""
-    array, _ = key
+def _why_costlier(key: tuple[str, str], mine: tuple[int, float], course: tuple[int, float],
+                  wide_shared: bool = False) -> list[str]:
+    """What a costlier line of the trace usually means, in the course's words (``wide_shared``: the
+    kernel's shared arrays hold 8-byte elements, where the course's hold 4)."""
+    array, kind = key
     out = []
     if mine[0] > course[0] * 1.01:
-        out.append("More requests: a value read once could serve several multiply-adds from a register "
+        out.append("More stores: an element of C is written more than once; a store inside the loop over K "
+                   "writes it at every step. Keep the sum in a register and store it once, after the loop."
+                   if array != "shared" and kind == "store" else
+                   "More requests: a value read once could serve several multiply-adds from a register "
                    "(or a tile in shared memory) instead of being read again.")
     if mine[1] > course[1] * 1.01:
-        out.append("More passes through the banks: lanes of a warp want different words of one bank (a bank "
-                   "conflict); padding or a swizzle spreads them." if array == "shared" else
-                   "More sectors per request: the lanes of a warp touch addresses that are not "
-                   "consecutive, so the access is not coalesced (notebook 01).")
+        if array == "shared" and wide_shared:
+            out.append("More passes through the banks: your shared arrays hold 8-byte (float64) elements, and "
+                       "a bank serves 4 bytes a pass, so a warp's 32 elements take at least two passes; padding "
+                       "cannot remove that, a float32 tile can.")
+        else:
+            out.append("More passes through the banks: lanes of a warp want different words of one bank (a bank "
+                       "conflict); padding or a swizzle spreads them." if array == "shared" else
+                       "More sectors per request: the lanes of a warp touch addresses that are not "
+                       "consecutive, so the access is not coalesced (notebook 01).")
     return out
 
 
@@ -534,13 +563,14 @@ def _compare_traces(report: Report, kernel, reference, shape: Shape, grid, block
     want, got = _memory_costs(ref), _memory_costs(mine)
     report.add("Traced on one launch, per warp request (course = the course's kernel, where yours costs more):")
     reasons = []
+    wide_shared = any(a["space"] == "shared" and a["itemsize"] > 4 for a in mine.arrays.values())
     for key, course in want.items():
         text, worse = _cost_text(key, got.get(key), course)
         clean = clean and not worse
         report.add(text, 4)
         mine_cost = got.get(key)
         if worse and mine_cost is not None:
-            reasons += [r for r in _why_costlier(key, mine_cost, course) if r not in reasons]
+            reasons += [r for r in _why_costlier(key, mine_cost, course, wide_shared) if r not in reasons]
     if right:  # for a wrong kernel the values come first: a costlier access may be the wrong index
         for r in reasons:
             report.add(r, 4)
@@ -572,14 +602,18 @@ def _resources(kernel) -> tuple[int, int]:
     return int(pick(regs)), int(pick(local))
 
 
-def _source_notes(report: Report, kernel) -> bool:
-    """What the simulator lets pass but a GPU's compiler would not, or not as meant, read from the
-    kernel's source: a shared array's shape that is not made of constants (numba compiles only
-    those), and a local sum that starts as a Python float (numba then adds in float64; a sum kept in
-    C itself, float32, does not). True if nothing stops the kernel from compiling as meant."""
+def _source_notes(report: Report, kernel, args: Sequence | None = None) -> bool:
+    """What the simulator lets pass but a GPU's compiler would not, or not as meant: a shared array's
+    shape that is not made of constants (numba compiles only those, read from the source), and
+    variables numba computes in float64 (a sum started as a Python number, or a term made float64;
+    a float64 shared tile), decided by numba's own type inference for a launch with ``args``
+    (:mod:`course_lib.instruments.numba_types`); where that cannot be run, a sum started as ``0.0`` in
+    the source. True if nothing stops the kernel from compiling as meant."""
     import ast  # noqa: PLC0415
     import inspect  # noqa: PLC0415
     import textwrap  # noqa: PLC0415
+
+    from course_lib.instruments.numba_types import float64_locals  # noqa: PLC0415
 
     fn = getattr(kernel, "py_func", None) or kernel
     try:
@@ -587,12 +621,6 @@ def _source_notes(report: Report, kernel) -> bool:
     except (OSError, TypeError, SyntaxError):
         return True
     compiles = True
-    summed = {n.target.id for n in ast.walk(tree)  # local variables a sum accumulates in: `acc += ...`
-              if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name)}
-    summed |= {t.id for n in ast.walk(tree)  # ... or `acc = acc + ...`
-               if isinstance(n, ast.Assign) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add)
-               for t in n.targets if isinstance(t, ast.Name)
-               and any(isinstance(x, ast.Name) and x.id == t.id for x in ast.walk(n.value))}
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "array"
                 and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "shared" and node.args):
@@ -603,14 +631,33 @@ def _source_notes(report: Report, kernel) -> bool:
                 report.add(f"On a GPU this kernel would not compile: numba needs a shared array's shape "
                            f"made of constants (numbers or global names), and `{ast.unparse(shape)}` holds "
                            f"an expression; write the number, or a global constant such as PAD = TILE + 1.")
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-                and isinstance(node.value.value, float) and node.value.value == 0.0):
-            # Only a local variable that is then summed into: `c[row, col] = 0.0` stores into C, whose
-            # elements are float32 whatever Python value is stored.
-            names = [t.id for t in node.targets if isinstance(t, ast.Name) and t.id in summed]
-            if names:
-                compiles = False
-                report.add(f"Not solved yet: `{' = '.join(names)} = 0.0` starts a Python float, so numba makes "
-                           f"that sum float64, half speed or worse on a GPU (and not the fp32 the course "
-                           f"compares); start it as float32(0.0).")
+    wide = float64_locals(kernel, args) if args is not None and compiles else None
+    if wide is None:
+        wide = _started_as_float(tree)
+    if wide:
+        names = ", ".join(f"`{n}`" for n in wide)
+        report.add(f"Not solved yet: numba computes {names} in float64 here, half speed or worse on a GPU and "
+                   f"not the fp32 the course compares. A variable is float64 when it starts as a Python number "
+                   f"(`acc = 0`, `0.0`, `float(0)`) and then takes float32 terms, or when a term is made float64 "
+                   f"(`float64(x)`); a shared array is float64 when declared so. Start a sum as float32(0.0), "
+                   f"and keep every term and tile float32.")
+        compiles = False
     return compiles
+
+
+def _started_as_float(tree) -> list[str]:
+    """Local variables that a sum accumulates in (``acc += ...`` or ``acc = acc + ...``) and that
+    start as the Python float 0.0: read from the source, where numba's types cannot be had."""
+    import ast  # noqa: PLC0415
+
+    summed = {n.target.id for n in ast.walk(tree)
+              if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name)}
+    summed |= {t.id for n in ast.walk(tree)
+               if isinstance(n, ast.Assign) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add)
+               for t in n.targets if isinstance(t, ast.Name)
+               and any(isinstance(x, ast.Name) and x.id == t.id for x in ast.walk(n.value))}
+    # Only a local variable that is then summed into: `c[row, col] = 0.0` stores into C, whose
+    # elements are float32 whatever Python value is stored.
+    return [t.id for n in ast.walk(tree)
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, float)
+            and n.value.value == 0.0 for t in n.targets if isinstance(t, ast.Name) and t.id in summed]

@@ -102,28 +102,30 @@ def _b_tile_shape(kernel) -> tuple[int, ...] | None:
     return None
 
 
-def _b_tile_store_rows(kernel) -> set[str]:
-    """What the first index of each store into ``b_tile`` names: "tx" where it uses ``tx`` (or
-    ``cuda.threadIdx.x``), "ty" where it uses ``ty`` (or ``threadIdx.y``) without ``tx``; empty where
-    the source cannot be read."""
-    import ast  # noqa: PLC0415
-    import inspect  # noqa: PLC0415
-    import textwrap  # noqa: PLC0415
-
-    fn = getattr(kernel, "py_func", None) or kernel
+def _b_tile_transposed(kernel) -> bool | None:
+    """Whether the kernel stores its tile of B transposed, decided from what its threads do on one
+    block and one step of K (traced on the simulator), whatever the tile or its indices are named:
+    the tile of B is the shared array a thread stores a value into right after loading it from B, and
+    it is stored as B lies (not transposed) when threads tx and tx + 1 of one warp write neighbouring
+    elements, as they read neighbouring elements of B. None where the trace cannot run or shows no
+    such store (the check itself then says what is wrong)."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return set()
-    found = set()
-    for node in ast.walk(tree):
-        for target in getattr(node, "targets", []):
-            if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
-                    and target.value.id == "b_tile" and isinstance(target.slice, ast.Tuple) and target.slice.elts):
-                first = ast.unparse(target.slice.elts[0])
-                found.add("tx" if ("tx" in first or "threadIdx.x" in first) else
-                          "ty" if ("ty" in first or "threadIdx.y" in first) else "other")
-    return found
+        tr = trace_gemm(kernel, (TILE, TILE, TILE), (1, 1), (TILE, TILE))
+    except Exception:  # noqa: BLE001 - the check runs the kernel again and reports it
+        return None
+    last: dict[tuple, object] = {}  # thread -> its previous access
+    written: dict[tuple, int] = {}  # (warp, ty, tx, instance) -> byte offset of its store into B's tile
+    for acc in sorted(tr.accesses, key=lambda x: (x.thread, x.seq)):
+        before = last.get(acc.thread)
+        last[acc.thread] = acc
+        if (acc.space == "shared" and acc.kind == "store" and before is not None and before.space == "global"
+                and before.array == "B" and before.kind == "load"):
+            written[(acc.warp, acc.thread[1], acc.thread[0], acc.instance)] = acc.byte_offset // acc.itemsize
+    pairs = [(here, written[(w, ty, tx + 1, i)]) for (w, ty, tx, i), here in written.items()
+             if (w, ty, tx + 1, i) in written]
+    if not pairs:
+        return None
+    return not all(there - here == 1 for here, there in pairs)
 
 
 @dataclass(frozen=True)
@@ -133,10 +135,11 @@ class _TransposedTilePuzzle(NumbaGemmPuzzle):
     in two banks as before."""
 
     def check(self, kernel) -> Verdict:
-        if _b_tile_store_rows(kernel) == {"ty"}:  # the puzzle's transposed tile is gone: nothing to run
-            say(f"{self.title}: not solved yet: b_tile is no longer stored transposed: thread (tx, ty) writes row "
-                "ty of it, as notebook 02's kernel does, which has no conflict to remove. Keep the transposed "
-                "store (b_tile[tx, ...], read along row tx) and remove its conflict by padding each row.")
+        if _b_tile_transposed(kernel) is False:  # the puzzle's transposed tile is gone: nothing to run
+            say(f"{self.title}: not solved yet: the tile of B is no longer stored transposed: threads tx and tx + 1 "
+                "write neighbouring words of it, as B lies and as notebook 02's kernel stores it, which has no "
+                "conflict to remove. Keep the transposed store (thread (tx, ty) writes row tx: b_tile[tx, ty], "
+                "read along row tx) and remove its conflict by padding each row.")
             return Verdict(False)
         verdict = super().check(kernel)
         shape = None if verdict else _b_tile_shape(kernel)
