@@ -148,6 +148,13 @@ def test_naive_puzzle_refuses_a_sum_numba_computes_in_float64(capsys, old, new):
     assert not ok and "Not solved yet: numba computes `acc` in float64 here" in out and "Solved" not in out
 
 
+def test_port_fix_puzzle_refuses_a_store_inside_the_loop(capsys):
+    wrong = _variant(PORT_FIXED, "k", ("            acc += A[row * K + kk] * B[kk * N + col]\n        C[row * N + col] = acc\n",
+                                       "            acc += A[row * K + kk] * B[kk * N + col]\n            C[row * N + col] = acc\n"))
+    ok, out = _check(naive.article_port_fix, wrong, capsys)
+    assert not ok and "an element of C is stored 8 times" in out and "Solved" not in out
+
+
 def test_port_fix_and_tiled_puzzles_refuse_float64_too(capsys):
     ok, out = _check(naive.article_port_fix, _variant(PORT_FIXED, "k", ("acc = float32(0.0)", "acc = 0")), capsys)
     assert not ok and "numba computes `acc` in float64" in out and "Solved" not in out
@@ -270,6 +277,19 @@ def test_tiled_puzzle_finds_a_missing_first_barrier(capsys):
     if "not finite" in out:
         assert "read before any thread of its block wrote it, and another thread wrote it later" in out
         assert "a cuda.syncthreads() is missing between the lines that fill the tile and the loop" in out
+
+
+def test_tiled_puzzle_names_a_barrier_inside_the_bounds_if(capsys):
+    """A fresh learner's kernel: the product loop and the trailing barrier under `if row < M and col < N`.
+    Threads past the edge skip that barrier and refill the tiles early; the shapes show only that long
+    K is wrong, which once read as "the sum over K is incomplete"."""
+    wrong = _variant(TILED, "k", ("        for kk in range(TILE):\n            acc += a_tile[ty, kk] * b_tile[kk, tx]\n"
+                                  "        cuda.syncthreads()\n",
+                                  "        if row < M and col < N:\n            for kk in range(TILE):\n"
+                                  "                acc += a_tile[ty, kk] * b_tile[kk, tx]\n            cuda.syncthreads()\n"))
+    ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
+    assert not ok and "Barriers skipped: traced at M, N = 31, 31" in out and "passed 2 cuda.syncthreads(), the others 4" in out
+    assert "sum over K is incomplete" not in out
 
 
 A_IF_WITHOUT_ELSE = ("a_tile[ty, tx] = a[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)",
@@ -578,6 +598,8 @@ def test_a_right_answer_is_right_and_a_part_answer_is_checked_part_by_part(capsy
     assert thread_coarsening.pitch.check(36) and thread_coarsening.pitch.check(33) and not thread_coarsening.pitch.check(96)
     assert naive.article_shapes.check(["a", "b", "d"]) and naive.article_shapes.check("abd")
     assert naive.article_shapes.check({"A", "B", "D"}) and naive.article_shapes.check("aBd")   # either case
+    assert naive.article_shapes.check("a, b, d") and naive.article_shapes.check("A; b ;D")     # separators
+    assert not naive.article_shapes.check("a, b")
     assert not naive.warp_sectors.check({"a": 1, "b": 4, "c": 2})
     out = capsys.readouterr().out
     assert "2.667 is right" in out and "sectors per warp request, c: 2 is not it yet" in out

@@ -359,6 +359,11 @@ class NumbaGemmPuzzle(Puzzle):
         after_shapes = len(found.lines)
         clean = _compare_traces(found, kernel, self.reference, self.trace_shape, self.grid, self.block, right,
                                 races_to=report)
+        if not report.lines and (not right or _barrier_under_if(kernel)):
+            uneven = _uneven_barriers(kernel, self.trace_shape, self.grid, self.block)
+            if uneven:
+                report.add(uneven)
+                clean = False
         short = None if right or report.lines else _k_stops_early(failures, self.shapes, self.k_tile)
         if short:
             found.lines.insert(after_shapes, (4, short))
@@ -403,6 +408,42 @@ class _Launches:
             return launch(*args)
 
         return run
+
+
+def _barrier_under_if(kernel) -> bool:
+    """Whether the kernel's source has a cuda.syncthreads() inside an ``if`` (cheap: read, not run)."""
+    import ast  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+    import textwrap  # noqa: PLC0415
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(kernel, "py_func", None) or kernel)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    return any(isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "syncthreads"
+               for branch in ast.walk(tree) if isinstance(branch, ast.If) for n in ast.walk(branch))
+
+
+def _uneven_barriers(kernel, shape: Shape, grid, block) -> str | None:
+    """Traced on ``shape`` one row and one column short (the same blocks, some threads past the edge of
+    C): a sentence when the threads of a block pass different numbers of barriers, else None."""
+    M, N, K = shape
+    try:
+        tr = trace_gemm(kernel, (M - 1, N - 1, K), grid, block)
+    except Exception:  # noqa: BLE001 - the shapes above already say what is wrong
+        return None
+    uneven = tr.uneven_barriers()
+    if not uneven:
+        return None
+    where, counts = uneven[0]
+    few, many = min(counts), max(counts)
+    skipped = counts[few]
+    who = ", ".join(str(t[:2]) for t in skipped[:2]) + (f" and {len(skipped) - 2} others" if len(skipped) > 2 else "")
+    return (f"Barriers skipped: traced at M, N = {M - 1}, {N - 1}, threads {who} of block {where[:2]} passed "
+            f"{few} cuda.syncthreads(), the others {many}. A barrier inside an `if` that some threads skip (or "
+            f"after a `return`) lets them run ahead and refill a tile while others still read it; on a GPU such "
+            f"a barrier is undefined. Keep every barrier outside the `if`s: put them around the loads and the "
+            f"store of C only.")
 
 
 def _gemm_shapes(report: Report, fn: Callable, shapes: Sequence[Shape]) -> tuple[bool | None, list]:

@@ -86,7 +86,7 @@ class _FlatKernelPuzzle(Puzzle):
         note = None if right else _stride_note(failures)
         if note:
             report.add(note, 4)
-        report.solved = bool(right) and _source_notes(report, kernel, launched.args)
+        report.solved = bool(right) and _source_notes(report, kernel, launched.args) and _stores_once(report, kernel)
         if report.solved:
             report.add("Solved: right on every shape.", 0)
         elif right:
@@ -95,6 +95,33 @@ class _FlatKernelPuzzle(Puzzle):
 
     def solution(self):
         return learn.show_source(self.reference)
+
+
+def _stores_once(report: Report, kernel) -> bool:
+    """Traced on one small launch (3 x 5 x 8): each element of C stored once, as the course's kernel
+    does; else a note (a store inside the loop over K writes C at every step) and False."""
+    import numpy as np  # noqa: PLC0415
+
+    from course_lib.instruments import trace_kernel  # noqa: PLC0415
+
+    M, N, K = 3, 5, 8
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(n).astype(np.float32) for n in (M * K, K * N)] + [np.zeros(M * N, np.float32)]
+    try:
+        tr = trace_kernel(kernel, (1, 1), (naive.BLOCK_X, naive.BLOCK_Y), *args, M, N, K, names=("A", "B", "C"))
+    except Exception:  # noqa: BLE001 - it ran right on every shape: say nothing more
+        return True
+    stores: dict[tuple, int] = {}
+    for acc in tr.accesses:
+        if acc.array == "C" and acc.kind == "store":
+            stores[acc.index] = stores.get(acc.index, 0) + 1
+    most = max(stores.values(), default=1)
+    if most > 1:
+        report.add(f"Not solved yet: traced at M, N, K = {M}, {N}, {K}, an element of C is stored {most} times. "
+                   f"A store inside the loop over K writes C at every step; keep the sum in a register and store "
+                   f"it once, after the loop.")
+        return False
+    return True
 
 
 article_port_fix = _FlatKernelPuzzle(title="Your fixed port", reference=article_port_fixed_kernel)
@@ -109,9 +136,12 @@ def _port_is_right(shape) -> bool:
 
 
 def _letters(answer):
-    """The shapes' letters as a set, in either case: {"A", "b"}, ["a", "b"] and "ab" are all {"a", "b"}."""
-    if isinstance(answer, (list, tuple, set, frozenset, str)):
-        return {x.lower() if isinstance(x, str) else x for x in answer}
+    """The shapes' letters as a set, in either case: {"A", "b"}, ["a", "b"], "ab" and "a, b" are all
+    {"a", "b"} (in a string, commas and spaces separate letters)."""
+    if isinstance(answer, str):
+        return {x.lower() for x in answer if not x.isspace() and x not in ",;"}
+    if isinstance(answer, (list, tuple, set, frozenset)):
+        return {x.strip().lower() if isinstance(x, str) else x for x in answer}
     return answer
 
 

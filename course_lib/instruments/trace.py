@@ -145,6 +145,15 @@ class Trace:
     block: tuple[int, int, int]
     arrays: dict[str, dict]  # name -> {'space', 'shape', 'dtype', 'itemsize'}
     accesses: list[Access] = field(default_factory=list)
+    barriers: dict[tuple, int] = field(default_factory=dict)  # (block, thread) -> cuda.syncthreads() passed
+
+    def uneven_barriers(self) -> list[tuple[tuple[int, int, int], dict[int, list[tuple[int, int, int]]]]]:
+        """The blocks whose threads passed different numbers of ``cuda.syncthreads()`` (a barrier
+        inside an ``if`` some threads skip, or after a ``return``), each with its threads by count."""
+        by_block: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+        for (block, thread), n in sorted(self.barriers.items(), key=lambda kv: (kv[0][0][::-1], kv[0][1][::-1])):
+            by_block[block][n].append(thread)
+        return [(block, dict(counts)) for block, counts in by_block.items() if len(counts) > 1]
 
     def thread_accesses(self, block=(0, 0, 0), thread=(0, 0, 0)) -> list[Access]:
         """One thread's accesses in the order it made them."""
@@ -290,6 +299,10 @@ class _Recorder:
     def accesses(self) -> list[Access]:
         return [Access._make(r) for r in self.raw]
 
+    def barriers_passed(self) -> dict[tuple, int]:
+        """(block, thread) -> the barriers it passed, for every thread that made an access."""
+        return {(who[0], who[1]): self.epoch[t] for t, who in self.who.items()}
+
 
 class _TracedArray(NamedArray):
     """A NumPy array (or a view of one) that reports every element read or written."""
@@ -433,7 +446,8 @@ def trace_kernel(kernel, grid, block, *args, names: tuple[str, ...] | None = Non
         raise ValueError(f"a block has at most 1024 threads, got {block}")
     arrays: dict[str, dict] = {}
     rec = _Recorder(block, arrays)
-    labels = list(names) if names is not None else _param_names(py_func, len(args))
+    labels = _param_names(py_func, len(args))
+    labels[:len(names or ())] = names or ()  # ``names`` may label only the first arguments
     traced = []
     for label, a in zip(labels, args):
         host = getattr(a, "_ary", a)  # a simulator device array wraps its NumPy array
@@ -445,4 +459,4 @@ def trace_kernel(kernel, grid, block, *args, names: tuple[str, ...] | None = Non
     with patches.tracing(rec):
         sim[grid, block](*traced)
     name = getattr(py_func, "__name__", "kernel")
-    return Trace(name, grid, block, arrays, rec.accesses())
+    return Trace(name, grid, block, arrays, rec.accesses(), rec.barriers_passed())
