@@ -105,8 +105,8 @@ def test_naive_puzzle_finds_a_missing_store(capsys):
 def test_naive_puzzle_finds_a_k_loop_that_stops_at_64(capsys):
     wrong = _variant(NAIVE, "k", ("for kk in range(K):", "for kk in range(min(K, 64)):"))
     ok, out = _check(naive.naive_kernel, wrong, capsys)
-    assert not ok and "right on 8 of 10 shapes" in out and "(17, 3, 70):" in out and "(2, 7, 133):" in out
-    assert "Only the shapes with the longest K are wrong (K = 70, 133; right up to K = 40)" in out
+    assert not ok and "right on 8 of 10 shapes" in out and "(17, 3, 70):" in out and "(2, 7, 300):" in out
+    assert "Only the shapes with the longest K are wrong (K = 70, 300; right up to K = 40)" in out
     assert "the sum over K is incomplete" in out
 
 
@@ -183,6 +183,12 @@ def test_every_course_numba_kernel_is_float32_throughout():
                (k03.coarsened_2x2_kernel, (m, m, m))]
     for kernel, args in kernels:
         assert float64_locals(kernel, args) == [], kernel
+
+
+def test_naive_puzzle_refuses_a_k_loop_capped_at_a_constant(capsys):
+    # a fresh tester's sidestep: a cap above every K the shapes had (133) passed
+    ok, out = _check(naive.naive_kernel, _variant(NAIVE, "k", ("range(K)", "range(min(K, 256))")), capsys)
+    assert not ok and "(2, 7, 300):" in out and "Solved" not in out
 
 
 def test_naive_puzzle_finds_a_sum_that_starts_again_inside_the_loop(capsys):
@@ -316,7 +322,7 @@ def test_tiled_puzzle_finds_a_k_loop_that_stops_early(capsys, cap):
     wrong = _variant(TILED, "k", ("for k0 in range(0, K, TILE):", f"for k0 in range(0, {cap}, TILE):"))
     ok, out = _check(shared_memory_tiling.tiled_kernel, wrong, capsys)
     assert not ok and "right on 8 of 10 shapes" in out
-    assert "Only the shapes with the longest K are wrong (K = 70, 133; right up to K = 40)" in out
+    assert "Only the shapes with the longest K are wrong (K = 70, 300; right up to K = 40)" in out
 
 
 def test_tiled_puzzle_names_threads_that_return_before_a_barrier(capsys):
@@ -522,7 +528,7 @@ def test_coarsened_puzzle_finds_outputs_one_row_apart(capsys):
 def test_coarsened_puzzle_finds_a_k_loop_that_stops_after_two_tiles(capsys):
     wrong = _variant(COARSE, "k", ("for k0 in range(0, K, T):", "for k0 in range(0, min(K, 64), T):"))
     ok, out = _check(thread_coarsening.coarsened_kernel, wrong, capsys)
-    assert not ok and "Only the shapes with the longest K are wrong (K = 70, 133; right up to K = 40)" in out
+    assert not ok and "Only the shapes with the longest K are wrong (K = 70, 300; right up to K = 40)" in out
 
 
 def test_coarsened_puzzle_names_a_tile_slot_not_zero_filled(capsys):

@@ -27,10 +27,11 @@ from course_lib.learn import Verdict
 
 # The shapes a puzzle's kernel is checked on: check's own awkward ones (1 x 1 x 1, sizes off every
 # tile, one row, one column, K = 1) and a few more - a whole number of blocks, a grid wider than tall,
-# and a long K on a thin C (cheap on the simulator: one or two blocks): K = 70 and 133 span 5 and 9
-# tiles of 16 (3 and 5 of 32), so a K loop that stops early - at 64, after three or four tiles - fails.
+# and a long K on a thin C (cheap on the simulator: one or two blocks): K = 70 and 300 span 5 and 19
+# tiles of 16 (3 and 10 of 32), so a K loop that stops early - at 64, after three or four tiles, or at
+# a cap such as min(K, 256) - fails.
 PUZZLE_SHAPES = ((1, 1, 1), (3, 5, 7), (33, 17, 40), (1, 45, 19), (37, 1, 21), (9, 11, 1), (16, 32, 16), (20, 50, 3),
-                 (17, 3, 70), (2, 7, 133))
+                 (17, 3, 70), (2, 7, 300))
 
 naive_kernel = NumbaGemmPuzzle(
     title="Your naive kernel",
