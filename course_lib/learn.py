@@ -146,11 +146,20 @@ def fmt(x: Any) -> str:
     return repr(x)
 
 
+def close_to(answer: float, value: float, rel_tol: float) -> bool:
+    """Whether the number ``answer`` lies within ``rel_tol`` of ``value``, measured from ``value`` (as a
+    message's "within 15 %" reads; math.isclose measures from the larger of the two); with no
+    tolerance, equal up to 1e-12."""
+    if not rel_tol:
+        return abs(answer - value) <= 1e-12
+    return abs(answer - value) <= rel_tol * abs(value)
+
+
 def _matches(answer: Any, value: Any, rel_tol: float) -> bool:
     """Whether ``answer`` is ``value``: numbers within ``rel_tol``, anything else by equality."""
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (answer, value))
     if numeric:
-        return math.isclose(answer, value, rel_tol=rel_tol, abs_tol=0.0 if rel_tol else 1e-12)
+        return close_to(answer, value, rel_tol)
     try:
         return bool(answer == value)
     except Exception:  # noqa: BLE001 - an answer of another kind is simply not this one
@@ -235,6 +244,9 @@ def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0,
     meaning = next((m for value, m in wrong if _matches(answer, value, rel_tol)), None)
     if meaning is not None:
         say(f"{what}: {fmt(answer)} is not it: {meaning}")
+    elif fmt(answer) == fmt(expected):  # it prints as the answer but is not it: say so, not "not it yet"
+        say(f"{what}: {answer!r} is not it: it prints as {fmt(answer)} but is not exactly that; the answer is "
+            f"exact, so work it out without rounding.")
     else:
         counts = f" (answers within {rel_tol:.0%} of it count)" if within else ""
         say(f"{what}: {fmt(answer)} is not it yet{counts}." + (f" Hint: {hint}" if hint else ""))

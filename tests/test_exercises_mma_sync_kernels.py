@@ -164,3 +164,9 @@ def _revealed(puzzle) -> str:
     box.button.click()
     return "".join(str(o.get("data", {}).get("text/plain", "")) + str(o.get("data", {}).get("text/html", ""))
                    for o in box.output.outputs)
+
+
+def test_ldmatrix_rows_returned_as_a_numpy_array_are_read_as_the_pair(capsys):
+    # a fresh learner's right answer, refused with "returns array([0, 0]): ... two whole numbers"
+    assert ex.ldmatrix_a.check(lambda lane: np.array(ex.stage1_a_row(lane)))
+    assert "array(" not in capsys.readouterr().out

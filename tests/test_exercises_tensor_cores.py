@@ -521,3 +521,51 @@ def _revealed(puzzle) -> str:
     box.button.click()
     return "".join(str(o.get("data", {}).get("text/plain", "")) + str(o.get("data", {}).get("text/html", ""))
                    for o in box.output.outputs)
+
+
+# ---- a fresh adversarial learner's findings (06-08) ---------------------------------------------
+
+def _said(capsys) -> str:
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_a_map_returned_as_a_numpy_array_is_read_as_its_pair(capsys):
+    import numpy as np  # noqa: PLC0415
+
+    assert ex_tc.a_fragment.check(lambda r, c: np.array(ex_tc.a_owner(r, c)))
+    assert ex_hopper.swizzle.check(lambda r, c: np.array([ex_hopper.swizzle_offset(r, c)])[0])
+    assert ex_tc.b_owner.check(np.array(ex_tc._owner("B", *ex_tc.B_ELEMENT)))
+    wrong = lambda r, c: np.array(ex_tc.a_owner(c, r))  # noqa: E731 - rows and columns swapped
+    assert not ex_tc.a_fragment.check(wrong)
+    assert "array(" not in _said(capsys)
+
+
+def test_an_answer_typed_as_text_is_told_to_drop_the_quotes(capsys):
+    lane, i = ex_tc._owner("B", *ex_tc.B_ELEMENT)
+    assert not ex_tc.b_owner.check(f"({lane}, {i})")
+    assert f"is text: write it without the quotes, ({lane}, {i})" in _said(capsys)
+
+
+def test_a_number_tolerance_is_measured_from_the_answer(capsys):
+    want = ex_tc.bf16_ridge.expected()
+    assert ex_tc.bf16_ridge.check(want * 1.149) and ex_tc.bf16_ridge.check(want * 0.851)
+    assert not ex_tc.bf16_ridge.check(want * 1.16)  # math.isclose, from the larger, let 17 % above pass
+    assert not ex_tc.bf16_ridge.check(want * 0.84)
+
+
+def test_a_value_that_prints_as_the_answer_but_is_not_it_says_so(capsys):
+    want = ex_hopper.swizzled_offset.expected()
+    assert not ex_hopper.swizzled_offset.check(want + 1e-7)
+    assert "prints as" in _said(capsys)
+
+
+def test_an_lbo_that_is_no_multiple_of_16_is_told_so(capsys):
+    right = ex_hopper.right_lbo()
+    assert not ex_hopper.box_lbo.check(right + 1)
+    out = _said(capsys)
+    assert "units of 16 bytes" in out and "0 of 4096 elements" not in out
+
+
+def test_a_swizzle_that_divides_into_floats_gets_the_floor_division_hint(capsys):
+    assert not ex_hopper.swizzle.check(lambda r, c: 128 * r + 16 * ((2 * c / 16) ^ (r % 8)) + 2 * c % 16)
+    assert "// keeps whole numbers" in _said(capsys)

@@ -22,7 +22,6 @@ top to bottom whatever you entered.
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -81,6 +80,11 @@ class Question:
                 return Verdict(False)
             ok = [self._part(k, answer[k], v) for k, v in want.items()]
             return Verdict(all(ok))
+        if isinstance(answer, str) and not isinstance(want, str):
+            spelled = _literal(answer)
+            if spelled is not None and not isinstance(spelled, str):
+                say(f"{self.what}: {answer!r} is text: write it without the quotes, {answer.strip()}")
+                return Verdict(False)
         wrong = [(v(want) if callable(v) else v, meaning) for v, meaning in self.wrong]
         return learn.check_answer(answer, want, what=self.what, rel_tol=self.rel_tol, hint=self.hint, wrong=wrong)
 
@@ -95,6 +99,16 @@ class Question:
                 return False
             answer = value
         return bool(learn.check_answer(answer, want, what=what, rel_tol=self.rel_tol, hint=self.hint))
+
+
+def _literal(text: str) -> Any:
+    """What Python would read ``text`` as when typed without quotes (a number, a tuple...), or None."""
+    import ast  # noqa: PLC0415
+
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
 
 
 def as_number(answer: Any) -> int | float | None:
@@ -159,8 +173,7 @@ class NumberQuestion(Question):
             return Verdict(False)
         if self.wrong_when and not (self.accepts is not None and self.accepts(value)):
             want = self.expected()
-            right = isinstance(want, numbers.Real) and math.isclose(value, want, rel_tol=self.rel_tol,
-                                                                     abs_tol=0.0 if self.rel_tol else 1e-12)
+            right = isinstance(want, numbers.Real) and learn.close_to(value, want, self.rel_tol)
             if not right:
                 meaning = next((m for test, m in self.wrong_when if test(value, want)), None)
                 if meaning is not None:
@@ -288,14 +301,26 @@ def call_on_every_case(title: str, fn: Callable, cases: Sequence[tuple], where: 
     got = {}
     for case in cases:
         try:
-            got[case] = fn(*case)
+            got[case] = plain_result(fn(*case))
         except Exception as e:  # noqa: BLE001 - a learner's function may raise anything
-            say(f"{title}: your function raised {type(e).__name__} {where(case)}: {e}")
+            floats = (" (a / gives a float in Python; // keeps whole numbers, as C++'s / on ints)"
+                      if isinstance(e, TypeError) and "'float'" in str(e) else "")
+            say(f"{title}: your function raised {type(e).__name__} {where(case)}: {e}{floats}")
             return None
     if all(v is None for v in got.values()):
         say(f"{title}: not solved yet: your function returns None — fill in the TODO lines.")
         return None
     return got
+
+
+def plain_result(value: Any) -> Any:
+    """A learner's function's result as the course's models give theirs: a numpy array or a tensor of
+    several elements as a tuple of them ((0, 0), not array([0, 0])); anything else as it is (one
+    element stays a number to be read by :func:`as_number`)."""
+    size = value.numel() if callable(getattr(value, "numel", None)) else getattr(value, "size", None)
+    if getattr(value, "ndim", 0) and isinstance(size, int) and size > 1 and callable(getattr(value, "tolist", None)):
+        return tuple(value.tolist())
+    return value
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from course_lib.exercises import FunctionPuzzle, NumberQuestion, as_number
+from course_lib.exercises import FunctionPuzzle, NumberQuestion, as_number, plain_result
 from course_lib.kernels import tensor_cores as tc
 from course_lib.learn import Verdict, say
 from course_lib.model import layout
@@ -99,7 +99,7 @@ def _first_wrong_row(fn, reference) -> int | None:
     for r in range(BOX_ROWS):
         for c in range(BOX_COLS):
             try:
-                mine = fn(r, c)
+                mine = plain_result(fn(r, c))
                 if mine is None:  # the starter: the check above has told it to fill in the TODO lines
                     return None
                 if mine != reference(r, c):
@@ -197,7 +197,11 @@ class _LboQuestion(NumberQuestion):
         verdict = super().check(answer)
         lbo = as_number(answer)
         if not verdict and lbo is not None and lbo == int(lbo) and 0 <= lbo < 1 << 18:
-            say(f"  with LBO = {int(lbo)}: {lbo_mismatches(int(lbo))} of 4096 elements read from the wrong place")
+            if int(lbo) % 16:  # the descriptor holds LBO >> 4: the low four bits are lost
+                say(f"  a descriptor holds LBO in units of 16 bytes (LBO >> 4), so {int(lbo)} cannot be written "
+                    f"in one: the answer is a multiple of 16.")
+            else:
+                say(f"  with LBO = {int(lbo)}: {lbo_mismatches(int(lbo))} of 4096 elements read from the wrong place")
         return verdict
 
 

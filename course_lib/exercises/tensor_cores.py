@@ -11,7 +11,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable
 
-from course_lib.exercises import FunctionPuzzle, NumberQuestion, Question, recorded_copy_gbs, recorded_ridge
+from course_lib.exercises import (
+    FunctionPuzzle,
+    NumberQuestion,
+    Question,
+    plain_result,
+    recorded_copy_gbs,
+    recorded_ridge,
+)
 from course_lib.model.fragments import fragment_map
 
 
@@ -144,7 +151,7 @@ def _b_i(k, n):
 
 b_owner = Question(
     what="(lane, element) of B[11][6]",
-    normalize=lambda answer: tuple(answer) if isinstance(answer, list) else answer,
+    normalize=lambda answer: tuple(answer) if isinstance(answer, list) else plain_result(answer),
     expected=lambda: _owner("B", *B_ELEMENT),
     hint="the column is g; the row 11 = 2t + (i % 2) + 8 * (i // 2) gives t and i; the lane is 4g + t",
     wrong=[
