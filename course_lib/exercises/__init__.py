@@ -435,17 +435,26 @@ class _Launches:
         return run
 
 
-def _barrier_under_if(kernel) -> bool:
-    """Whether the kernel's source has a cuda.syncthreads() inside an ``if`` (cheap: read, not run)."""
+def source_tree(kernel):
+    """The parsed source (``ast.Module``) of a learner's kernel or function: a numba kernel's Python
+    function, a Triton kernel's, or the function itself; None where the source cannot be read."""
     import ast  # noqa: PLC0415
     import inspect  # noqa: PLC0415
     import textwrap  # noqa: PLC0415
 
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(kernel, "py_func", None) or kernel)))
+        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
-        return False
-    return any(isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "syncthreads"
+        return None
+
+
+def _barrier_under_if(kernel) -> bool:
+    """Whether the kernel's source has a cuda.syncthreads() inside an ``if`` (cheap: read, not run)."""
+    import ast  # noqa: PLC0415
+
+    tree = source_tree(kernel)
+    return tree is not None and any(isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "syncthreads"
                for branch in ast.walk(tree) if isinstance(branch, ast.If) for n in ast.walk(branch))
 
 
@@ -676,15 +685,11 @@ def _source_notes(report: Report, kernel, args: Sequence | None = None) -> bool:
     (:mod:`course_lib.instruments.numba_types`); where that cannot be run, a sum started as ``0.0`` in
     the source. True if nothing stops the kernel from compiling as meant."""
     import ast  # noqa: PLC0415
-    import inspect  # noqa: PLC0415
-    import textwrap  # noqa: PLC0415
 
     from course_lib.instruments.numba_types import float64_locals  # noqa: PLC0415
 
-    fn = getattr(kernel, "py_func", None) or kernel
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
+    tree = source_tree(kernel)
+    if tree is None:
         return True
     compiles = True
     for node in ast.walk(tree):

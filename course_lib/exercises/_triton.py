@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -33,7 +32,7 @@ import numpy as np
 import torch
 
 from course_lib import backend, dtypes, learn
-from course_lib.exercises import Puzzle, Report, _first_line, nothing_yet
+from course_lib.exercises import Puzzle, Report, _first_line, nothing_yet, source_tree
 from course_lib.instruments import guard
 from course_lib.learn import Verdict
 
@@ -495,7 +494,7 @@ def _rounding_note(kernel, failures: dict, errors: dict) -> str | None:
 
 def _narrow_types(kernel) -> set[str]:
     """The 16-bit float types a kernel's source names (tl.float16, tl.bfloat16, ...)."""
-    tree = _source_tree(kernel)
+    tree = source_tree(kernel)
     names = {"float16", "bfloat16", "fp16", "bf16", "half"}
     if tree is None:
         return set()
@@ -514,13 +513,6 @@ def _unwrap(v: Any) -> Any:
     """The value a ``tl.constexpr`` holds; anything else as it is."""
     return v.value if type(v).__name__ == "constexpr" else v
 
-
-def _source_tree(kernel) -> ast.Module | None:
-    fn = getattr(kernel, "fn", kernel)
-    try:
-        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -592,7 +584,7 @@ def dot_precisions(kernel, *, _bound: dict | None = None, _depth: int = 0) -> li
     be read."""
     from triton.runtime.jit import KernelInterface  # noqa: PLC0415 - Triton loads after the backend choice
 
-    tree = _source_tree(kernel)
+    tree = source_tree(kernel)
     if tree is None:
         return None
     fn = getattr(kernel, "fn", kernel)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from numba import cuda, float32
 
-from course_lib.exercises import NumbaGemmPuzzle, NumberQuestion, trace_gemm
+from course_lib.exercises import NumbaGemmPuzzle, NumberQuestion, source_tree, trace_gemm
 from course_lib.exercises.naive import PUZZLE_SHAPES
 from course_lib.kernels import shared_memory_tiling as tiling
 from course_lib.learn import Verdict, say
@@ -70,9 +70,7 @@ def _b_tile_shape(kernel) -> tuple[int, ...] | None:
     the kernel's global names (TILE, PADDED) and sums or products of them (a learner's TILE + 1).
     None where the source cannot be read or the shape is made of anything else."""
     import ast  # noqa: PLC0415
-    import inspect  # noqa: PLC0415
     import operator  # noqa: PLC0415
-    import textwrap  # noqa: PLC0415
 
     fn = getattr(kernel, "py_func", None) or kernel
     names = getattr(fn, "__globals__", {})
@@ -88,9 +86,8 @@ def _b_tile_shape(kernel) -> tuple[int, ...] | None:
             return None if left is None or right is None else ops[type(node.op)](left, right)
         return None
 
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
+    tree = source_tree(kernel)
+    if tree is None:
         return None
     for node in ast.walk(tree):
         if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "b_tile" for t in node.targets)
