@@ -9,7 +9,8 @@
   (``fp8_matmul_blockscaled``: pointer loads and tensor descriptors) and of the per-tensor kernel
   (``fp8_matmul``, descriptors on and off); per row, the per-tensor sweep's three best at the shape
   and the default. Tiles 64x128, 128x128, 128x64, 64x256, 128x256, 256x128 (at M <= DECODE_M the
-  64-row ones, and 64x64, 64x32), 4 and 8 warps, 4 stages; then 3 and 5 stages for the three best
+  64-row ones, and 64x64, 64x32), 4 and 8 warps, pointer loads, descriptors, and descriptors with
+  one program per SM walking the tiles (``persistent``, since 2026-12-05), 4 stages; then 3 and 5 stages for the three best
   where K is longer than SHORT_K. Left out before timing: configurations whose pipeline does not fit
   227 KB of shared memory, or whose fp32 accumulators need more registers per thread than
   ``MAX_ACCUMULATOR_PER_THREAD`` (where ptxas spills). Each configuration is checked against float64
@@ -118,8 +119,8 @@ def first_round(kind: str, shape) -> list[Fp8Config]:
     M, N, K = shape
     tiles = TILES if M > DECODE_M else tuple(t for t in TILES if t[0] == 64) + DECODE_TILES
     stages = max(2, min(FIRST_STAGES, triton.cdiv(K, BLOCK_K)))
-    out = [Fp8Config(bm, bn, BLOCK_K, num_warps=w, num_stages=stages, descriptors=d)
-           for bm, bn in tiles for w in WARPS for d in (False, True)]
+    out = [Fp8Config(bm, bn, BLOCK_K, num_warps=w, num_stages=stages, descriptors=d, persistent=p)
+           for bm, bn in tiles for w in WARPS for d, p in ((False, False), (True, False), (True, True))]
     return list(dict.fromkeys([c for c in out if fits(c, kind)] + [default_config(kind, shape)]))
 
 

@@ -188,6 +188,12 @@ def fast_launch(dtype: str, cfg, shape: tuple[int, int, int], aligned: bool) -> 
     return launches
 
 
+def persistent(cfg) -> dict:
+    """The descriptor kernels' PERSISTENT constexpr where the configuration walks the tiles (Fp8Config
+    has had ``persistent`` since 2026-12-05; a kernel of an older tree has no such parameter)."""
+    return {"PERSISTENT": True} if getattr(cfg, "persistent", False) else {}
+
+
 def fp8_launch(scaling: str, shape: tuple[int, int, int]) -> tuple:
     """(kernel name, args, meta, config label) that ``fp8_matmul`` (one scale per tensor or per row) or
     ``fp8_matmul_blockscaled`` launches at ``shape`` with its default configuration (A M x K and W
@@ -215,14 +221,15 @@ def fp8_launch(scaling: str, shape: tuple[int, int, int]) -> tuple:
         label = f"{cfg.block_m}x{cfg.block_n} w{cfg.num_warps} s{cfg.num_stages}"
         if cfg.descriptors and K % 16 == 0 and N % 8 == 0:
             return ("fp8_blockscaled_tma_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, kb, kb],
-                    common | dict(BLOCK_K=128), f"{label} k128 tma")
+                    common | dict(BLOCK_K=128) | persistent(cfg), f"{label} k128 tma")
         return ("fp8_blockscaled_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, 1, kb, kb],
                 common | dict(BLOCK_K=128), f"{label} k128")
     per_row = int(scaling == "row")  # the scales' stride: 1 per row, 0 per tensor
     meta = common | dict(BLOCK_K=cfg.block_k, MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc)
     label += f" k{cfg.block_k}"
     if cfg.descriptors and K % 16 == 0 and N % 8 == 0:  # every row of A, W (e4m3) and C (bf16) 16-byte aligned
-        return "fp8_matmul_tma_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, per_row, per_row], meta, label + " tma"
+        return ("fp8_matmul_tma_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, per_row, per_row], meta | persistent(cfg),
+                label + " tma")
     return "fp8_matmul_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, 1, per_row, per_row], meta, label
 
 

@@ -323,6 +323,33 @@ def test_the_block_scaled_kernel_passes_check(config):
                       [(1, 8, 16), (37, 129, 257), (130, 300, 520)], scaling="block")
 
 
+@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
+def test_a_persistent_config_walks_every_tile_and_gives_the_same_bits(scaling):
+    """Fp8Config(persistent=True): fewer programs than tiles (on the CPU, CPU_PERSISTENT_PROGRAMS), each
+    walking tiles pid, pid + P, ...; every tile once, so C is bit for bit the one-program-per-tile C
+    (the same sums per tile), C poisoned first. Shapes that cut the tiles and the K blocks, and one
+    with fewer tiles than programs. Without descriptors there is no persistent kernel: refused."""
+    from course_lib.kernels.coalescing_and_triton import fast_fp8
+    from course_lib.kernels.coalescing_and_triton.fast_configs import CPU_PERSISTENT_PROGRAMS
+
+    fn = fast_fp8.fp8_matmul_blockscaled if scaling == "block" else fp8_matmul
+    one_each = Fp8Config(32, 64, 128, descriptors=True)
+    walking = dataclasses.replace(one_each, persistent=True)
+    for M, N, K in ((150, 200, 384), (40, 64, 256)):
+        qa, qw = fp8.fp8_inputs(M, N, K, scaling, seed=M)
+        with guarded():
+            expected = fn(qa, qw, one_each)
+            got = fn(qa, qw, walking)
+        plan = fn.plans.get(fp8.fp8_plan_key(qa, qw, walking))
+        tiles = -(-M // 32) * -(-N // 64)
+        assert plan.kernel.grid == (min(tiles, CPU_PERSISTENT_PROGRAMS),) and plan.kernel.meta["PERSISTENT"]
+        assert torch.equal(got, expected), f"{M} x {N} x {K}"
+        assert relative_error(got, exact(qa, qw)) < TOLERANCE
+    correctness.check(lambda a, w: fn(a, w, walking), "e4m3", [(37, 136, 264)], scaling=scaling)
+    with pytest.raises(ValueError, match="persistent=True needs descriptors=True"):
+        Fp8Config(32, 64, 128, persistent=True)
+
+
 def test_the_block_scaled_kernel_applies_every_blocks_scale():
     """One K-block's scale of A replaced by another's: the product is off by far."""
     from course_lib.kernels.coalescing_and_triton.fast_fp8 import fp8_matmul_blockscaled
@@ -531,6 +558,8 @@ class _Jit:
 @pytest.mark.parametrize("scaling, config", [
     ("tensor", Fp8Config(32, 64, 64)), ("row", Fp8Config(32, 64, 64, descriptors=True, fast_accumulation=True)),
     ("block", Fp8Config(32, 64, 128)), ("block", Fp8Config(16, 256, 128, descriptors=True)),
+    ("tensor", Fp8Config(32, 64, 64, descriptors=True, persistent=True)),
+    ("block", Fp8Config(16, 64, 128, descriptors=True, persistent=True)),
 ], ids=lambda x: getattr(x, "label", x))
 def test_later_launches_go_through_the_compiled_kernel_with_every_parameter_in_order(monkeypatch, scaling, config):
     """Where Triton's JIT returns a compiled kernel (a GPU), the plan launches it directly from the

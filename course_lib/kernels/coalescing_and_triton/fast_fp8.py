@@ -46,6 +46,7 @@ from course_lib.fp8 import BLOCK_SCALES, Quantized, check_gemm_operands, fp8_pla
 from course_lib.gemm import LaunchPlans, new_output
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, ensure_allocator, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast import grouped_tile
+from course_lib.kernels.coalescing_and_triton.fast_configs import CPU_PERSISTENT_PROGRAMS
 from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import Fp8Config, fp8_blockscaled_config, fp8_config
 from course_lib.kernels.coalescing_and_triton.fast_launch import KernelLaunch
 
@@ -126,17 +127,34 @@ def fp8_matmul_tma_kernel(
     stride_am, stride_wn, stride_cm, stride_sa, stride_sw,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr,
+    MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False,
 ):
     """fp8_matmul_kernel with A and W read through tensor descriptors (TMA on Hopper): one copy per
     tile and K-slice, the edges zero-filled by the copy engine instead of masks; C stored through
-    one too (clipped at C's edges)."""
+    one too (clipped at C's edges). ``PERSISTENT``: one program per SM walks tiles pid, pid + P,
+    pid + 2P, ... of the grouped order (P programs), the tile loop and the K loop made one
+    (flatten=True), so that the next tile's loads can start while this one is stored, as in
+    :func:`.fast.persistent_matmul_kernel`; otherwise one program per tile."""
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
     w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
+    if PERSISTENT:
+        num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+        for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
+            _fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
+                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND)
+    else:
+        _fp8_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa,
+                      stride_sw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND)
 
+
+@triton.jit
+def _fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                  MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr):
+    """fp8_matmul_tma_kernel's work for one tile of C, the ``tile``-th in grouped order."""
     # ---- which tile ---------------------------------------------------------------------------------
-    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     row0, col0 = pid_m * BLOCK_M, pid_n * BLOCK_N
 
     # ---- mainloop -----------------------------------------------------------------------------------
@@ -230,15 +248,30 @@ def fp8_blockscaled_tma_kernel(
     stride_am, stride_wn, stride_cm, stride_sam, stride_swn,
     # Meta-parameters (BLOCK_K is the scales' block along K: 128)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    ROUND_BF16_BY_HAND: tl.constexpr,
+    ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False,
 ):
     """fp8_blockscaled_kernel with A and W read, and C written, through tensor descriptors (TMA on
-    Hopper), as fp8_matmul_tma_kernel reads them; the scales through pointers."""
+    Hopper), as fp8_matmul_tma_kernel reads them (and, ``PERSISTENT``, walks the tiles as it
+    does); the scales through pointers."""
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
     w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
+    if PERSISTENT:
+        num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+        for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
+            _blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam,
+                                  stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND)
+    else:
+        _blockscaled_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K,
+                              stride_sam, stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND)
 
-    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+
+@triton.jit
+def _blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam, stride_swn,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                          ROUND_BF16_BY_HAND: tl.constexpr):
+    """fp8_blockscaled_tma_kernel's work for one tile of C, the ``tile``-th in grouped order."""
+    pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     row0, col0 = pid_m * BLOCK_M, pid_n * BLOCK_N
     rows = row0 + tl.arange(0, BLOCK_M)
     sa_ptrs = scale_a_ptr + rows * stride_sam
@@ -262,8 +295,9 @@ class Fp8Plan:
     """One FP8 kernel and configuration, decided for operands of one key (:func:`fp8_plan_key`) and
     launched into ``c``; ``plan(qa, qw)`` launches it again, into a new C, on operands of that key.
 
-    Decided once: the kernel, its grid, and every argument but the tensors (sizes, strides,
-    constexprs), launched again without Triton's JIT on a GPU (:class:`.fast_launch.KernelLaunch`).
+    Decided once: the kernel, its grid (one program per tile; with the constexpr ``PERSISTENT``, one
+    per SM), and every argument but the tensors (sizes, strides, constexprs), launched again without
+    Triton's JIT on a GPU (:class:`.fast_launch.KernelLaunch`).
     ``rest`` is the kernel's arguments after the five tensors, where "sa rows" and "sw rows" stand for
     the row strides of the scales as the kernel gets them. Scales that are fp32 and contiguous go to
     the kernel as they are; others are converted on every call (their values may change between
@@ -276,7 +310,11 @@ class Fp8Plan:
         self.M, self.N, self.device, self.cfg, self.flatten = c.shape[0], c.shape[1], c.device, cfg, flatten
         self.convert_a, self.convert_w = (not (q.scales.dtype == torch.float32 and q.scales.is_contiguous())
                                           for q in (qa, qw))
-        grid = (triton.cdiv(self.M, cfg.block_m) * triton.cdiv(self.N, cfg.block_n),)
+        tiles = triton.cdiv(self.M, cfg.block_m) * triton.cdiv(self.N, cfg.block_n)
+        if constexprs.get("PERSISTENT"):  # one program per SM (on the CPU: as the bf16 kernels' persistent launch)
+            grid = (min(tiles, backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS),)
+        else:
+            grid = (tiles,)
         meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m, **constexprs,
                     ROUND_BF16_BY_HAND=not backend.get().is_gpu, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
         sa, sw = self.scales(qa, qw)
@@ -339,7 +377,7 @@ def _checked_scales(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
     if cfg.descriptors and _descriptors_fit(qa, qw, c):
         ensure_allocator()
         rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), int(rows_a), int(rows_w))
-        return c, Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc)
+        return c, Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc, PERSISTENT=cfg.persistent)
     rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), int(rows_a), int(rows_w))
     return c, Fp8Plan(fp8_matmul_kernel, qa, qw, c, rest, cfg, True, **acc)
 
@@ -356,7 +394,7 @@ def _checked_blocks(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
     if cfg.descriptors and _descriptors_fit(qa, qw, c):
         ensure_allocator()
         rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), "sa rows", "sw rows")
-        return c, Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False)
+        return c, Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False, PERSISTENT=cfg.persistent)
     rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), "sa rows", "sw rows")
     return c, Fp8Plan(fp8_blockscaled_kernel, qa, qw, c, rest, cfg, False)
 

@@ -32,6 +32,8 @@ class Fp8Config:
     block-scaled kernels promote every slice whatever this says.
     ``descriptors``: read A and W (and write C) through tensor descriptors (TMA) where every matrix
     allows them (16-byte rows), with pointers otherwise.
+    ``persistent``: one program per SM walks the tiles (the descriptor kernels only: where the
+    descriptors do not fit, the pointer kernel runs one program per tile).
     """
 
     block_m: int
@@ -42,6 +44,7 @@ class Fp8Config:
     num_stages: int = 4
     fast_accumulation: bool = False
     descriptors: bool = False
+    persistent: bool = False
 
     def __post_init__(self) -> None:
         for name, least in (("block_m", 16), ("block_n", 16), ("block_k", 32)):
@@ -51,6 +54,9 @@ class Fp8Config:
                 raise ValueError(f"Fp8Config: {name} must be a power of two >= {least}, not {v}")
         if self.group_m < 1:
             raise ValueError(f"Fp8Config: group_m is a number of tile rows >= 1, not {self.group_m}")
+        if self.persistent and not self.descriptors:
+            raise ValueError("Fp8Config: persistent=True needs descriptors=True (only the kernels that read "
+                             "through tensor descriptors walk the tiles)")
 
     @property
     def max_num_imprecise_acc(self) -> int | None:
@@ -60,7 +66,8 @@ class Fp8Config:
     @property
     def label(self) -> str:
         """e.g. "64x128x128 g8 w4 s4 tma": tile, group, warps, stages and what is not the default."""
-        extra = (" fast" if self.fast_accumulation else "") + (" tma" if self.descriptors else "")
+        extra = ((" fast" if self.fast_accumulation else "") + (" tma" if self.descriptors else "")
+                 + (" persistent" if self.persistent else ""))
         return f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} w{self.num_warps} s{self.num_stages}{extra}"
 
 
