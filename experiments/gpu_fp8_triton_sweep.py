@@ -95,8 +95,11 @@ DO_BENCH = dict(warmup=5, rep=25, return_mode="median")  # ms of warm-up and of 
 # ---- the candidates ---------------------------------------------------------------------------------
 def shared_bytes(cfg: Fp8Config) -> int:
     """Shared memory of the pipeline: ``num_stages`` K-slices of A's and W's tiles, one byte per
-    element (what Triton reported for every configuration compiled, to within 64 bytes)."""
-    return cfg.num_stages * (cfg.block_m + cfg.block_n) * cfg.block_k
+    element (what Triton reported for every configuration compiled, to within 64 bytes); a persistent
+    configuration also stages its bf16 tile of C there for the store (compiled for sm_90a on
+    2026-12-05: 16,384 to 66,560 bytes more, the tile's 2 bytes per element plus at most 1 KB)."""
+    pipeline = cfg.num_stages * (cfg.block_m + cfg.block_n) * cfg.block_k
+    return pipeline + (cfg.block_m * cfg.block_n * 2 + 1024 if cfg.persistent else 0)
 
 
 def accumulator_per_thread(cfg: Fp8Config) -> int:
