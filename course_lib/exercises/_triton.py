@@ -272,6 +272,7 @@ class TritonPuzzle(Puzzle):
     reveal: Any = None
     layouts: Callable[[Any], dict] | None = None
     launch_options: Callable[[Any], dict] | None = None
+    precision: str | None = None  # what every tl.dot of the kernel must ask for, as TritonGemmPuzzle's
 
     def check(self, kernel) -> Verdict:
         if nothing_yet(self.title, kernel, "kernel"):
@@ -291,18 +292,27 @@ class TritonPuzzle(Puzzle):
                        "lines.")
             return report.show()
         wrong = [case for case in cases if results[case]]
+        precision = precision_notes(kernel, self.precision, "this puzzle") if self.precision else []
+        if not wrong and precision:
+            report.add(f"right on all {len(cases)} {self.unit}")
+            for note in precision:
+                report.add(note)
+            report.add("Right on every case here, but not solved yet: see the note above.", 0)
+            return report.show()
         if not wrong:
             names = [*self.inputs(cases[0], torch.Generator().manual_seed(SEED)), self.output]
             report.add(f"Solved: right on all {len(cases)} {self.unit}, and nothing was read or written "
                        f"outside {', '.join(names[:-1])} and {names[-1]}.", 0)
             report.solved = True
             return report.show()
-        note = _diagnose(self.diagnoses, results)
+        note = _bf16_on_the_interpreter(kernel) or _diagnose(self.diagnoses, results)
         if note:  # the likely cause first: the list of cases below it can be long
             report.add(note)
         report.add(f"right on {len(cases) - len(wrong)} of {len(cases)} {self.unit}; wrong on these:")
         for case in wrong:
             report.add(f"{self.show(case)}: {results[case].text}", 4)
+        for note in precision:
+            report.add(note)
         return report.show()
 
     def _run(self, kernel, case, seed: int) -> CaseResult:
@@ -406,7 +416,9 @@ class TritonGemmPuzzle(Puzzle):
                        "holds the NaN it was filled with). Fill in the TODO lines.")
             return report.show()
         if wrong:
-            if not any(failures[case].undefined_loads for case in wrong):  # that note says it all
+            if bf16 := _bf16_on_the_interpreter(kernel):
+                report.add(bf16)
+            elif not any(failures[case].undefined_loads for case in wrong):  # that note says it all
                 note = _diagnose(self.diagnoses, failures)
                 if not note and not precision:  # a tl.dot in TF32 errs like this on a GPU: said below
                     note = _rounding_note(kernel, failures, errors)
@@ -492,6 +504,19 @@ def _rounding_note(kernel, failures: dict, errors: dict) -> str | None:
             "or bf16 inputs or sums; on a GPU also TF32 inside tl.dot)." + where)
 
 
+def _bf16_on_the_interpreter(kernel) -> str | None:
+    """On the CPU backend, a note for a kernel that names tl.bfloat16: Triton's interpreter computes
+    with NumPy, which has no bfloat16, and a tl.dot on bf16 blocks gives numbers far off (1e8 and more
+    where the answer is near 1, seen with Triton 3.7.1's interpreter), which read like wrong indexing.
+    None on a GPU, or where the kernel names no bf16."""
+    if backend.get().is_gpu or "tl.bfloat16" not in _narrow_types(kernel):
+        return None
+    return ("Your kernel names tl.bfloat16. Triton's interpreter on this CPU has no bf16 arithmetic (it "
+            "computes with NumPy, which has no such type), so what it gives for bf16 blocks is far off "
+            "and says nothing about your indexing; on a GPU bf16 would keep 8 bits of each input, far "
+            "coarser than fp32. Keep the loaded blocks and acc in tl.float32.")
+
+
 def _narrow_types(kernel) -> set[str]:
     """The 16-bit float types a kernel's source names (tl.float16, tl.bfloat16, ...)."""
     tree = source_tree(kernel)
@@ -569,8 +594,8 @@ def _asked_precision(call: ast.Call, scope: _Scope) -> tuple[str | None, str]:
                 return None, name
             given[name] = _unwrap(v)
     precision, allow = given.get("input_precision"), given.get("allow_tf32")
-    if precision is not None:
-        return (precision if isinstance(precision, str) else None), "input_precision"
+    if precision is not None:  # Triton reads the name in any case ("IEEE" is "ieee")
+        return (precision.lower() if isinstance(precision, str) else None), "input_precision"
     if allow is not None:
         return ("tf32" if allow else "ieee"), "allow_tf32"
     return _DEFAULT_PRECISION, "default"
@@ -616,9 +641,9 @@ _PRECISION_WORDS = {
 }
 
 
-def precision_notes(kernel, want: str = "ieee") -> list[str]:
+def precision_notes(kernel, want: str = "ieee", what: str = "this GEMM") -> list[str]:
     """What a GPU would do with the kernel's ``tl.dot`` calls that do not ask for ``want``, one note
-    per kind of call; [] if every call asks for it (or there is none)."""
+    per kind of call; [] if every call asks for it (or there is none). ``what`` must be exact."""
     calls = dot_precisions(kernel)
     if calls is None:
         return [f"(The check could not read your kernel's source, so it cannot tell whether tl.dot "
@@ -626,7 +651,7 @@ def precision_notes(kernel, want: str = "ieee") -> list[str]:
     cpu = "" if backend.get().is_gpu else (
         " Triton's interpreter multiplies in full fp32 whatever tl.dot is asked, so on this CPU the "
         "results cannot show it; on a GPU they would.")
-    fix = f'Write input_precision="{want}" in the call: exact fp32, which this GEMM must compute.'
+    fix = f'Write input_precision="{want}" in the call: exact fp32, which {what} must compute.'
     tolerance = f"{dtypes.FP32.tolerance:.0e}".replace("e-0", "e-")
     notes = []
     for call, precision, how in calls:

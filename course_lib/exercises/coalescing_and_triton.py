@@ -90,7 +90,7 @@ vector_add = TritonPuzzle(
             lambda case: case.n % case.block != 0,
             f"Every size it gets wrong is not a multiple of BLOCK (mostly {VECTOR_PUZZLE_BLOCK}): the last "
             "program's block hangs over the end of the vectors, and only a mask on the loads and the "
-            "store keeps it inside."),
+            "store (and on any tl.atomic_ call) keeps it inside."),
         fails_only_where(
             lambda case: case.n > case.block,
             f"Only sizes of more than one block (BLOCK = {VECTOR_PUZZLE_BLOCK}, or the larger block named) "
@@ -212,6 +212,7 @@ column_sums = TritonPuzzle(
     show=_show_sums_case,
     unit="shapes",
     layouts=lambda case: {"x": case.layout} if case.layout else {},
+    precision="ieee",  # a tl.dot of a tile with ones sums it too: in TF32 by default on a GPU
     diagnoses=[
         fails_only_where(
             lambda s: s.other_tile,
@@ -239,7 +240,7 @@ column_sums = TritonPuzzle(
             lambda s: s.C % s.block_c != 0,
             f"Every shape it gets wrong has a column count C that is not a multiple of BLOCK_C (mostly "
             f"{COLUMN_SUMS_BLOCK_C}): the last program's columns hang over the end of x's rows and of out, "
-            "and the masks of the loads and of the store must cut them at C."),
+            "and the masks of the loads and of the store (and of any tl.atomic_ call) must cut them at C."),
         fails_only_where(
             lambda s: s.C > s.block_c,
             f"Only matrices of more than one block of columns (BLOCK_C = {COLUMN_SUMS_BLOCK_C}, or the tile "

@@ -12,12 +12,13 @@ Each patch, once installed, stays installed and does nothing unless an instrumen
 guard of a ``course_lib.check`` run (:func:`course_lib.instruments.guard.active`) or a trace
 (:func:`tracing`).
 
-1. :data:`TRITON_INTERPRETER` patches ``triton.runtime.interpreter.InterpreterBuilder.create_masked_load``
-   and ``.create_masked_store``. Why: every load and store of a kernel run by the interpreter passes
-   through them; while a guard is active they tell it the addresses of the active lanes (so a read
+1. :data:`TRITON_INTERPRETER` patches ``triton.runtime.interpreter.InterpreterBuilder.create_masked_load``,
+   ``.create_masked_store``, ``.create_atomic_rmw`` and ``.create_atomic_cas``. Why: every load, store
+   and atomic of a kernel run by the interpreter passes through them; while a guard is active they tell it the addresses of the active lanes (so a read
    past an array is named even when the value is never used), and a masked load without ``other=``
    gets NaN in its masked-off elements (Triton leaves them undefined). Relies on their parameters
-   ``(self, ptrs, mask, other, ...)`` and ``(self, ptrs, value, mask, ...)``, on
+   ``(self, ptrs, mask, other, ...)``, ``(self, ptrs, value, mask, ...)``, ``(self, rmwOp, ptr, val,
+   mask, ...)`` and ``(self, ptr, cmp, val, ...)``, on
    ``interpreter._get_np_dtype`` and on ``interpreter.TensorHandle(data, dtype)``. Applied by
    ``guard.guarded()`` on the CPU backend. Checked against Triton 3.7.1 (``requirements-lock.txt``);
    the interpreter runs only on the CPU backend, so the H200's Triton 3.6.0 never applies it.
@@ -151,6 +152,8 @@ def _triton_problems() -> list[str]:
         name = f"{where}.InterpreterBuilder"
         _expect(problems, builder, name, "create_masked_load", ("self", "ptrs", "mask", "other"))
         _expect(problems, builder, name, "create_masked_store", ("self", "ptrs", "value", "mask"))
+        _expect(problems, builder, name, "create_atomic_rmw", ("self", "rmwOp", "ptr", "val", "mask"))
+        _expect(problems, builder, name, "create_atomic_cas", ("self", "ptr", "cmp", "val"))
     _expect(problems, interpreter, where, "_get_np_dtype")
     handle = getattr(interpreter, "TensorHandle", None)
     if handle is None:
@@ -196,10 +199,28 @@ def _install_triton() -> None:
 
     builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
 
+    # Atomics read and write: each active lane's address is noted as a write (tl.atomic_add and the
+    # other read-modify-write operations take a mask; tl.atomic_cas has none, every lane is active).
+    rmw, cas = builder.create_atomic_rmw, builder.create_atomic_cas
+
+    def create_atomic_rmw(self, rmwOp, ptr, val, mask, *args, **kwargs):
+        g = current.active()
+        if g is not None:
+            g.note(_active_lanes(ptr, mask), "write")
+        return rmw(self, rmwOp, ptr, val, mask, *args, **kwargs)
+
+    def create_atomic_cas(self, ptr, cmp, val, *args, **kwargs):
+        g = current.active()
+        if g is not None:
+            g.note(np.asarray(ptr.data).reshape(-1), "write")
+        return cas(self, ptr, cmp, val, *args, **kwargs)
+
+    builder.create_atomic_rmw, builder.create_atomic_cas = create_atomic_rmw, create_atomic_cas
+
 
 TRITON_INTERPRETER = Patch(
     "TRITON_INTERPRETER",
-    "triton.runtime.interpreter.InterpreterBuilder.create_masked_load and .create_masked_store",
+    "triton.runtime.interpreter.InterpreterBuilder.create_masked_load, .create_masked_store and the atomics",
     "Triton 3.7.1 (requirements-lock.txt; only the CPU backend runs the interpreter)",
     _triton_problems, _install_triton,
 )
