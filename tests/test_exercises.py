@@ -148,6 +148,41 @@ def test_naive_puzzle_refuses_a_sum_numba_computes_in_float64(capsys, old, new):
     assert not ok and "Not solved yet: numba computes `acc` in float64 here" in out and "Solved" not in out
 
 
+def test_a_float64_sum_inside_a_device_function_is_found_too(capsys):
+    """numba's types of the learner's device functions are read as the kernel's are."""
+    text = """
+@cuda.jit(device=True)
+def dot(a, b, row, col, K):
+    s = 0.0
+    for kk in range(K):
+        s += a[row, kk] * b[kk, col]
+    return s
+
+@cuda.jit
+def k(a, b, c):
+    col, row = cuda.grid(2)
+    M, K = a.shape
+    N = b.shape[1]
+    if row < M and col < N:
+        c[row, col] = dot(a, b, row, col, K)
+"""
+    ok, out = _check(naive.naive_kernel, _kernel(text, "k"), capsys)
+    assert not ok and "numba computes `s (in dot)` in float64" in out and "Solved" not in out
+    ok, out = _check(naive.naive_kernel, _kernel(text.replace("s = 0.0", "s = float32(0.0)"), "k"), capsys)
+    assert ok, out
+
+
+def test_where_numba_cannot_type_the_kernel_a_sum_started_as_a_python_number_is_still_named(capsys):
+    """Indices read through `cuda.threadIdx` itself have no stand-in, so the types cannot be had; the
+    source then names a sum started as any Python number, `acc = 0` as well as `acc = 0.0`."""
+    aliased = _variant(NAIVE, "k", ("col, row = cuda.grid(2)",
+                                    "t, bl, d = cuda.threadIdx, cuda.blockIdx, cuda.blockDim\n"
+                                    "    col, row = bl.x * d.x + t.x, bl.y * d.y + t.y"),
+                       ("acc = float32(0.0)", "acc = 0"))
+    ok, out = _check(naive.naive_kernel, aliased, capsys)
+    assert not ok and "numba computes `acc` in float64" in out and "Solved" not in out
+
+
 def test_port_fix_puzzle_refuses_a_store_inside_the_loop(capsys):
     wrong = _variant(PORT_FIXED, "k", ("            acc += A[row * K + kk] * B[kk * N + col]\n        C[row * N + col] = acc\n",
                                        "            acc += A[row * K + kk] * B[kk * N + col]\n            C[row * N + col] = acc\n"))
@@ -427,6 +462,30 @@ UNTRANSPOSED = [
 def test_transposed_tile_puzzle_refuses_the_tile_stored_untransposed(capsys, edits):
     ok, out = _check(shared_memory_tiling.transposed_b, _variant(TILED, "k", *edits), capsys)
     assert not ok and "the tile of B is no longer stored transposed" in out and "Solved" not in out
+
+
+# Both values read into registers first, then stored in either order (a fresh adversarial learner's
+# pair, 2026-12-05): the tile of B is found by how the multiply-adds read it, not by the store that
+# follows a load of B, so the order of the loads and stores decides nothing.
+REGISTERS = (("        a_tile[ty, tx] = a[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)\n"
+              "        b_tile[ty, tx] = b[k0 + ty, col] if k0 + ty < K and col < N else float32(0.0)\n",
+              "        bv = b[k0 + ty, col] if k0 + ty < K and col < N else float32(0.0)\n"
+              "        av = a[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)\n"
+              "        b_tile[ty, tx] = bv\n        a_tile[ty, tx] = av\n"),)
+
+
+def test_transposed_tile_puzzle_reads_the_tile_of_b_whatever_the_order_of_loads_and_stores(capsys):
+    ok, out = _check(shared_memory_tiling.transposed_b, _variant(TILED, "k", *REGISTERS), capsys)
+    assert not ok and "the tile of B is no longer stored transposed" in out and "Solved" not in out
+    right = _variant(TRANSPOSED, "k", ("b_tile = cuda.shared.array((TILE, TILE), float32)",
+                                       "b_tile = cuda.shared.array((TILE, 17), float32)"),
+                     ("        a_tile[ty, tx] = a[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)\n"
+                      "        b_tile[tx, ty] = b[k0 + ty, col] if k0 + ty < K and col < N else float32(0.0)\n",
+                      "        bv = b[k0 + ty, col] if k0 + ty < K and col < N else float32(0.0)\n"
+                      "        av = a[row, k0 + tx] if row < M and k0 + tx < K else float32(0.0)\n"
+                      "        a_tile[ty, tx] = av\n        b_tile[tx, ty] = bv\n"))
+    ok, out = _check(shared_memory_tiling.transposed_b, right, capsys)
+    assert ok and "Solved" in out
 
 
 def test_transposed_tile_puzzle_accepts_a_flat_padded_transposed_tile(capsys):

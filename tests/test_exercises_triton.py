@@ -1170,3 +1170,80 @@ def test_a_gemm_with_one_block_name_for_another_is_refused(capsys):
     assert not ok
     assert f"Right when BLOCK_M = BLOCK_N = BLOCK_K = {ex04.GEMM_PUZZLE_BLOCK}, wrong where the launch makes them differ" in out
     assert "launched with BLOCK_M, BLOCK_N, BLOCK_K = 32, 16, 64" in out
+
+
+# ==== wrong answers a fresh adversarial learner found (2026-12-05) =================================
+@triton.jit
+def _add_atomic_unmasked(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+    tl.atomic_add(out_ptr + offsets, tl.load(y_ptr + offsets, mask=mask, other=0.0))  # no mask: past out
+
+
+@triton.jit
+def _add_with_break(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    for i in range(0, 4):
+        if i > 0:
+            break  # the interpreter runs it; Triton's compiler has no break
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+                 mask=mask)
+
+
+@triton.jit
+def _sums_acc_python_float(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr,
+                           BLOCK_C: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = 0.0  # a float, then a block: the compiler refuses the change of type in the loop
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        acc += tl.sum(tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0),
+                      axis=0)
+    tl.store(out_ptr + cols, acc, mask=cols < C)
+
+
+@triton.jit
+def _sums_by_dot(x_ptr, out_ptr, R, C, stride_xr, stride_xc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = tl.zeros((16, BLOCK_C), dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+        rows = r0 + tl.arange(0, BLOCK_R)
+        mask = (rows[:, None] < R) & (cols[None, :] < C)
+        tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :] * stride_xc, mask=mask, other=0.0)
+        acc = tl.dot(tl.full((16, BLOCK_R), 1.0, tl.float32), tile, acc)  # TF32 on a GPU
+    tl.store(out_ptr + cols, tl.sum(acc, axis=0) / 16, mask=cols < C)
+
+
+def test_an_unmasked_atomic_past_out_is_seen(capsys):
+    ok, out = _run(capsys, ex04.vector_add, _add_atomic_unmasked)
+    assert not ok and "past the end of out" in out and "tl.atomic_" in out
+
+
+def test_what_the_interpreter_runs_but_a_gpu_compiler_refuses_is_not_solved(capsys):
+    """The interpreter runs `break` and an accumulator that turns from a float into a block; the
+    check gives the kernel to Triton's compiler front end and says what it refuses. The course's own
+    column sums (tl.sum, a @triton.jit function of the language) still pass after those ran."""
+    ok, out = _run(capsys, ex04.vector_add, _add_with_break)
+    assert not ok and "right on all" in out and "Break" in out and "no break in a kernel" in out
+    ok, out = _run(capsys, ex04.column_sums, _sums_acc_python_float)
+    assert not ok and "Loop-carried variable acc" in out and "tl.zeros" in out
+    ok, out = _run(capsys, ex04.column_sums, ex04.column_sums_kernel)
+    assert ok, out
+
+
+def test_column_sums_by_a_dot_must_ask_for_exact_fp32(capsys):
+    ok, out = _run(capsys, ex04.column_sums, _sums_by_dot)
+    assert not ok and "TF32" in out and 'input_precision="ieee"' in out and "this puzzle must compute" in out
+
+
+def test_input_precision_is_read_in_any_case_as_triton_reads_it():
+    @triton.jit
+    def k(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
+        r = tl.arange(0, N)
+        a = tl.load(a_ptr + r[:, None] * N + r[None, :])
+        tl.store(c_ptr + r[:, None] * N + r[None, :], tl.dot(a, a, input_precision="IEEE"))
+
+    assert [p for _, p, _ in dot_precisions(k)] == ["ieee"]

@@ -718,7 +718,8 @@ def _source_notes(report: Report, kernel, args: Sequence | None = None) -> bool:
 
 def _started_as_float(tree) -> list[str]:
     """Local variables that a sum accumulates in (``acc += ...`` or ``acc = acc + ...``) and that
-    start as the Python float 0.0: read from the source, where numba's types cannot be had."""
+    start as a Python number (``0.0``, ``0``, ``float(0)``): read from the source, where numba's types
+    cannot be had."""
     import ast  # noqa: PLC0415
 
     summed = {n.target.id for n in ast.walk(tree)
@@ -729,6 +730,13 @@ def _started_as_float(tree) -> list[str]:
                and any(isinstance(x, ast.Name) and x.id == t.id for x in ast.walk(n.value))}
     # Only a local variable that is then summed into: `c[row, col] = 0.0` stores into C, whose
     # elements are float32 whatever Python value is stored.
+    # A Python number, int or float (`acc = 0`, `0.0`, `float(0)`), is float64 once a float32 term is added.
+    def python_number(v) -> bool:
+        if isinstance(v, ast.Constant):
+            return type(v.value) in (int, float)
+        return (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("float", "int")
+                and all(isinstance(x, ast.Constant) for x in v.args))
+
     return [t.id for n in ast.walk(tree)
-            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, float)
-            and n.value.value == 0.0 for t in n.targets if isinstance(t, ast.Name) and t.id in summed]
+            if isinstance(n, ast.Assign) and python_number(n.value)
+            for t in n.targets if isinstance(t, ast.Name) and t.id in summed]

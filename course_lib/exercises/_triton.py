@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
@@ -32,6 +33,7 @@ import numpy as np
 import torch
 
 from course_lib import backend, dtypes, learn
+from course_lib.instruments import patches
 from course_lib.exercises import Puzzle, Report, _first_line, nothing_yet, source_tree
 from course_lib.instruments import guard
 from course_lib.learn import Verdict
@@ -280,9 +282,10 @@ class TritonPuzzle(Puzzle):
         cases = list(self.cases)
         report = Report(f"{self.title}, checked on {len(cases)} {self.unit} you have not seen:")
         results = {}
+        recorded = _FirstLaunch(kernel)
         for i, case in enumerate(cases):
             try:
-                results[case] = self._run(kernel, case, SEED + i)
+                results[case] = self._run(recorded, case, SEED + i)
             except _DidNotRun as e:
                 report.add(_did_not_run(self.show(case), e))
                 return report.show()
@@ -293,6 +296,11 @@ class TritonPuzzle(Puzzle):
             return report.show()
         wrong = [case for case in cases if results[case]]
         precision = precision_notes(kernel, self.precision, "this puzzle") if self.precision else []
+        if not wrong and (refused := gpu_compile_problem(recorded)):
+            report.add(f"right on all {len(cases)} {self.unit}")
+            report.add(refused)
+            report.add("Right on every case here, but not solved yet: see the note above.", 0)
+            return report.show()
         if not wrong and precision:
             report.add(f"right on all {len(cases)} {self.unit}")
             for note in precision:
@@ -403,14 +411,17 @@ class TritonGemmPuzzle(Puzzle):
         cases = [GemmCase(*c) for c in self.cases]
         report = Report(f"{self.title}, checked on {len(cases)} shapes and layouts you have not seen:")
         failures, errors = {}, {}
+        recorded = _FirstLaunch(kernel)
         for i, case in enumerate(cases):
             try:
-                failures[case], errors[case] = self._run(kernel, case, SEED + i)
+                failures[case], errors[case] = self._run(recorded, case, SEED + i)
             except _DidNotRun as e:
                 report.add(_did_not_run(str(case), e))
                 return report.show()
         wrong = [case for case in cases if failures[case] is not None]
         precision = precision_notes(kernel, self.precision) if self.precision else []
+        if not wrong and (refused := gpu_compile_problem(recorded)):
+            precision = [refused, *precision]
         if len(wrong) == len(cases) and all(failures[case].untouched for case in cases):
             report.add("Not solved yet: on every shape C was never written (every element still "
                        "holds the NaN it was filled with). Fill in the TODO lines.")
@@ -524,6 +535,133 @@ def _narrow_types(kernel) -> set[str]:
     if tree is None:
         return set()
     return {f"tl.{node.attr}" for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in names}
+
+
+# ---- what a GPU's Triton makes of the kernel ------------------------------------------------------
+# Triton's interpreter (the CPU backend) runs a kernel's body as Python, so it also runs what Triton's
+# compiler refuses: `break`, a host function such as triton.cdiv inside the kernel, a variable that
+# changes type in a loop (acc = 0.0, then acc += a block). On the CPU backend a check therefore also
+# gives the kernel, with the arguments of its first launch, to the compiler's front end (Python to
+# Triton IR, for sm_90; what Triton's JIT does first on a GPU; milliseconds, no GPU needed).
+class _FirstLaunch:
+    """A kernel that remembers the arguments of its first launch ``kernel[grid](*args, **kwargs)``;
+    everything else is the kernel's."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel, self.launched = kernel, None
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+    def __getitem__(self, grid):
+        launch = self.kernel[grid]
+
+        def run(*args, **kwargs):
+            if self.launched is None:
+                self.launched = (args, kwargs)
+            return launch(*args, **kwargs)
+
+        return run
+
+
+def _jit_copy(kernel, memo: dict):
+    """A ``JITFunction`` of an interpreted kernel's Python function, with the interpreted ``@triton.jit``
+    functions its globals name made JIT functions alike (the interpreter leaves no JIT function to
+    compile)."""
+    import types  # noqa: PLC0415
+
+    from triton.runtime.interpreter import InterpretedFunction  # noqa: PLC0415
+    from triton.runtime.jit import JITFunction  # noqa: PLC0415
+
+    fn = kernel.fn
+    if id(fn) in memo:
+        return memo[id(fn)]
+    names = dict(fn.__globals__)
+    copy = types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__, copy.__annotations__ = fn.__kwdefaults__, dict(fn.__annotations__)
+    copy.__module__, copy.__qualname__, copy.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
+    memo[id(fn)] = jit = JITFunction(copy)
+    for name, value in list(names.items()):
+        if isinstance(value, InterpretedFunction):
+            names[name] = _jit_copy(value, memo)
+    return jit
+
+
+@contextlib.contextmanager
+def _language_jit_functions():
+    """Within this block the @triton.jit functions of triton.language (tl.sum, tl.cdiv, ...), which
+    the interpreter made interpreted functions at import, are JIT functions, as the compiler needs."""
+    import triton.language as tl  # noqa: PLC0415
+    from triton.runtime.interpreter import InterpretedFunction  # noqa: PLC0415
+
+    memo: dict = {}
+    undo = []
+    try:
+        for module in (tl, tl.standard, tl.core, tl.math):
+            for name, value in list(vars(module).items()):
+                if isinstance(value, InterpretedFunction):
+                    undo.append((module, name, value))
+                    setattr(module, name, _jit_copy(value, memo))
+        yield
+    finally:
+        for module, name, value in reversed(undo):
+            setattr(module, name, value)
+
+
+# What the front end's message means for a learner, by a piece of its text.
+_COMPILER_HINTS = (
+    ("_semantic", "A kernel may call only tl.* functions and @triton.jit functions: a plain Python "
+                  "function runs on the host, not in a kernel."),
+    ("Break", "Triton has no break in a kernel: give the loop the bound it needs (range(start, stop, "
+              "step)), or mask what lies past it."),
+    ("Loop-carried variable", "A variable changes type in the loop: start it as the block it becomes, "
+                              "e.g. acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32), not acc = 0.0."),
+)
+
+
+def gpu_compile_problem(recorded: _FirstLaunch) -> str | None:
+    """On the CPU backend, why Triton's compiler front end (for sm_90) refuses the kernel as it was
+    first launched, or None: on a GPU (its JIT compiled the kernel already), where the kernel was
+    never launched through ``kernel[grid]``, where it is no interpreted Triton kernel, or where the
+    front end accepts it. Its own failures (the machinery, not the kernel) give None."""
+    from triton.runtime.interpreter import InterpretedFunction  # noqa: PLC0415
+
+    if backend.get().is_gpu or recorded.launched is None or not isinstance(recorded.kernel, InterpretedFunction):
+        return None
+    from triton._C.libtriton import ir  # noqa: PLC0415
+    from triton.backends.compiler import GPUTarget  # noqa: PLC0415
+    from triton.compiler import ASTSource, make_backend  # noqa: PLC0415
+    from triton.compiler.errors import CompilationError  # noqa: PLC0415
+    from triton.runtime.jit import create_function_from_signature  # noqa: PLC0415
+
+    args, kwargs = recorded.launched
+    try:  # the steps of JITFunction.run (Triton 3.6 and 3.7) up to the front end
+        fn = _jit_copy(recorded.kernel, {})
+        target = GPUTarget("cuda", 90, 32)
+        compiler = make_backend(target)
+        options = dict(kwargs) | {"debug": False}
+        bound, specialization, opts = create_function_from_signature(fn.signature, fn.params, compiler)(*args, **options)
+        opts, signature, constexprs, attrs = fn._pack_args(compiler, options, bound, specialization, opts)
+        source = ASTSource(fn, signature, constexprs, attrs)
+        context = ir.context()
+        ir.load_dialects(context)
+        compiler.load_dialects(context)
+    except Exception:  # noqa: BLE001 - the machinery's failure is no finding about the kernel
+        return None
+    try:
+        with patches.triton_language_as_imported() as as_imported, _language_jit_functions():
+            if not as_imported:  # the language may hold the interpreter's versions: no finding
+                return None
+            source.make_ir(target, opts, compiler.get_codegen_implementation(opts), compiler.get_module_map(), context)
+        return None
+    except CompilationError as e:
+        said = [line.strip() for line in str(e).splitlines() if line.strip()]
+        reason = said[-1] if said else type(e).__name__
+    except Exception as e:  # noqa: BLE001 - the front end raises others too (an assertion, a type error)
+        reason = f"{type(e).__name__}: {_first_line(str(e))}"
+    hint = next((h for key, h in _COMPILER_HINTS if key in reason), "")
+    return (f"Triton's interpreter runs your kernel as Python, and so ran it; but Triton's compiler, which "
+            f"a GPU uses, refuses it: {reason}" + (f" {hint}" if hint else ""))
 
 
 # ---- which precision tl.dot asks for --------------------------------------------------------------

@@ -101,25 +101,32 @@ def _b_tile_shape(kernel) -> tuple[int, ...] | None:
 
 def _b_tile_transposed(kernel) -> bool | None:
     """Whether the kernel stores its tile of B transposed, decided from what its threads do on one
-    block and one step of K (traced on the simulator), whatever the tile or its indices are named:
-    the tile of B is the shared array a thread stores a value into right after loading it from B, and
-    it is stored as B lies (not transposed) when threads tx and tx + 1 of one warp write neighbouring
-    elements, as they read neighbouring elements of B. None where the trace cannot run or shows no
-    such store (the check itself then says what is wrong)."""
+    block and one step of K (traced on the simulator), whatever the tiles or their indices are named
+    and in whatever order the kernel loads and stores them. The tile of B is the shared array that
+    threads tx and tx + 1 of one warp read at different places in the multiply-adds (each reads its
+    own column of B's tile; the tile of A is read at one place by a whole row of threads); it is
+    stored as B lies (not transposed) when threads tx and tx + 1 write neighbouring elements of it,
+    as they read neighbouring elements of B. None where the trace cannot run or shows no such tile
+    (the check itself then says what is wrong)."""
     try:
         tr = trace_gemm(kernel, (TILE, TILE, TILE), (1, 1), (TILE, TILE))
     except Exception:  # noqa: BLE001 - the check runs the kernel again and reports it
         return None
-    last: dict[tuple, object] = {}  # thread -> its previous access
-    written: dict[tuple, int] = {}  # (warp, ty, tx, instance) -> byte offset of its store into B's tile
-    for acc in sorted(tr.accesses, key=lambda x: (x.thread, x.seq)):
-        before = last.get(acc.thread)
-        last[acc.thread] = acc
-        if (acc.space == "shared" and acc.kind == "store" and before is not None and before.space == "global"
-                and before.array == "B" and before.kind == "load"):
-            written[(acc.warp, acc.thread[1], acc.thread[0], acc.instance)] = acc.byte_offset // acc.itemsize
-    pairs = [(here, written[(w, ty, tx + 1, i)]) for (w, ty, tx, i), here in written.items()
-             if (w, ty, tx + 1, i) in written]
+
+    def by_thread(kind: str) -> dict[tuple, int]:  # (array, warp, ty, tx, instance) -> element offset
+        return {(a.array, a.warp, a.thread[1], a.thread[0], a.instance): a.byte_offset // a.itemsize
+                for a in tr.accesses if a.space == "shared" and a.kind == kind}
+
+    def neighbours(seen: dict[tuple, int], array: str) -> list[tuple[int, int]]:  # (tx's, tx + 1's)
+        return [(here, seen[(name, w, ty, tx + 1, i)]) for (name, w, ty, tx, i), here in seen.items()
+                if name == array and (name, w, ty, tx + 1, i) in seen]
+
+    loads, stores = by_thread("load"), by_thread("store")
+    b_tiles = [name for name in {key[0] for key in loads}
+               if any(here != there for here, there in neighbours(loads, name))]
+    if len(b_tiles) != 1:
+        return None
+    pairs = neighbours(stores, b_tiles[0])
     if not pairs:
         return None
     return not all(there - here == 1 for here, there in pairs)

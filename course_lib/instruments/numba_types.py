@@ -188,23 +188,29 @@ def _arg_type(value):
 
 
 def local_types(kernel, args) -> dict[str, set] | None:
-    """Each local variable of ``kernel`` (a numba.cuda kernel) with the numba types it takes when
-    launched with ``args`` (e.g. ``{"acc": {float32}, "row": {int64}}``; a name assigned twice may
-    take two). None where it cannot be found: no source, a cuda name without a stand-in, or numba
+    """Each local variable of ``kernel`` (a numba.cuda kernel), and of the device functions it calls
+    (named ``"s (in dot)"``), with the numba types it takes when launched with ``args`` (e.g.
+    ``{"acc": {float32}, "row": {int64}}``; a name assigned twice may take two). None where it cannot be found: no source, a cuda name without a stand-in, or numba
     refusing the kernel (its own error then reaches the learner when it runs on a GPU)."""
     fn = getattr(kernel, "py_func", None) or kernel
+    seen: dict = {}
     try:
-        copy = _compiled_copy(fn, {})
+        copy = _compiled_copy(fn, seen)
         signature = tuple(_arg_type(a) for a in args)
         copy.compile(signature)
-        typemap = copy.overloads[signature].type_annotation.typemap
+        typemaps = [("", copy.overloads[signature].type_annotation.typemap)]
+        # the learner's device functions, as the kernel's typing compiled them: "s (in dot)"
+        typemaps += [(f" (in {inner.__name__})", result.type_annotation.typemap)
+                     for inner, dispatcher in seen.items() if dispatcher is not copy
+                     for result in dispatcher.overloads.values()]
     except Exception:  # noqa: BLE001 - any failure means: not known, and the caller says nothing
         return None
     found: dict[str, set] = {}
-    for name, typ in typemap.items():
-        if name.startswith(("$", "arg.")):
-            continue
-        found.setdefault(name.split(".")[0], set()).add(typ)
+    for where, typemap in typemaps:
+        for name, typ in typemap.items():
+            if name.startswith(("$", "arg.")):
+                continue
+            found.setdefault(name.split(".")[0] + where, set()).add(typ)
     return found
 
 

@@ -226,6 +226,62 @@ TRITON_INTERPRETER = Patch(
 )
 
 
+# ---- Triton's language as imported, for its compiler ----------------------------------------------
+# Not a patch: a copy. While it runs a kernel, the interpreter replaces functions and methods of
+# triton.language (tl, tl.core, tl.math, tl.tensor, ...) with versions that compute with NumPy, and
+# puts them back after; but a @triton.jit function called from a kernel (tl.sum is one) replaces them
+# again and never puts them back (triton/runtime/interpreter.py, InterpretedFunction.__call__, Triton
+# 3.7.1). Triton's compiler, run later in the same process (course_lib.exercises._triton's front-end
+# check), then meets NumPy versions and fails on a right kernel. So the CPU backend keeps a copy of the
+# language's namespaces as imported, before any kernel ran, and the compiler runs inside
+# :func:`triton_language_as_imported`.
+_LANGUAGE_AS_IMPORTED: dict | None = None
+
+
+def _language_namespaces() -> list:
+    import triton.language as tl
+
+    return [tl, tl.core, tl.math, tl.tensor, tl.dtype, tl.core.tensor_descriptor_base]
+
+
+def keep_triton_language_as_imported() -> None:
+    """Copy triton.language's namespaces (the CPU backend calls this as it sets Triton's interpreter
+    up, before any kernel has run; later calls keep the first copy)."""
+    global _LANGUAGE_AS_IMPORTED
+    if _LANGUAGE_AS_IMPORTED is None:
+        _LANGUAGE_AS_IMPORTED = {id(ns): (ns, dict(vars(ns))) for ns in _language_namespaces()}
+
+
+@contextlib.contextmanager
+def triton_language_as_imported() -> Iterator[bool]:
+    """Within this block triton.language is as it was imported (yields True), and afterwards as it
+    was before the block; yields False, changing nothing, where no copy was kept."""
+    if _LANGUAGE_AS_IMPORTED is None:
+        yield False
+        return
+    undo = []  # (namespace, name, value or _ABSENT) to put back
+    try:
+        for ns, original in _LANGUAGE_AS_IMPORTED.values():
+            now = dict(vars(ns))
+            for name, value in original.items():
+                if now.get(name, _ABSENT) is not value:
+                    undo.append((ns, name, now.get(name, _ABSENT)))
+                    setattr(ns, name, value)
+            for name in now.keys() - original.keys():
+                undo.append((ns, name, now[name]))
+                delattr(ns, name)
+        yield True
+    finally:
+        for ns, name, value in reversed(undo):
+            if value is _ABSENT:
+                delattr(ns, name)
+            else:
+                setattr(ns, name, value)
+
+
+_ABSENT = object()
+
+
 # ---- 2. numba's simulator: shared arrays, once per block, marked NaN, with the check's ledger -------
 def _shared_arrays_problems() -> list[str]:
     from numba.cuda.simulator import kernel, kernelapi
