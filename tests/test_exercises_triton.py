@@ -1247,3 +1247,13 @@ def test_input_precision_is_read_in_any_case_as_triton_reads_it():
         tl.store(c_ptr + r[:, None] * N + r[None, :], tl.dot(a, a, input_precision="IEEE"))
 
     assert [p for _, p, _ in dot_precisions(k)] == ["ieee"]
+
+
+@pytest.mark.parametrize("wrap", [lambda p: tuple(float(v) for v in p), lambda p: torch.tensor(p, dtype=torch.float64),
+                                  lambda p: (p[0], bool(p[1])) if p[1] in (0, 1) else p],
+                         ids=["floats", "float tensor", "bool for 0 or 1"])
+def test_grouped_order_takes_integers_only(capsys, wrap):
+    """Whole floats and bools compare equal to the model's ints, but no Triton kernel indexes a tile
+    with them."""
+    ok, out = _run(capsys, ex05.grouped_order, lambda *case: wrap(schedules.grouped_order(*case)))
+    assert not ok and "tile indices are integers" in out and "//" in out

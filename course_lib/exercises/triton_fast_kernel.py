@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from course_lib import learn
 from course_lib.exercises import FunctionPuzzle, NumberQuestion, _same
@@ -76,6 +77,19 @@ def _is_pair_shaped(value) -> bool:
     return bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
 
 
+def _not_integers(value) -> bool:
+    """Whether a pair holds a float or a bool (Python's, NumPy's or a tensor's), whole or not."""
+    if hasattr(value, "dtype"):
+        kind = getattr(value.dtype, "kind", None)
+        if kind is None:  # a tensor: torch dtypes have no kind
+            return bool(value.dtype.is_floating_point or value.dtype == torch.bool)
+        return kind in "fb"
+    try:
+        return any(isinstance(x, (bool, float, np.bool_, np.floating)) for x in value)
+    except TypeError:
+        return False
+
+
 def _column_bands(pid, num_pid_m, num_pid_n, group_m):
     """Grouped order turned around: bands of group_m tile columns, walked along their rows."""
     band, within = divmod(pid, group_m * num_pid_m)
@@ -99,6 +113,7 @@ class _OrderPuzzle(FunctionPuzzle):
             def fn(*case):  # noqa: F811 - the learner's function, its pair read as two ints
                 return _as_pair(learner(*case))
 
+            values = []
             try:
                 values = [learner(*c) for c in self.cases()]
                 odds = [v for v in values if not _is_pair_shaped(v)]
@@ -109,6 +124,12 @@ class _OrderPuzzle(FunctionPuzzle):
             if not shaped:
                 say(f"{self.title}: not yet — it returned {learn.fmt(odd)}, which is not two whole numbers: "
                     f"return a tuple (pid_m, pid_n).")
+                return Verdict(False)
+            inexact = next((v for v in values if v is not None and _not_integers(v)), None)
+            if inexact is not None:
+                say(f"{self.title}: not yet — it returned {inexact!r}: tile indices are integers, "
+                    "and in a Triton kernel a float or a bool cannot index a tile. Keep the arithmetic in "
+                    "integers: // for division (/ gives a float), and no comparisons standing for 0 and 1.")
                 return Verdict(False)
         verdict = super().check(fn)
         if not verdict and fn is not None:
