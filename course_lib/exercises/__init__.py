@@ -718,25 +718,33 @@ def _source_notes(report: Report, kernel, args: Sequence | None = None) -> bool:
 
 def _started_as_float(tree) -> list[str]:
     """Local variables that a sum accumulates in (``acc += ...`` or ``acc = acc + ...``) and that
-    start as a Python number (``0.0``, ``0``, ``float(0)``): read from the source, where numba's types
-    cannot be had."""
+    start as a Python float (``0.0``, ``float(0)``), or as a Python int (``0``) where what is added
+    reads an array (an element is float32, and int + float32 is float64 in numba; a counter that
+    adds ints stays an int): read from the source, where numba's types cannot be had."""
     import ast  # noqa: PLC0415
 
-    summed = {n.target.id for n in ast.walk(tree)
-              if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name)}
-    summed |= {t.id for n in ast.walk(tree)
-               if isinstance(n, ast.Assign) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add)
-               for t in n.targets if isinstance(t, ast.Name)
-               and any(isinstance(x, ast.Name) and x.id == t.id for x in ast.walk(n.value))}
+    additions: dict[str, list] = {}  # variable -> what is added to it
+    for n in ast.walk(tree):
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Name):
+            additions.setdefault(n.target.id, []).append(n.value)
+        elif isinstance(n, ast.Assign) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add):
+            for t in n.targets:
+                if isinstance(t, ast.Name) and any(isinstance(x, ast.Name) and x.id == t.id for x in ast.walk(n.value)):
+                    additions.setdefault(t.id, []).append(n.value)
+
+    def start(v) -> type | None:  # the Python type a variable starts as: int, float, or None (not a number)
+        if isinstance(v, ast.Constant) and type(v.value) in (int, float):
+            return type(v.value)
+        if (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("float", "int")
+                and all(isinstance(x, ast.Constant) for x in v.args)):
+            return float if v.func.id == "float" else int
+        return None
+
+    def reads_an_array(name: str) -> bool:
+        return any(isinstance(x, ast.Subscript) for value in additions[name] for x in ast.walk(value))
+
     # Only a local variable that is then summed into: `c[row, col] = 0.0` stores into C, whose
     # elements are float32 whatever Python value is stored.
-    # A Python number, int or float (`acc = 0`, `0.0`, `float(0)`), is float64 once a float32 term is added.
-    def python_number(v) -> bool:
-        if isinstance(v, ast.Constant):
-            return type(v.value) in (int, float)
-        return (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("float", "int")
-                and all(isinstance(x, ast.Constant) for x in v.args))
-
-    return [t.id for n in ast.walk(tree)
-            if isinstance(n, ast.Assign) and python_number(n.value)
-            for t in n.targets if isinstance(t, ast.Name) and t.id in summed]
+    return [t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and start(n.value) is not None
+            for t in n.targets if isinstance(t, ast.Name) and t.id in additions
+            and (start(n.value) is float or reads_an_array(t.id))]
