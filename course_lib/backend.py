@@ -157,11 +157,6 @@ def _configure_cpu() -> None:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     os.environ["TRITON_INTERPRET"] = "1"
     _guard_already_imported(want_simulator=True)
-    # Before any kernel runs: what Triton's compiler needs of triton.language, which the interpreter
-    # leaves changed (course_lib.instruments.patches).
-    from course_lib.instruments import patches  # noqa: PLC0415
-
-    patches.keep_triton_language_as_imported()
     sys.setswitchinterval(_SIMULATOR_SWITCH_INTERVAL_S)
     # The simulator's events record no time and say so on every elapsed_time() call. The course
     # never times on the simulator (bench refuses), so the warning would only be noise in a notebook.

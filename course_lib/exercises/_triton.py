@@ -33,10 +33,11 @@ import numpy as np
 import torch
 
 from course_lib import backend, dtypes, learn
-from course_lib.instruments import patches
 from course_lib.exercises import Puzzle, Report, _first_line, nothing_yet, source_tree
-from course_lib.instruments import guard
+from course_lib.instruments import guard, patches
 from course_lib.learn import Verdict
+
+patches.keep_triton_language_as_imported()  # as course_lib.kernels.coalescing_and_triton.common does
 
 # {case: what was found wrong with it (a CaseResult, or a GEMM's Failure), false where it was right}
 # -> a note naming the likely mistake, or None
@@ -564,10 +565,11 @@ class _FirstLaunch:
         return run
 
 
-def _jit_copy(kernel, memo: dict):
-    """A ``JITFunction`` of an interpreted kernel's Python function, with the interpreted ``@triton.jit``
-    functions its globals name made JIT functions alike (the interpreter leaves no JIT function to
-    compile)."""
+def _jit_copy(kernel, memo: dict, modules: dict):
+    """A ``JITFunction`` of an interpreted kernel's Python function (with the options its @triton.jit
+    gave, noinline=True and the like), with the interpreted ``@triton.jit`` functions its globals name
+    made JIT functions alike (the interpreter leaves no JIT function to compile). The modules its
+    globals name (and its helpers') go into ``modules``, for :func:`_jit_functions_of`."""
     import types  # noqa: PLC0415
 
     from triton.runtime.interpreter import InterpretedFunction  # noqa: PLC0415
@@ -580,32 +582,44 @@ def _jit_copy(kernel, memo: dict):
     copy = types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__kwdefaults__, copy.__annotations__ = fn.__kwdefaults__, dict(fn.__annotations__)
     copy.__module__, copy.__qualname__, copy.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
-    memo[id(fn)] = jit = JITFunction(copy)
+    options = set(inspect.signature(JITFunction.__init__).parameters) - {"self", "fn"}
+    memo[id(fn)] = jit = JITFunction(copy, **{k: v for k, v in getattr(kernel, "kwargs", {}).items() if k in options})
     for name, value in list(names.items()):
         if isinstance(value, InterpretedFunction):
-            names[name] = _jit_copy(value, memo)
+            names[name] = _jit_copy(value, memo, modules)
+        elif inspect.ismodule(value):
+            modules[id(value)] = value
     return jit
 
 
 @contextlib.contextmanager
-def _language_jit_functions():
-    """Within this block the @triton.jit functions of triton.language (tl.sum, tl.cdiv, ...), which
-    the interpreter made interpreted functions at import, are JIT functions, as the compiler needs."""
+def _jit_functions_of(modules: dict, memo: dict):
+    """Within this block the @triton.jit functions that the interpreter made interpreted functions at
+    import are JIT functions, as the compiler needs: triton.language's (tl.sum, tl.cdiv, ...), the
+    tensor methods that call them (x.sum(axis=0)), and those of ``modules`` (a learner's helpers
+    reached as ``helpers.f``)."""
     import triton.language as tl  # noqa: PLC0415
     from triton.runtime.interpreter import InterpretedFunction  # noqa: PLC0415
 
-    memo: dict = {}
-    undo = []
+    undo = []  # (namespace or cell, name or None, value) to put back
     try:
-        for module in (tl, tl.standard, tl.core, tl.math):
+        for module in (tl, tl.standard, tl.core, tl.math, *modules.values()):
             for name, value in list(vars(module).items()):
                 if isinstance(value, InterpretedFunction):
                     undo.append((module, name, value))
-                    setattr(module, name, _jit_copy(value, memo))
+                    setattr(module, name, _jit_copy(value, memo, {}))
+        # tl.core._tensor_member_fn sets a JIT function itself as a tensor's method (x.sum), an
+        # interpreted one inside a wrapper (its closure's cell): the method becomes the JIT copy.
+        for name, method in list(vars(tl.tensor).items()):
+            inner = [c.cell_contents for c in getattr(method, "__closure__", None) or ()
+                     if isinstance(c.cell_contents, InterpretedFunction)]
+            if len(inner) == 1:
+                undo.append((tl.tensor, name, method))
+                setattr(tl.tensor, name, _jit_copy(inner[0], memo, {}))
         yield
     finally:
-        for module, name, value in reversed(undo):
-            setattr(module, name, value)
+        for where, name, value in reversed(undo):
+            setattr(where, name, value)
 
 
 # What the front end's message means for a learner, by a piece of its text.
@@ -635,8 +649,9 @@ def gpu_compile_problem(recorded: _FirstLaunch) -> str | None:
     from triton.runtime.jit import create_function_from_signature  # noqa: PLC0415
 
     args, kwargs = recorded.launched
+    memo, modules = {}, {}
     try:  # the steps of JITFunction.run (Triton 3.6 and 3.7) up to the front end
-        fn = _jit_copy(recorded.kernel, {})
+        fn = _jit_copy(recorded.kernel, memo, modules)
         target = GPUTarget("cuda", 90, 32)
         compiler = make_backend(target)
         options = dict(kwargs) | {"debug": False}
@@ -649,7 +664,7 @@ def gpu_compile_problem(recorded: _FirstLaunch) -> str | None:
     except Exception:  # noqa: BLE001 - the machinery's failure is no finding about the kernel
         return None
     try:
-        with patches.triton_language_as_imported() as as_imported, _language_jit_functions():
+        with patches.triton_language_as_imported() as as_imported, _jit_functions_of(modules, memo):
             if not as_imported:  # the language may hold the interpreter's versions: no finding
                 return None
             source.make_ir(target, opts, compiler.get_codegen_implementation(opts), compiler.get_module_map(), context)
@@ -715,6 +730,16 @@ def _scope_of(fn, tree: ast.Module, bound: dict) -> _Scope:
         positional = args.posonlyargs + args.args
         defaults = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)}
         defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        # a local name given a constant once (P: tl.constexpr = "ieee"), read like a default
+        assigned: dict[str, list] = {}
+        for node in ast.walk(defs[0]):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(getattr(node, "value", None))
+        defaults.update({name: values[0] for name, values in assigned.items()
+                         if len(values) == 1 and isinstance(values[0], ast.Constant) and name not in defaults})
     return _Scope(getattr(fn, "__globals__", {}), bound, defaults)
 
 

@@ -220,7 +220,8 @@ def _install_triton() -> None:
 
 TRITON_INTERPRETER = Patch(
     "TRITON_INTERPRETER",
-    "triton.runtime.interpreter.InterpreterBuilder.create_masked_load, .create_masked_store and the atomics",
+    "triton.runtime.interpreter.InterpreterBuilder.create_masked_load, .create_masked_store, .create_atomic_rmw "
+    "and .create_atomic_cas",
     "Triton 3.7.1 (requirements-lock.txt; only the CPU backend runs the interpreter)",
     _triton_problems, _install_triton,
 )
@@ -233,8 +234,8 @@ TRITON_INTERPRETER = Patch(
 # again and never puts them back (triton/runtime/interpreter.py, InterpretedFunction.__call__, Triton
 # 3.7.1). Triton's compiler, run later in the same process (course_lib.exercises._triton's front-end
 # check), then meets NumPy versions and fails on a right kernel. So the CPU backend keeps a copy of the
-# language's namespaces as imported, before any kernel ran, and the compiler runs inside
-# :func:`triton_language_as_imported`.
+# language's namespaces as they were imported - when the course's Triton modules are imported, which
+# is before any of their kernels runs - and the compiler runs inside :func:`triton_language_as_imported`.
 _LANGUAGE_AS_IMPORTED: dict | None = None
 
 
@@ -244,12 +245,23 @@ def _language_namespaces() -> list:
     return [tl, tl.core, tl.math, tl.tensor, tl.dtype, tl.core.tensor_descriptor_base]
 
 
+def _the_interpreters(value) -> bool:
+    """Whether ``value`` is one of the interpreter's replacements (a function of its module, bare, in a
+    functools.partial or behind a property)."""
+    fn = getattr(value, "func", value)
+    fn = getattr(fn, "fget", fn)
+    return getattr(fn, "__module__", None) == "triton.runtime.interpreter" and callable(fn) and hasattr(fn, "__code__")
+
+
 def keep_triton_language_as_imported() -> None:
-    """Copy triton.language's namespaces (the CPU backend calls this as it sets Triton's interpreter
-    up, before any kernel has run; later calls keep the first copy)."""
+    """Copy triton.language's namespaces, once (the course's Triton modules call this as they are
+    imported). A copy that already holds the interpreter's replacements (a kernel ran before) is not
+    kept: the front-end check then says nothing rather than compile against them."""
     global _LANGUAGE_AS_IMPORTED
     if _LANGUAGE_AS_IMPORTED is None:
-        _LANGUAGE_AS_IMPORTED = {id(ns): (ns, dict(vars(ns))) for ns in _language_namespaces()}
+        copy = {id(ns): (ns, dict(vars(ns))) for ns in _language_namespaces()}
+        if not any(_the_interpreters(v) for _, names in copy.values() for v in names.values()):
+            _LANGUAGE_AS_IMPORTED = copy
 
 
 @contextlib.contextmanager

@@ -141,15 +141,15 @@ def fp8_matmul_tma_kernel(
     if PERSISTENT:
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
-            _fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
+            fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
                           BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND)
     else:
-        _fp8_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa,
+        fp8_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa,
                       stride_sw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND)
 
 
 @triton.jit
-def _fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
+def fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                   MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr):
     """fp8_matmul_tma_kernel's work for one tile of C, the ``tile``-th in grouped order."""
@@ -259,15 +259,15 @@ def fp8_blockscaled_tma_kernel(
     if PERSISTENT:
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
-            _blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam,
+            blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam,
                                   stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND)
     else:
-        _blockscaled_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K,
+        blockscaled_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K,
                               stride_sam, stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND)
 
 
 @triton.jit
-def _blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam, stride_swn,
+def blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam, stride_swn,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                           ROUND_BF16_BY_HAND: tl.constexpr):
     """fp8_blockscaled_tma_kernel's work for one tile of C, the ``tile``-th in grouped order."""
