@@ -540,8 +540,8 @@ def _narrow_types(kernel) -> set[str]:
 
 # ---- what a GPU's Triton makes of the kernel ------------------------------------------------------
 # Triton's interpreter (the CPU backend) runs a kernel's body as Python, so it also runs what Triton's
-# compiler refuses: `break`, a host function such as triton.cdiv inside the kernel, a variable that
-# changes type in a loop (acc = 0.0, then acc += a block). On the CPU backend a check therefore also
+# compiler refuses: `break`, a plain Python function called inside the kernel, a variable that changes
+# type in a loop (acc = 0.0, then acc += a block), a noinline helper given a block. On the CPU backend a check therefore also
 # gives the kernel, with the arguments of its first launch, to the compiler's front end (Python to
 # Triton IR, for sm_90; what Triton's JIT does first on a GPU; milliseconds, no GPU needed).
 class _FirstLaunch:
