@@ -14,12 +14,12 @@ guard of a ``course_lib.check`` run (:func:`course_lib.instruments.guard.active`
 
 1. :data:`TRITON_INTERPRETER` patches ``triton.runtime.interpreter.InterpreterBuilder.create_masked_load``,
    ``.create_masked_store``, ``.create_atomic_rmw`` and ``.create_atomic_cas``. Why: every load, store
-   and atomic of a kernel run by the interpreter passes through them; while a guard is active they tell it the addresses of the active lanes (so a read
-   past an array is named even when the value is never used), and a masked load without ``other=``
-   gets NaN in its masked-off elements (Triton leaves them undefined). Relies on their parameters
-   ``(self, ptrs, mask, other, ...)``, ``(self, ptrs, value, mask, ...)``, ``(self, rmwOp, ptr, val,
-   mask, ...)`` and ``(self, ptr, cmp, val, ...)``, on
-   ``interpreter._get_np_dtype`` and on ``interpreter.TensorHandle(data, dtype)``. Applied by
+   and atomic of a kernel run by the interpreter passes through them; while a guard is active they
+   tell it the addresses of the active lanes (so a read past an array is named even when the value is
+   never used), and a masked load without ``other=`` gets NaN in its masked-off elements (Triton
+   leaves them undefined). Relies on their parameters ``(self, ptrs, mask, other, ...)``, ``(self,
+   ptrs, value, mask, ...)``, ``(self, rmwOp, ptr, val, mask, ...)`` and ``(self, ptr, cmp, val,
+   ...)``, on ``interpreter._get_np_dtype`` and on ``interpreter.TensorHandle(data, dtype)``. Applied by
    ``guard.guarded()`` on the CPU backend. Checked against Triton 3.7.1 (``requirements-lock.txt``);
    the interpreter runs only on the CPU backend, so the H200's Triton 3.6.0 never applies it.
 
