@@ -150,22 +150,11 @@ def test_naive_puzzle_refuses_a_sum_numba_computes_in_float64(capsys, old, new):
 
 def test_a_float64_sum_inside_a_device_function_is_found_too(capsys):
     """numba's types of the learner's device functions are read as the kernel's are."""
-    text = """
-@cuda.jit(device=True)
-def dot(a, b, row, col, K):
-    s = 0.0
-    for kk in range(K):
-        s += a[row, kk] * b[kk, col]
-    return s
-
-@cuda.jit
-def k(a, b, c):
-    col, row = cuda.grid(2)
-    M, K = a.shape
-    N = b.shape[1]
-    if row < M and col < N:
-        c[row, col] = dot(a, b, row, col, K)
-"""
+    loop = ("        acc = float32(0.0)\n        for kk in range(K):\n            acc += a[row, kk] * b[kk, col]\n"
+            "        c[row, col] = acc\n")
+    assert loop in NAIVE
+    text = ("\n@cuda.jit(device=True)\ndef dot(a, b, row, col, K):\n    s = 0.0\n    for kk in range(K):\n"
+            "        s += a[row, kk] * b[kk, col]\n    return s\n" + NAIVE.replace(loop, "        c[row, col] = dot(a, b, row, col, K)\n"))
     ok, out = _check(naive.naive_kernel, _kernel(text, "k"), capsys)
     assert not ok and "numba computes `s (in dot)` in float64" in out and "Solved" not in out
     ok, out = _check(naive.naive_kernel, _kernel(text.replace("s = 0.0", "s = float32(0.0)"), "k"), capsys)
