@@ -104,6 +104,40 @@ def test_each_whole_tile_kernel_multiplies_e4m3_on_the_tensor_cores_and_stores_t
         assert mix["USETMAXREG"] > 0 and mix["LDL"] + mix["STL"] == 0, key
 
 
+def _slice_path(sass: str) -> list[str]:
+    """The instructions a consumer warp runs for one K slice of a whole-tile kernel that stores
+    nothing in it: the innermost loop around the QGMMAs, less the blocks a forward branch skips
+    that hold the staged tile's store (STSM, TMA store) or the wait's slow path (clock reads)."""
+    code = [(int(a, 16), text) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", sass)]
+    first_mma = min(a for a, text in code if "QGMMA" in text)
+    loops = [(int(m.group(1), 16), a) for a, text in code
+             if (m := re.search(r"BRA\S*\s.*?(0x[0-9a-f]+)", text)) and int(m.group(1), 16) <= first_mma <= a]
+    start, end = min(loops, key=lambda loop: loop[1] - loop[0])
+    body = [(a, text) for a, text in code if start <= a <= end]
+    skipped = set()
+    for a, text in body:
+        m = re.match(r"@!?U?P\d BRA (0x[0-9a-f]+)", text)
+        if m and int(m.group(1), 16) > a:
+            block = [x for x, t in body if a < x < int(m.group(1), 16)]
+            if any(key in t for x, t in body if x in block for key in ("STSM", "UTMASTG", "CLOCK", "DEPBAR.LE SB0")):
+                skipped.update(block)
+    return [text for a, text in body if a not in skipped]
+
+
+@pytest.mark.parametrize("kernel, most", [((128, True, False), 64 + 64), ((128, True, True), 64 + 74),
+                                          ((256, False, False), 68)])
+def test_a_slice_of_the_mainloop_runs_few_instructions_besides_the_promotion(compiled, kernel, most):
+    """Every instruction of the promoting loop runs 32 times a tile (tc_7_fp8.cu's header): per slice
+    4 QGMMAs, the promotion's 64 FADD (per tensor or row) or FFMA (block scales) and the ring's
+    bookkeeping, which nvcc 13.0 compiles to 61 and 70 instructions (fast accumulation: 63 in all).
+    Rebuilding the shared-memory window's base (S2UR SR_CgaCtaId) or moving descriptors into uniform
+    registers (R2UR) inside the slice cost 39-52 more; neither may come back."""
+    path = _slice_path(_sass_by_kernel(compiled[0].cubin)["whole", kernel])
+    assert sum("QGMMA" in text for text in path) == 4
+    assert not [text for text in path if "SR_CgaCtaId" in text or text.startswith("R2UR")], path
+    assert len(path) <= most, f"{len(path)} instructions per slice:\n" + "\n".join(path)
+
+
 def test_each_decode_kernel_swaps_the_operands_and_stores_element_by_element(compiled):
     """The decode path: per 128-wide slice 4 FP8 wgmmas of 64 rows of W x T tokens (QGMMA.64xTx32),
     fed by TMA loads; no register reallocation (one consumer warpgroup); K split by one atomic add on
@@ -206,12 +240,15 @@ def test_the_kernel_gets_each_scale_where_it_reads_it(monkeypatch, scales):
     """The launcher's scales as the kernel reads them (flat fp32: one, one per row, or A's 1 x 128 and W's
     128 x 128 blocks row by row), whatever the operands' scales look like; scales already laid out so
     are passed as they are (no view, no copy: host time per call). Run on the CPU with the GPU
-    feature check skipped; the kernel's own GPU tests hold what it does with them."""
+    feature check skipped (on the GPU backend with the operands on the GPU); the kernel's own GPU
+    tests hold what it does with them."""
+    from course_lib import backend
     from course_lib.kernels.tensor_cores import stages
 
     monkeypatch.setattr(stages.features, "why_not_here", lambda *args, **kwargs: None)
     M, N, K = 37, 264, 528
-    a, w = torch.randn(M, K), torch.randn(N, K)
+    device = backend.get().torch_device
+    a, w = torch.randn(M, K, device=device), torch.randn(N, K, device=device)
     blocks = scales[1] == "block"
     qa = fp8.quantize(a, "e4m3", scales[0].split()[0], block=fp8.BLOCK_SCALES[0] if blocks else None)
     qw = fp8.quantize(w, "e4m3", scales[1], block=fp8.BLOCK_SCALES[1] if blocks else None)

@@ -16,8 +16,11 @@
 //   promoting tile is 128 x 128 (64 + 64 accumulators per thread); fast accumulation keeps stage 6's
 //   128 x 256 tile and its one wgmma batch in flight.
 // * The promoting loop is short because every instruction in it runs 32 times per tile: `total`
-//   starts at zero once per tile (no test per slice), the operand descriptors are built once and each
-//   wgmma's is one add, block scales are loaded a slice ahead. The two consumers promote while the
+//   starts at zero once per tile (no test per slice), the slot's barrier address and descriptor
+//   words are carried from slice to slice (one add each, in uniform registers: the warpgroup index
+//   is read through a shuffle), block scales are loaded a slice ahead. Per slice, a promoting
+//   consumer warp runs 125 instructions per tensor or row (64 of them the FADDs of the promotion),
+//   134 with block scales (tc_7 SASS, nvcc 13.0; 164 and 186 before those two changes). The two consumers promote while the
 //   other's wgmmas run; keeping a consumer's own next slice in flight while it promotes would need a
 //   third set of 64 accumulators (or halves of the tile), and ptxas then serialises the wgmmas.
 // * Scales per tensor or per row (and column) of C do not change along K: the epilogue multiplies
@@ -72,9 +75,10 @@ using fp8::Scales;
 
 // A descriptor's start address is its low 14 bits, in 16-byte units (tc_hopper.cuh): moving it by
 // `bytes` inside shared memory (addresses below 2^18) adds bytes / 16 to the low word and never
-// carries out of it. So the slot-0 descriptors are built once, and each wgmma's is one add.
-__device__ __forceinline__ uint64_t descriptor_moved(uint64_t desc, uint32_t bytes) {
-  return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4));
+// carries out of it. So the slot-0 descriptors are built once, the consumer carries each slot's low
+// words from slice to slice, and each wgmma's descriptor is that word plus a constant.
+__device__ __forceinline__ uint64_t with_low_word(uint64_t desc, uint32_t low) {
+  return (desc & 0xFFFFFFFF00000000ull) | low;
 }
 
 template <int BN, bool PROMOTE, bool BLOCKS>
@@ -86,7 +90,10 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   constexpr int W_ROWS = BN / CLUSTER;  // rows of W's slice each CTA of the cluster loads and multicasts
   extern __shared__ uint8_t smem_raw[];
   S& s = *reinterpret_cast<S*>(align_smem(smem_raw));
-  const int wg = threadIdx.x / WARPGROUP;
+  // Read through a shuffle, the warpgroup's index is one value for the whole warp in the compiler's
+  // eyes too: what is derived from it (the consumer's descriptors) lives in uniform registers
+  // instead of being moved into them before every wgmma (CUTLASS's canonical_warp_group_idx).
+  const int wg = __shfl_sync(0xffffffffu, threadIdx.x / WARPGROUP, 0);
   const uint32_t rank = cluster_cta_rank();
   const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
   const int k_slices = ceil_div(K, BLOCK_K);
@@ -125,6 +132,13 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     // The descriptors of slot 0's tiles (this consumer's 64 rows of A; W's BN rows), built once.
     const uint64_t desc_a0 = kmajor_descriptor(s.a[0] + cw * 64 * BLOCK_K, 0);
     const uint64_t desc_w0 = kmajor_descriptor(s.w[0], 0);
+    // The next slice's place in the ring, carried from slice to slice by one add each (recomputed
+    // from the shared-memory base they cost a dozen instructions a slice): its `full` barrier's
+    // address (its `empty` barrier lies SLOTS barriers further) and its tiles' descriptor low words.
+    constexpr uint32_t EMPTY_AFTER_FULL = offsetof(S, empty) - offsetof(S, full);
+    constexpr uint32_t A_SLOT = sizeof(s.a[0]) >> 4, W_SLOT = sizeof(s.w[0]) >> 4;  // descriptor units
+    const uint32_t full0 = smem_u32(&s.full[0]), a0 = uint32_t(desc_a0), w0 = uint32_t(desc_w0);
+    uint32_t full_at = full0, a_at = a0, w_at = w0;
     float acc[BN / 2];
     float total[PROMOTE ? BN / 2 : 1];  // the promoted fp32 sums
     uint32_t staged[BN / 4];            // the finished tile as bf16 pairs, stored during the next tile
@@ -143,13 +157,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       // One slice of K: four wgmmas of k = 32, each 32 bytes further along the slot's rows.
       // `from_zero`: the first overwrites acc (scale-d = 0) instead of adding to it.
       const auto issue_slice = [&](int ks, bool from_zero) {
-        mbar_wait(&s.full[slot], phase);
-        const uint32_t a_at = slot * uint32_t(sizeof(s.a[0])), w_at = slot * uint32_t(sizeof(s.w[0]));
+        mbar_wait(full_at, phase);
         wgmma_fence();
 #pragma unroll
         for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32)
-          wgmma_fp8<BN>(acc, descriptor_moved(desc_a0, a_at + k32 * FP8_WGMMA_K),
-                        descriptor_moved(desc_w0, w_at + k32 * FP8_WGMMA_K), !from_zero || k32 > 0);
+          wgmma_fp8<BN>(acc, with_low_word(desc_a0, a_at + k32 * FP8_WGMMA_K / 16),
+                        with_low_word(desc_w0, w_at + k32 * FP8_WGMMA_K / 16), !from_zero || k32 > 0);
         wgmma_commit();
         // [/excerpt fp8-slice]
         if (staged_waiting && ks == store_at)
@@ -160,7 +173,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         }
       };
       const auto next_slot = [&] {
-        if (++slot == SLOTS) slot = 0, phase ^= 1;
+        if (++slot == SLOTS) {
+          slot = 0, phase ^= 1;
+          full_at = full0, a_at = a0, w_at = w0;
+        } else {
+          full_at += 8, a_at += A_SLOT, w_at += W_SLOT;
+        }
       };
       if constexpr (PROMOTE) {
         // [excerpt promote]
@@ -171,23 +189,23 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
                                     issue_slice(ks, true);
                                     wgmma_wait<0>();  // this slice's sums are needed now
                                     fence_accumulators(acc);
-                                    if (leader) mbar_arrive_all_ctas<CLUSTER>(&s.empty[slot]);
+                                    if (leader) mbar_arrive_all_ctas<CLUSTER>(full_at + EMPTY_AFTER_FULL);
                                     next_slot();
                                   });
         // [/excerpt promote]
       } else {
         // Fast accumulation, as stage 6: one batch stays in flight; a slot is freed a slice later.
-        int previous_slot = -1;
+        uint32_t previous_empty = 0;  // 0: none yet (no barrier lies at shared address 0)
         for (int ks = 0; ks < k_slices; ++ks) {
           issue_slice(ks, ks == 0);
           wgmma_wait<1>();  // the previous slice is done, this one keeps running
-          if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
-          previous_slot = slot;
+          if (leader && previous_empty != 0) mbar_arrive_all_ctas<CLUSTER>(previous_empty);
+          previous_empty = full_at + EMPTY_AFTER_FULL;
           next_slot();
         }
         wgmma_wait<0>();
         fence_accumulators(acc);
-        if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
+        if (leader && previous_empty != 0) mbar_arrive_all_ctas<CLUSTER>(previous_empty);
       }
       // [excerpt epilogue-scales]
       // Scales per tensor or row: C[row][col] = sum * scale_a[row] * scale_w[col], as it turns bf16.

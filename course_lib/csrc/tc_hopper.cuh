@@ -56,6 +56,11 @@ __device__ __forceinline__ uint8_t* align_smem(uint8_t* raw) {
 // it returns at once (the "previous" phase counts as complete) - producers use that to find
 // every slot free on their first pass.
 
+// A barrier is named by its pointer, or by its shared-memory address: stage 7's promoting loop
+// carries the addresses from slice to slice rather than recompute them (tc_7_fp8.cu).
+__device__ __forceinline__ uint32_t shared_address(const uint64_t* bar) { return smem_u32(bar); }
+__device__ __forceinline__ uint32_t shared_address(uint32_t address) { return address; }
+
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
 }
@@ -84,26 +89,30 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t by
                : "memory");
 }
 
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+// Arrive (count 1) on `bar`: the barrier, or its shared-memory address.
+template <class Barrier>
+__device__ __forceinline__ void mbar_arrive(Barrier bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
 }
 
 // Arrive on the barrier at the same shared-memory offset in CTA `cta_rank` of this cluster
 // (mapa translates the address into the peer's window; PTX ISA 9.7.9.20). Default semantics
 // (release at CTA scope), as CUTLASS's consumer release does: an explicit .release.cluster would
 // make ptxas put a MEMBAR.ALL.GPU before every arrive, in the hot loop.
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
+template <class Barrier>
+__device__ __forceinline__ void mbar_arrive_cluster(Barrier bar, uint32_t cta_rank) {
   asm volatile(
       "{\n"
       ".reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(smem_u32(bar)),
+      "}\n" ::"r"(shared_address(bar)),
       "r"(cta_rank)
       : "memory");
 }
 
-__device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
+template <class Barrier>
+__device__ __forceinline__ bool mbar_try_wait(Barrier bar, uint32_t parity) {
   uint32_t done;
   asm volatile(
       "{\n"
@@ -112,7 +121,7 @@ __device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
       "selp.u32 %0, 1, 0, p;\n"
       "}\n"
       : "=r"(done)
-      : "r"(smem_u32(bar)), "r"(parity)
+      : "r"(shared_address(bar)), "r"(parity)
       : "memory");
   return done != 0;
 }
@@ -130,7 +139,9 @@ __device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
 
 static __device__ __noinline__ void watchdog_trap() { __trap(); }
 
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+// Wait until `bar` (the barrier, or its shared-memory address) completes its phase of this parity.
+template <class Barrier>
+__device__ __forceinline__ void mbar_wait(Barrier bar, uint32_t parity) {
   if (mbar_try_wait(bar, parity)) return;
   const long long start = clock64();
   while (!mbar_try_wait(bar, parity)) {
@@ -508,8 +519,8 @@ __device__ __forceinline__ void wgmma_slice(float (&acc)[BLOCK_N / 2], const bf1
 // [excerpt release-slot]
 // Release: hand a slot's `empty` barrier back to the producer of every CTA in the cluster - each
 // of them multicast into this CTA's slot, so each must hear that it is free (stages 5-6).
-template <int CLUSTER>
-__device__ __forceinline__ void mbar_arrive_all_ctas(uint64_t* empty) {
+template <int CLUSTER, class Barrier>
+__device__ __forceinline__ void mbar_arrive_all_ctas(Barrier empty) {
   if constexpr (CLUSTER > 1) {
 #pragma unroll
     for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty, r);

@@ -119,6 +119,14 @@ PORTABLE_CONFIGS: dict[str, FastConfig] = {
 # persistent loop (each program then walks several tiles).
 CPU_PERSISTENT_PROGRAMS = 3
 
+
+def persistent_programs() -> int:
+    """Programs a persistent launch starts at most: one per SM on the GPU, :data:`CPU_PERSISTENT_PROGRAMS`
+    on the CPU."""
+    from course_lib import backend
+
+    return backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
+
 # The transpose that copies B^T (:func:`.fast.transpose_kernel`): one 64 x 64 tile per program.
 TRANSPOSE_BLOCK = (64, 64)
 TRANSPOSE_WARPS = 4

@@ -46,7 +46,7 @@ from course_lib.fp8 import BLOCK_SCALES, Quantized, check_gemm_operands, fp8_pla
 from course_lib.gemm import LaunchPlans, new_output
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, ensure_allocator, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast import grouped_tile
-from course_lib.kernels.coalescing_and_triton.fast_configs import CPU_PERSISTENT_PROGRAMS
+from course_lib.kernels.coalescing_and_triton.fast_configs import persistent_programs
 from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import Fp8Config, fp8_blockscaled_config, fp8_config
 from course_lib.kernels.coalescing_and_triton.fast_launch import KernelLaunch
 
@@ -312,7 +312,7 @@ class Fp8Plan:
                                           for q in (qa, qw))
         tiles = triton.cdiv(self.M, cfg.block_m) * triton.cdiv(self.N, cfg.block_n)
         if constexprs.get("PERSISTENT"):  # one program per SM (on the CPU: as the bf16 kernels' persistent launch)
-            grid = (min(tiles, backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS),)
+            grid = (min(tiles, persistent_programs()),)
         else:
             grid = (tiles,)
         meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m, **constexprs,

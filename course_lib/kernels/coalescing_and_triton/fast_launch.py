@@ -32,12 +32,12 @@ from course_lib.kernels.coalescing_and_triton.fast import (
     transpose_kernel,
 )
 from course_lib.kernels.coalescing_and_triton.fast_configs import (
-    CPU_PERSISTENT_PROGRAMS,
     PORTABLE_CONFIGS,
     TRANSPOSE_BLOCK,
     TRANSPOSE_WARPS,
     FastConfig,
     candidates,
+    persistent_programs,
 )
 
 # ---- Triton's internals that a plan's later launches rely on -------------------------------------
@@ -187,8 +187,7 @@ class FastPlan(KernelLaunch):
         else:
             meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
             if cfg.persistent:
-                programs = backend.sm_count() if backend.get().is_gpu else CPU_PERSISTENT_PROGRAMS
-                kernel, grid = persistent_matmul_kernel, (min(tiles, programs),)
+                kernel, grid = persistent_matmul_kernel, (min(tiles, persistent_programs()),)
             else:
                 kernel, grid = fast_matmul_kernel, (tiles,)
             rest = args[3:]
