@@ -63,6 +63,9 @@ FP8_TRITON = "2026-12-03_0315_fp8_triton_tma_blocks"
 # pipe (experiments/gpu_fp8_stage7_variants.py, experiments/gpu_ncu_fp8.py).
 FP8_STAGE7 = "2026-12-03_0637_fp8_stage7"
 FP8_STAGE7_EVIDENCE = "2026-12-04_0940_fp8_stage7_loop"
+# Stage 7's loop cut again (barrier addresses and descriptor words carried from slice to slice):
+# timed against the loop before it, on an H100 (no H200 was lent that day).
+FP8_STAGE7_SHORTER = "2026-12-05_1540_h100_tc7_loop"
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
@@ -525,18 +528,13 @@ def _stage7() -> dict:
     run = json.loads((RUNS / FP8_STAGE7 / "fp8_stage7.json").read_text())
     evidence_dir = RUNS / FP8_STAGE7_EVIDENCE
     loop = json.loads((evidence_dir / "variants.json").read_text())
-    loop_rows = []
-    for r in loop["speed"]:
-        M, N, K = r["shape"]
-        tf = {k[:-3]: round(2 * M * N * K / (v * 1e-3) / 1e12, 1) for k, v in r.items() if k.endswith(" ms")}
-        loop_rows.append({"shape": [M, N, K], **{f"{k} tflops": v for k, v in tf.items()}})
-    pipes = {}
-    for name, path in (("tc7", "ncu_base_tensor.txt"), ("tc7_before", "ncu_before_tensor.txt"), ("cublas", "ncu_cublas.txt")):
-        text = (evidence_dir / path).read_text()
-        busiest = re.search(r"highest-utilized pipeline \(([\d.]+)%\)", text)
-        inst = re.search(r"smsp__inst_executed\.sum\s+inst\s+([\d,]+)", text)
-        pipes[name] = {"busiest pipeline pct": float(busiest.group(1)) if busiest else None,
-                       "instructions": int(inst.group(1).replace(",", "")) if inst else None}
+    shorter_dir = RUNS / FP8_STAGE7_SHORTER
+    shorter = json.loads((shorter_dir / "variants.json").read_text())
+    pipes = {name: _ncu_pipe(evidence_dir / path) for name, path in
+             (("tc7", "ncu_base_tensor.txt"), ("tc7_before", "ncu_before_tensor.txt"), ("cublas", "ncu_cublas.txt"))}
+    shorter_pipes = {name: _ncu_pipe(shorter_dir / path) for name, path in
+                     (("tc7", "ncu_base_tensor.txt"), ("tc7_block", "ncu_base_block.txt"),
+                      ("cublas", "ncu_cublas_tensor.txt"))}
     return {
         "what": "check: check_fp8's worst relative error per variant; accumulation: bf16 output, M = N = 256 (both "
                 "from stage 7's first recording). loop: the promoted mainloop as the course builds it (base), the "
@@ -550,9 +548,38 @@ def _stage7() -> dict:
                    "worst rel_error": max((x["rel_error"] for x in c.get("shapes", [])), default=None),
                    **({"error": c["error"]} if "error" in c else {})} for c in run["check"]],
         "accumulation": run["accumulation"],
-        "loop": {"shapes": loop_rows, "accumulation": loop["accumulation"]},
+        "loop": {"shapes": _loop_rows(loop), "accumulation": loop["accumulation"]},
         "ncu_4096": pipes,
+        "shorter_loop": {
+            "what": "the loop cut again (the ring's barrier address and the descriptors' low words carried from "
+                    "slice to slice, the warpgroup index read through a shuffle): base = that loop, before = the "
+                    "loop before it (main at fd23133), same run, same GPU; block rows are % of cuBLAS per tensor",
+            "gpu": shorter["provenance"]["gpu"], "date": shorter["provenance"]["date"],
+            "runs": [f"experiments/runs/{FP8_STAGE7_SHORTER}/{p}" for p in
+                     ("variants.json", "ncu_base_tensor.txt", "ncu_base_block.txt", "ncu_cublas_tensor.txt")],
+            "shapes": _loop_rows(shorter), "accumulation": shorter["accumulation"], "ncu_4096": shorter_pipes,
+        },
     }
+
+
+def _loop_rows(run: dict) -> list[dict]:
+    """gpu_fp8_stage7_variants.py's timings per shape, as TFLOP/s."""
+    rows = []
+    for r in run["speed"]:
+        M, N, K = r["shape"]
+        tf = {k[:-3]: round(2 * M * N * K / (v * 1e-3) / 1e12, 1) for k, v in r.items() if k.endswith(" ms")}
+        rows.append({"shape": [M, N, K], **{f"{k} tflops": v for k, v in tf.items()}})
+    return rows
+
+
+def _ncu_pipe(path: Path) -> dict:
+    """Nsight Compute's busiest pipeline (%) and executed instructions, from its text report (the
+    metric by name, or the InstructionStats section's "Executed Instructions")."""
+    text = path.read_text()
+    busiest = re.search(r"highest-utilized pipeline \(([\d.]+)%\)", text)
+    inst = re.search(r"(?:smsp__inst_executed\.sum|Executed Instructions)\s+inst\s+([\d,]+)", text)
+    return {"busiest pipeline pct": float(busiest.group(1)) if busiest else None,
+            "instructions": int(inst.group(1).replace(",", "")) if inst else None}
 
 
 def _blockscaled_row(r: dict) -> dict:

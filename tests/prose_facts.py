@@ -803,14 +803,16 @@ def tc7_recorded_span(scaling: str, shapes=None) -> tuple[float, float]:
     return span(*(fp8_recorded_pct("tc_7_fp8", scaling, s) for s in (shapes or FP8_LARGE)))
 
 
-def _tc7_loop() -> list[dict]:
-    return results.summary("fp8")["stage7"]["loop"]["shapes"]
+def _tc7_loop(run: str = "loop") -> list[dict]:
+    """The loop experiment's rows: "loop" (the H200, 2026-12-04) or "shorter_loop" (the H100, 2026-12-05)."""
+    return results.summary("fp8")["stage7"][run]["shapes"]
 
 
-def tc7_loop_pct_span(build: str, against: str = "tensor") -> tuple[float, float]:
+def tc7_loop_pct_span(build: str, against: str = "tensor", run: str = "loop") -> tuple[float, float]:
     """In the mainloop's runs: ``build`` ("base tensor", "before tensor", "base tensor fast", "fast n128
-    tensor fast", ...) as % of cuBLAS's ``against`` ("tensor": promoted, "tensor fast"), same run."""
-    return span(*(100 * r[f"{build} tflops"] / r[f"cublas {against} tflops"] for r in _tc7_loop()))
+    tensor fast", "base block", ...) as % of cuBLAS's ``against`` ("tensor": promoted, "tensor fast"),
+    same run; ``run`` as :func:`_tc7_loop`."""
+    return span(*(100 * r[f"{build} tflops"] / r[f"cublas {against} tflops"] for r in _tc7_loop(run)))
 
 
 def tc7_drop_share_span(part: str) -> tuple[float, float]:
@@ -826,14 +828,20 @@ def tc7_drop_share_span(part: str) -> tuple[float, float]:
     return span(shares)
 
 
-def tc7_busy(what: str) -> float:
-    """Nsight Compute's busiest pipeline (the tensor pipe), % of cycles at 4096^3: tc7, tc7_before, cublas."""
-    return results.summary("fp8")["stage7"]["ncu_4096"][what]["busiest pipeline pct"]
+def _tc7_ncu(run: str) -> dict:
+    s7 = results.summary("fp8")["stage7"]
+    return s7["ncu_4096"] if run == "loop" else s7[run]["ncu_4096"]
 
 
-def tc7_instructions(what: str) -> float:
-    """Instructions executed at 4096^3 (Nsight Compute), in millions: tc7, tc7_before, cublas."""
-    return results.summary("fp8")["stage7"]["ncu_4096"][what]["instructions"] / 1e6
+def tc7_busy(what: str, run: str = "loop") -> float:
+    """Nsight Compute's busiest pipeline (the tensor pipe), % of cycles at 4096^3: tc7, tc7_before, cublas
+    (run "loop"); tc7, tc7_block, cublas (run "shorter_loop", on the H100)."""
+    return _tc7_ncu(run)[what]["busiest pipeline pct"]
+
+
+def tc7_instructions(what: str, run: str = "loop") -> float:
+    """Instructions executed at 4096^3 (Nsight Compute), in millions, as :func:`tc7_busy`."""
+    return _tc7_ncu(run)[what]["instructions"] / 1e6
 
 
 def tc7_accum(data: str, K: int, who: str = "tc_7", fast: bool = False) -> float:
