@@ -172,6 +172,24 @@ def test_where_numba_cannot_type_the_kernel_a_sum_started_as_a_python_number_is_
     assert not ok and "numba computes `acc` in float64" in out and "Solved" not in out
 
 
+# Kernels the simulator runs (as Python) but numba's CUDA compiler refuses: found by numba-cuda's own
+# pipeline, run without a GPU (course_lib.instruments.numba_cuda_front).
+CUDA_REFUSED = [
+    ("        acc = float32(0.0)\n        for kk in range(K):\n            acc += a[row, kk] * b[kk, col]\n",
+     "        acc = sum(a[row, kk] * b[kk, col] for kk in range(K))\n", "generator expression"),
+    ("        acc = float32(0.0)\n        for kk in range(K):\n            acc += a[row, kk] * b[kk, col]\n",
+     "        parts = [float32(0.0)]\n        for kk in range(K):\n            parts[0] += a[row, kk] * b[kk, col]\n"
+     "        acc = parts[0]\n", "Python list"),
+]
+
+
+@pytest.mark.parametrize("old, new, named", CUDA_REFUSED, ids=["generator", "list"])
+def test_naive_puzzle_refuses_a_kernel_numba_cannot_compile_for_the_gpu(capsys, old, new, named):
+    ok, out = _check(naive.naive_kernel, _variant(NAIVE, "k", (old, new)), capsys)
+    assert "right on all 10 shapes" in out
+    assert not ok and "on a GPU this kernel would not compile" in out and named in out and "Solved" not in out
+
+
 def test_port_fix_puzzle_refuses_a_store_inside_the_loop(capsys):
     wrong = _variant(PORT_FIXED, "k", ("            acc += A[row * K + kk] * B[kk * N + col]\n        C[row * N + col] = acc\n",
                                        "            acc += A[row * K + kk] * B[kk * N + col]\n            C[row * N + col] = acc\n"))
@@ -189,10 +207,12 @@ def test_port_fix_and_tiled_puzzles_refuse_float64_too(capsys):
     assert "padding cannot remove that" in out
 
 
-def test_every_course_numba_kernel_is_float32_throughout():
-    """The types check must not flag the course's own kernels (each typed for a float32 launch)."""
+def test_every_course_numba_kernel_is_float32_throughout_and_compiles_for_the_gpu():
+    """Neither the types check nor numba-cuda's compiler (run without a GPU) may flag the course's own
+    kernels (each typed for a float32 launch)."""
     import numpy as np  # noqa: PLC0415
 
+    from course_lib.instruments.numba_cuda_front import cuda_compile_verdict  # noqa: PLC0415
     from course_lib.instruments.numba_types import float64_locals  # noqa: PLC0415
     from course_lib.kernels import naive as k01  # noqa: PLC0415
     from course_lib.kernels import shared_memory_tiling as k02  # noqa: PLC0415
@@ -207,6 +227,7 @@ def test_every_course_numba_kernel_is_float32_throughout():
                (k03.coarsened_2x2_kernel, (m, m, m))]
     for kernel, args in kernels:
         assert float64_locals(kernel, args) == [], kernel
+        assert cuda_compile_verdict(kernel, args) == ("accepted", None), kernel
 
 
 def test_naive_puzzle_refuses_a_k_loop_capped_at_a_constant(capsys):

@@ -702,6 +702,11 @@ def _source_notes(report: Report, kernel, args: Sequence | None = None) -> bool:
                 report.add(f"On a GPU this kernel would not compile: numba needs a shared array's shape "
                            f"made of constants (numbers or global names), and `{ast.unparse(shape)}` holds "
                            f"an expression; write the number, or a global constant such as PAD = TILE + 1.")
+    if compiles and args is not None:
+        refused = _cuda_refusal(kernel, args)
+        if refused:
+            report.add(refused)
+            return False
     wide = float64_locals(kernel, args) if args is not None and compiles else None
     if wide is None:
         wide = _started_as_float(tree)
@@ -714,6 +719,32 @@ def _source_notes(report: Report, kernel, args: Sequence | None = None) -> bool:
                    f"and keep every term and tile float32.")
         compiles = False
     return compiles
+
+
+def _cuda_refusal(kernel, args) -> str | None:
+    """On the CPU backend, a sentence when numba's CUDA compiler refuses the kernel that the simulator
+    ran (:mod:`course_lib.instruments.numba_cuda_front`), with what to write instead; else None. On a
+    GPU numba has compiled it already."""
+    from course_lib import backend  # noqa: PLC0415
+    from course_lib.instruments.numba_cuda_front import cuda_compile_problem  # noqa: PLC0415
+
+    if backend.get().is_gpu:
+        return None
+    problem = cuda_compile_problem(kernel, args)
+    if not problem:
+        return None
+    lines = [ln.strip() for ln in problem.splitlines() if ln.strip()]
+    said = next((ln for ln in lines[1:] if not ln.startswith(("File ", "During:", "<source"))), lines[0])
+    if "yield" in problem or "generator" in problem.lower():
+        hint = ("a generator expression (`sum(... for k in ...)`) is not compiled for the GPU: write the loop "
+                "out, adding into a float32 variable.")
+    elif "NRT required" in problem or "reflected list" in problem or "build_list" in problem:
+        hint = ("a Python list (or anything numba must allocate) cannot be made inside a kernel: use float32 "
+                "variables, or cuda.local.array(n, float32).")
+    else:
+        hint = "the simulator runs any Python, but numba compiles only part of it for the GPU."
+    return (f"Not solved yet: on a GPU this kernel would not compile. numba's CUDA compiler says: \"{said}\". "
+            f"In short, {hint}")
 
 
 def _started_as_float(tree) -> list[str]:
