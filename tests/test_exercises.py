@@ -190,6 +190,22 @@ def test_naive_puzzle_refuses_a_kernel_numba_cannot_compile_for_the_gpu(capsys, 
     assert not ok and "on a GPU this kernel would not compile" in out and named in out and "Solved" not in out
 
 
+def test_a_generator_inside_a_device_function_is_refused_and_a_reshaped_view_is_not(capsys):
+    """A device function is compiled as the kernel's call needs it (no GPU asked for its capability);
+    the arrays are typed C-contiguous as a launch passes them, so ``a.reshape(M * K)`` compiles."""
+    loop = ("        acc = float32(0.0)\n        for kk in range(K):\n            acc += a[row, kk] * b[kk, col]\n"
+            "        c[row, col] = acc\n")
+    text = ("\n@cuda.jit(device=True)\ndef dot(a, b, row, col, K):\n"
+            "    return sum(a[row, kk] * b[kk, col] for kk in range(K))\n"
+            + NAIVE.replace(loop, "        c[row, col] = dot(a, b, row, col, K)\n"))
+    ok, out = _check(naive.naive_kernel, _kernel(text, "k"), capsys)
+    assert not ok and "would not compile" in out and "generator expression" in out
+    flat = _variant(NAIVE, "k", ("    N = b.shape[1]\n", "    N = b.shape[1]\n    af = a.reshape(M * K)\n"),
+                    ("a[row, kk]", "af[row * K + kk]"))
+    ok, out = _check(naive.naive_kernel, flat, capsys)
+    assert "would not compile" not in out
+
+
 def test_port_fix_puzzle_refuses_a_store_inside_the_loop(capsys):
     wrong = _variant(PORT_FIXED, "k", ("            acc += A[row * K + kk] * B[kk * N + col]\n        C[row * N + col] = acc\n",
                                        "            acc += A[row * K + kk] * B[kk * N + col]\n            C[row * N + col] = acc\n"))

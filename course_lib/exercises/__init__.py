@@ -734,7 +734,8 @@ def _cuda_refusal(kernel, args) -> str | None:
     if not problem:
         return None
     lines = [ln.strip() for ln in problem.splitlines() if ln.strip()]
-    said = next((ln for ln in lines[1:] if not ln.startswith(("File ", "During:", "<source"))), lines[0])
+    said = next((ln for ln in lines if not ln.startswith(("Failed in ", "File ", "During:", "<source", ">>>", "- "))),
+                lines[0])
     if "yield" in problem or "generator" in problem.lower():
         hint = ("a generator expression (`sum(... for k in ...)`) is not compiled for the GPU: write the loop "
                 "out, adding into a float32 variable.")

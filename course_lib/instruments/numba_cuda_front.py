@@ -24,6 +24,8 @@ import types as pytypes
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 # Run as a script by the separate Python (it imports numba only, never course_lib).
 _WORKER = Path(__file__).with_name("_numba_cuda_compile.py")
 _MODULES = {"numba.cuda": "from numba import cuda as {name}", "numba_cuda.numba.cuda": "from numba import cuda as {name}",
@@ -45,16 +47,22 @@ def _global_line(name: str, value) -> str:
         if value.__name__ in _MODULES:
             return _MODULES[value.__name__].format(name=name)
         raise _Unknown(name)
-    if isinstance(value, (bool, int, float, str)) or value is None:
+    if isinstance(value, float):  # inf and nan have no literal
+        return f"{name} = float({str(value)!r})"
+    if isinstance(value, (bool, int, str)) or value is None:
         return f"{name} = {value!r}"
+    if isinstance(value, (list, tuple)) and all(type(v) in (bool, int, float) for v in value):
+        return f"{name} = {value!r}"  # a list as a list: numba's CUDA target refuses a global list as a GPU would
+    if isinstance(value, np.generic):  # np.float32(0) and the like
+        return f"import numpy as _np; {name} = _np.{type(value).__name__}({str(value.item())!r})"
     module = getattr(value, "__module__", "") or ""
+    if module in ("math", "cmath") or (module == "numpy" and getattr(np, getattr(value, "__name__", ""), None) is value):
+        return f"from {module} import {value.__name__} as {name}"  # math.sqrt, np.dot, np.float32 by name
     if module.startswith("numba") and hasattr(value, "name") and not callable(getattr(value, "py_func", None)):
         from numba.core import types  # noqa: PLC0415
 
         if getattr(types, str(value), None) == value:  # float32, int32, ...: numba's scalar types
             return f"from numba.core.types import {value} as {name}"
-    if module == "numpy" and isinstance(value, type):  # np.float32 and the like
-        return f"import numpy as _np; {name} = _np.{value.__name__}"
     raise _Unknown(name)
 
 
@@ -77,8 +85,9 @@ def _rebuild(fn, lines: list[str], done: dict, device: bool) -> str:
         if name not in scope or name == fdef.name:
             continue  # a builtin (range, min, float), a local variable, or itself
         value = scope[name]
-        if _is_cuda_function(value):
-            inner = _rebuild(value.py_func, lines, done, device=True)
+        if _is_cuda_function(value) or isinstance(value, pytypes.FunctionType):
+            jitted = _is_cuda_function(value)
+            inner = _rebuild(value.py_func if jitted else value, lines, done, device=jitted)
             if inner != name:
                 lines.append(f"{name} = {inner}")
         else:
@@ -91,10 +100,11 @@ def _rebuild(fn, lines: list[str], done: dict, device: bool) -> str:
 
 def _arg_type(value) -> list:
     import numba  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
 
     if hasattr(value, "dtype") and hasattr(value, "ndim"):  # numpy, the check's NamedArray, device arrays
-        return ["array", str(numba.from_dtype(np.dtype(str(value.dtype)))), int(value.ndim)]
+        flags = getattr(value, "flags", None)
+        layout = "C" if flags is None or flags.c_contiguous else "F" if flags.f_contiguous else "A"
+        return ["array", str(numba.from_dtype(np.dtype(str(value.dtype)))), int(value.ndim), layout]
     return ["scalar", str(numba.typeof(value))]
 
 
