@@ -14,17 +14,17 @@ rebuild cannot carry, the machinery failing); a check then says nothing rather t
 from __future__ import annotations
 
 import ast
-import inspect
 import json
 import os
 import subprocess
 import sys
-import textwrap
 import types as pytypes
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from course_lib.instruments.numba_types import function_source, is_cuda_function
 
 # Run as a script by the separate Python (it imports numba only, never course_lib).
 _WORKER = Path(__file__).with_name("_numba_cuda_compile.py")
@@ -35,10 +35,6 @@ _cache: dict[str, str | None] = {}
 
 class _Unknown(Exception):
     """A global the rebuilt source cannot carry."""
-
-
-def _is_cuda_function(value) -> bool:
-    return hasattr(value, "py_func") and type(value).__module__.startswith(("numba.cuda", "numba_cuda"))
 
 
 def _global_line(name: str, value) -> str:
@@ -71,22 +67,15 @@ def _rebuild(fn, lines: list[str], done: dict, device: bool) -> str:
     name it is bound to there."""
     if fn in done:
         return done[fn]
-    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    fdef = tree.body[0]
-    if not isinstance(fdef, ast.FunctionDef):
-        raise _Unknown("source")
-    fdef.decorator_list = []
-    scope = dict(fn.__globals__)
-    if fn.__closure__:  # a kernel made by a function (make_tiled_kernel(TILE)): its cells as globals
-        scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    fdef, scope = function_source(fn)
     done[fn] = fdef.name
     used = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} - {a.arg for a in ast.walk(fdef) if isinstance(a, ast.arg)}
     for name in sorted(used):
         if name not in scope or name == fdef.name:
             continue  # a builtin (range, min, float), a local variable, or itself
         value = scope[name]
-        if _is_cuda_function(value) or isinstance(value, pytypes.FunctionType):
-            jitted = _is_cuda_function(value)
+        if is_cuda_function(value) or isinstance(value, pytypes.FunctionType):
+            jitted = is_cuda_function(value)
             inner = _rebuild(value.py_func if jitted else value, lines, done, device=jitted)
             if inner != name:
                 lines.append(f"{name} = {inner}")

@@ -145,9 +145,24 @@ def _is_cuda_module(value) -> bool:
     return isinstance(value, pytypes.ModuleType) and value.__name__ in ("numba.cuda", "numba_cuda.numba.cuda")
 
 
-def _is_cuda_function(value) -> bool:
+def is_cuda_function(value) -> bool:
     """A numba.cuda kernel or device function (the simulator's or the GPU's)."""
     return hasattr(value, "py_func") and type(value).__module__.startswith(("numba.cuda", "numba_cuda"))
+
+
+def function_source(fn) -> tuple[ast.FunctionDef, dict[str, Any]]:
+    """``fn``'s definition, parsed, without its decorators, and the names it can read: its globals,
+    and for a function made by a function (make_tiled_kernel(TILE)) its closure's cells. Raises
+    ValueError where its source is not one ``def``."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise ValueError(f"the source of {fn.__name__} is not a def")
+    fdef.decorator_list = []
+    scope = dict(fn.__globals__)
+    if fn.__closure__:
+        scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    return fdef, scope
 
 
 def _compiled_copy(fn, seen: dict) -> Any:
@@ -156,21 +171,14 @@ def _compiled_copy(fn, seen: dict) -> Any:
 
     if fn in seen:
         return seen[fn]
-    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    fdef = tree.body[0]
-    if not isinstance(fdef, ast.FunctionDef):
-        raise _NoStandIn("source")
-    fdef.decorator_list = []
-    scope = dict(fn.__globals__)
-    if fn.__closure__:  # a kernel made by a function (make_tiled_kernel(TILE)): its cells as globals
-        scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    fdef, scope = function_source(fn)
     names = {k for k, v in scope.items() if _is_cuda_module(v)}
     fdef = _Rewrite(names).visit(fdef)
     scope.update(_stand_ins())
     for name in {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)}:
         value = scope.get(name)
         inner = getattr(value, "py_func", None)
-        if _is_cuda_function(value) and inner is not fn:  # a device function of the learner's: compiled alike
+        if is_cuda_function(value) and inner is not fn:  # a device function of the learner's: compiled alike
             scope[name] = _compiled_copy(inner, seen)
     module = ast.fix_missing_locations(ast.Module([fdef], []))
     exec(compile(module, f"<numba types of {fn.__name__}>", "exec"), scope)  # noqa: S102 - the kernel's own source
