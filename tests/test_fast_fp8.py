@@ -238,12 +238,14 @@ def test_the_block_scaled_default_keeps_its_two_accumulators_in_registers():
     """The block-scaled kernels hold two fp32 tiles per thread (each slice's sum and the total): at
     more than 64 elements of each per thread ptxas spills (256 x 128 on 8 warps: 128, the per-tensor
     kernel's large tile, which ran at 17-29 % of cuBLAS block-scaled). No class's configuration may
-    be that; at the large shapes it is 64 x 128 x 128 on 4 warps, the tile the sweeps found best."""
+    be that; at the large shapes it is 128 x 128 x 128 on 8 warps (64 of each per thread), walking
+    the tiles one program per SM, the configuration the sweep with persistent candidates found best."""
     for cls, cfg in BLOCKSCALED_CONFIGS.items():
         assert cfg.block_k == 128 and cfg.block_m * cfg.block_n // (32 * cfg.num_warps) <= 64, (cls, cfg)
     for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096), (2048, 3584, 18944)]:
         cfg = fp8_blockscaled_config(*shape, sms=132)
-        assert (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps) == (64, 128, 128, 4), shape
+        assert (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps) == (128, 128, 128, 8), shape
+        assert cfg.descriptors and cfg.persistent, shape
         assert (cfg.block_m, cfg.block_n) != (fp8_config(*shape, sms=132).block_m, fp8_config(*shape, sms=132).block_n)
     assert fp8_blockscaled_config(16, 4096, 4096, sms=132).block_k == 128  # never cut to K: the blocks' length
 
@@ -266,6 +268,43 @@ def test_the_config_rule_and_its_checks():
         Fp8Config(64, 48, 64)
     with pytest.raises(ValueError, match="group_m"):
         Fp8Config(64, 64, 64, group_m=0)
+
+
+@pytest.mark.parametrize("blocks", [False, True], ids=["per row", "blocks"])
+def test_a_gpu_with_less_shared_memory_gets_the_rule_s_tile_with_fewer_stages(monkeypatch, blocks):
+    """The rule's configurations were measured on Hopper (227 KB of shared memory a block); on a GPU
+    with 99 KB Triton refuses their pipelines (OutOfResources, before anything runs). Played here by a
+    plan that refuses more than 2 stages: the default call then takes 2 stages of the same tile and
+    computes C; a configuration the caller gave is not changed behind their back."""
+    import triton
+
+    real, tried = fast_fp8.Fp8Plan, []
+
+    def small_gpu_plan(kernel, qa, qw, c, rest, cfg, *args, **kw):
+        tried.append(cfg.num_stages)
+        if cfg.num_stages > 2:
+            raise triton.runtime.errors.OutOfResources(cfg.num_stages * 32768, 101376, "shared memory")
+        return real(kernel, qa, qw, c, rest, cfg, *args, **kw)
+
+    monkeypatch.setattr(fast_fp8, "Fp8Plan", small_gpu_plan)
+    M, N, K = 72, 136, 384
+    if blocks:
+        a, w = operands(M, N, K, seed=5)
+        qa, qw = fp8.quantize(a, "e4m3", "block", (1, 128)), fp8.quantize(w, "e4m3", "block", (128, 128))
+        call, rule = fast_fp8.fp8_matmul_blockscaled, fp8_blockscaled_config(M, N, K)
+    else:
+        qa, qw = quantized(M, N, K, seed=5)
+        call, rule = fp8_matmul, fp8_config(M, N, K)
+    with guarded():
+        c = call(qa, qw)
+    assert tried == list(range(rule.num_stages, 1, -1)) and rule.num_stages > 2
+    assert not torch.isnan(c).any() and relative_error(c, exact(qa, qw)) < TOLERANCE
+    tried.clear()
+    call(qa, qw)
+    assert tried == []  # the fitted plan is kept: the next call launches it without trying again
+    with pytest.raises(triton.runtime.errors.OutOfResources):
+        call(qa, qw, config=dataclasses.replace(rule, num_stages=3))
+    assert tried == [3]
 
 
 # ---- what the wrapper refuses ----------------------------------------------------------------------

@@ -175,6 +175,8 @@ def _cases() -> list[Case]:
                     ROUND_BF16_BY_HAND=False)
         if not blocks:
             meta["MAX_IMPRECISE_ACC"] = cfg.max_num_imprecise_acc
+        if tma:
+            meta["PERSISTENT"] = cfg.persistent
         cases.append(Case(f"{K04}.fast_fp8:{kernel}", "e4m3", "triton_fp8", cfg.label, args, meta,
                           cfg.num_warps, cfg.num_stages))
 

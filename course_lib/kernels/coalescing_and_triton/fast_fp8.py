@@ -37,6 +37,8 @@ to nearest even itself (``ROUND_BF16_BY_HAND``), as a GPU's conversion does.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import triton
 import triton.language as tl
@@ -360,6 +362,20 @@ def _require_fp8_tensor_cores() -> None:
         raise features.NotOnThisGPU(why)
 
 
+def _fitted(make, cfg: Fp8Config, given: bool) -> Fp8Plan:
+    """``make(cfg)``: the plan, launched once. The rule's configurations were measured on Hopper, where
+    a block may have 227 KB of shared memory; an L4, an RTX 40 or 50 card has 99 KB, and Triton refuses
+    a pipeline that does not fit (OutOfResources, before anything runs). The rule's choice then loses a
+    stage at a time until it fits (2 at least); a configuration the caller gave is launched as given."""
+    while True:
+        try:
+            return make(cfg)
+        except triton.runtime.errors.OutOfResources:
+            if given or cfg.num_stages <= 2:
+                raise
+            cfg = dataclasses.replace(cfg, num_stages=cfg.num_stages - 1)
+
+
 def _descriptors_fit(qa: Quantized, qw: Quantized, c: torch.Tensor) -> bool:
     return all(descriptor_problem(t, n) is None for t, n in ((qa.values, "A"), (qw.values, "W"), (c, "C")))
 
@@ -371,15 +387,17 @@ def _checked_scales(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
     _require_fp8_tensor_cores()
     c = new_output(M, N, torch.bfloat16, qa.values.device)
     require_32bit_offsets(STAGE, qa.values, qw.values, c)
-    cfg = config or fp8_config(M, N, K)
-    acc = dict(MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc)
     # The scales' strides last: 1 for one per row, 0 for one per tensor (a row that every row shares).
-    if cfg.descriptors and _descriptors_fit(qa, qw, c):
-        ensure_allocator()
-        rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), int(rows_a), int(rows_w))
-        return c, Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc, PERSISTENT=cfg.persistent)
-    rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), int(rows_a), int(rows_w))
-    return c, Fp8Plan(fp8_matmul_kernel, qa, qw, c, rest, cfg, True, **acc)
+    def make(cfg: Fp8Config) -> Fp8Plan:
+        acc = dict(MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc)
+        if cfg.descriptors and _descriptors_fit(qa, qw, c):
+            ensure_allocator()
+            rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), int(rows_a), int(rows_w))
+            return Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc, PERSISTENT=cfg.persistent)
+        rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), int(rows_a), int(rows_w))
+        return Fp8Plan(fp8_matmul_kernel, qa, qw, c, rest, cfg, True, **acc)
+
+    return c, _fitted(make, config or fp8_config(M, N, K), config is not None)
 
 
 def _checked_blocks(qa: object, qw: object, config: Fp8Config | None) -> tuple[torch.Tensor, Fp8Plan]:
@@ -388,15 +406,18 @@ def _checked_blocks(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
     _require_fp8_tensor_cores()
     if config is not None and config.block_k != 128:
         raise ValueError(f"{STAGE}: block scales cover 128 of K, so BLOCK_K must be 128, not {config.block_k}")
-    cfg = config or fp8_blockscaled_config(M, N, K)
     c = new_output(M, N, torch.bfloat16, qa.values.device)
     require_32bit_offsets(STAGE, qa.values, qw.values, c)
-    if cfg.descriptors and _descriptors_fit(qa, qw, c):
-        ensure_allocator()
-        rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), "sa rows", "sw rows")
-        return c, Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False, PERSISTENT=cfg.persistent)
-    rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), "sa rows", "sw rows")
-    return c, Fp8Plan(fp8_blockscaled_kernel, qa, qw, c, rest, cfg, False)
+
+    def make(cfg: Fp8Config) -> Fp8Plan:
+        if cfg.descriptors and _descriptors_fit(qa, qw, c):
+            ensure_allocator()
+            rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), "sa rows", "sw rows")
+            return Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False, PERSISTENT=cfg.persistent)
+        rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), "sa rows", "sw rows")
+        return Fp8Plan(fp8_blockscaled_kernel, qa, qw, c, rest, cfg, False)
+
+    return c, _fitted(make, config or fp8_blockscaled_config(M, N, K), config is not None)
 
 
 def _checked_either(qa: object, qw: object, config: None) -> tuple[torch.Tensor, Fp8Plan]:

@@ -119,11 +119,16 @@ SCALES_CONFIGS: dict[str, Fp8Config] = {
 # 64 x 128 tiles on 4 warps through tensor descriptors at the large shapes (3 stages: 61 %, worst
 # 58 %; pointer loads, 4 stages: 53 %) and where tiles are few (4 stages: 133 %, worst 79 %; 64 x 64
 # with pointers: 107 %, worst 43 %); 64 x 64 tiles elsewhere.
+# At the large shapes, since 2026-12-05: 128 x 128 tiles on 8 warps through descriptors, one program per
+# SM walking the tiles (persistent). The same sweep with the persistent candidates, on an H100
+# (runs/2026-12-05_1830_h100_fp8_sweep; no H200 was lent): 60-64 % of cuBLAS block-scaled at the
+# large squares and prefill layers where 64 x 128 on 4 warps, 3 stages, reached 50-55 %; worse only
+# at 192 x 18944 x 3584 (72 % against 86 %).
 BLOCKSCALED_CONFIGS: dict[str, Fp8Config] = {
     "decode": _SMALL,
     "short_k": _SMALL,
     "few_tiles": Fp8Config(64, 128, 128, num_warps=4, num_stages=4, descriptors=True),
-    "large": Fp8Config(64, 128, 128, num_warps=4, num_stages=3, descriptors=True),
+    "large": Fp8Config(128, 128, 128, num_warps=8, num_stages=4, descriptors=True, persistent=True),
 }
 
 
