@@ -66,6 +66,11 @@ FP8_STAGE7_EVIDENCE = "2026-12-04_0940_fp8_stage7_loop"
 # Stage 7's loop cut again (barrier addresses and descriptor words carried from slice to slice):
 # timed against the loop before it, on an H100 (no H200 was lent that day).
 FP8_STAGE7_SHORTER = "2026-12-05_1540_h100_tc7_loop"
+# Both FP8 stages as bench records them, and the Triton FP8 sweep with its persistent candidates, on an
+# H100 (no H200 was lent): the stages' bars against cuBLAS with the same scaling, and the block-scaled
+# Triton default chosen from that sweep.
+FP8_H100_RECORD = "2026-12-05_1830_h100_fp8_sweep"
+TRITON_BLOCK_DEFAULTS = {"before": "64x128x128 g8 w4 s3 tma", "now": "128x128x128 g8 w8 s4 tma persistent"}
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
@@ -514,6 +519,35 @@ def fp8_summary() -> dict:
                    "shapes": triton_rows, "accumulation": triton_run["accumulation"],
                    "blockscaled": [_blockscaled_row(r) for r in triton_run.get("blockscaled", [])]},
         "stage7": _stage7(),
+        "h100_record": _fp8_h100_record(),
+    }
+
+
+def _fp8_h100_record() -> dict:
+    """bench's recording of tc_7_fp8 and triton_fp8 on an H100 (GPU time and as called, each against cuBLAS
+    with the same scaling in the same call), and the Triton sweep's block-scaled large shapes for the
+    default before and now (TRITON_BLOCK_DEFAULTS; the first round's timing where a configuration was
+    timed in both rounds)."""
+    folder = RUNS / FP8_H100_RECORD
+    record = json.loads((folder / "h100_fp8_record.json").read_text())
+    sweep = json.loads((folder / "fp8_sweep.json").read_text())
+    rows = [{"stage": r["stage"], "scaling": r["scaling"], "shape": [r["M"], r["N"], r["K"]],
+             "pct": round(100 * r["ratio_to_cublas"], 1), "pct as called": round(100 * r["ratio_to_cublas_as_called"], 1)}
+            for r in record["records"] if r["stage"] in ("tc_7_fp8", "triton_fp8")]
+    block: dict[str, dict[str, float]] = {name: {} for name in TRITON_BLOCK_DEFAULTS}
+    for m in sorted(sweep["measurements"], key=lambda m: m["phase"] != "first"):
+        for name, config in TRITON_BLOCK_DEFAULTS.items():
+            if (m["scaling"], m["class"], m["config"]) == ("block", "large", config):
+                block[name].setdefault(" x ".join(map(str, m["shape"])), round(m["pct_of_cublas"], 1))
+    return {
+        "what": "rows: python -m course_lib.bench --record --stages tc_7_fp8,triton_fp8 (stage 7 with the loop cut "
+                "again, Triton FP8 with the block-scaled default now), % of cuBLAS with the same scaling, GPU time "
+                "and as called. triton_block_large: experiments/gpu_fp8_triton_sweep.py, % of cuBLAS block-scaled "
+                "(do_bench medians) at the class 'large', the block-scaled default before and now",
+        "gpu": record["provenance"]["gpu"], "date": record["provenance"]["date"],
+        "runs": [f"experiments/runs/{FP8_H100_RECORD}/{p}" for p in ("h100_fp8_record.json", "fp8_sweep.json")],
+        "rows": rows,
+        "triton_block_large": {name: {"config": TRITON_BLOCK_DEFAULTS[name], "pct": block[name]} for name in block},
     }
 
 

@@ -797,6 +797,22 @@ def fp8_recorded_pct(stage: str, scaling: str, shape) -> float:
     return 100 * rows[0]["ratio_to_cublas"]
 
 
+def fp8_h100_pct(stage: str, scaling: str, shape, key: str = "pct") -> float:
+    """% of cuBLAS with the same scaling in bench's recording of the FP8 stages on an H100
+    (results.summary("fp8")["h100_record"]): "pct" GPU time, "pct as called"."""
+    rows = [r for r in results.summary("fp8")["h100_record"]["rows"]
+            if (r["stage"], r["scaling"], tuple(r["shape"])) == (stage, scaling, _shape(shape))]
+    if len(rows) != 1:
+        raise KeyError(f"{len(rows)} rows of {stage} ({scaling}) at {_shape(shape)} in the H100 recording")
+    return rows[0][key]
+
+
+def fp8_h100_block_default(which: str, shape) -> float:
+    """The Triton sweep on the H100: % of cuBLAS block-scaled of the block-scaled default ``which``
+    ("before" or "now") at a large shape."""
+    return results.summary("fp8")["h100_record"]["triton_block_large"][which]["pct"][" x ".join(map(str, _shape(shape)))]
+
+
 # ---- stage 7: the CUDA FP8 kernel (bench's recording; results.summary("fp8")["stage7"]: the evidence) ----
 def tc7_recorded_span(scaling: str, shapes=None) -> tuple[float, float]:
     """Stage 7 as bench recorded it (its defaults: promoted), % of cuBLAS with the same scaling."""
