@@ -1,5 +1,5 @@
-"""Stage 6's two tiles, 128 x 256 and 128 x 128, each with whole tiles and with stream-K, forced, beside
-the plan by the shape and cuBLAS, at the middle shapes (issue 38).
+"""Stage 6's tiles, 128 x 256, 128 x 128 and (since 2026-12-05) 128 x 64, each with whole tiles and with
+stream-K, forced, beside the plan by the shape and cuBLAS, at the middle shapes (issue 38).
 
     source tools/gpu_env.sh && python3 experiments/gpu_tc6_tiles.py --out $OUT/tiles.json
     python3 experiments/gpu_tc6_tiles.py --dry-run      # on any machine: the shapes, variants and plans
@@ -44,6 +44,8 @@ VARIANTS = {
     "128x256 stream-K": (256, "stream-K"),
     "128x128 whole": (128, "whole tiles"),
     "128x128 stream-K": (128, "stream-K"),
+    "128x64 whole": (64, "whole tiles"),
+    "128x64 stream-K": (64, "stream-K"),
     "auto": (tc.TILE_AUTO, "auto"),
 }
 CLUSTERS = 66  # the H200's resident 2-CTA clusters (the run checks it against the GPU's SMs)
@@ -58,14 +60,16 @@ CHECK_SHAPES = [(1024, 1024, 1024), (1536, 1536, 1536), (2048, 2048, 2048), (307
 # the 128 x 256 tile, and the 128 x 128 stream-K forced where the shape alone would not take it.
 GRAPH_CASES = [("auto", (1024, 1024, 1024)), ("auto", (1536, 1536, 1536)), ("auto", (512, 4096, 4096)),
                ("auto", (200, 4096, 4096)), ("auto", (257, 4096, 14336)), ("auto", (2048, 2048, 2048)),
-               ("128x128 stream-K", (1024, 1024, 1024)), ("128x128 stream-K", (3000, 3000, 3000))]
+               ("128x128 stream-K", (1024, 1024, 1024)), ("128x128 stream-K", (3000, 3000, 3000)),
+               ("128x64 whole", (1024, 1024, 1024)), ("128x64 whole", (1000, 1032, 1024)),
+               ("128x64 stream-K", (1024, 1024, 1024)), ("128x64 stream-K", (257, 4096, 14336))]
 REPLAYS = 2
 STREAM_LAUNCHES = 6  # per stream, queued back to back so that the two streams overlap
 
 # (c) timing: the issue's squares, the table's rows with 96 <= M <= 512, and the shapes (table rows
 # and sweep shapes, with the journal's few-tile prefill layers) whose tile the plan changed, and 1600^3
 # (its 128 x 128 tiles would fill the clusters worse: the plan keeps 128 x 256).
-SQUARES = [(n, n, n) for n in (1024, 1536, 2048, 3072, 4096, 8192)]
+SQUARES = [(n, n, n) for n in (512, 768, 1024, 1536, 2048, 3072, 4096, 8192)]
 EXTRA = [(1000, 1000, 1000), (3000, 3000, 3000), (1600, 1600, 1600), (2048, 2560, 10240), (4096, 2112, 7168)]
 ROUNDS, BUDGET_MS = 3, 30.0
 
@@ -100,10 +104,10 @@ def dry_run() -> int:
     print(f"variants: {', '.join(f'{n} ({plan_text((4096, 4096, 4096), n)} at 4096^3)' for n in VARIANTS)}")
     print(f"checks: {len(VARIANTS)} variants x {len(CHECK_SHAPES)} shapes: {CHECK_SHAPES}")
     print(f"graphs and streams: {GRAPH_CASES}")
-    print(f"{'timed':<20}{'M x N x K':<20}{'busy 256':>9}{'busy 128':>9}  auto picks")
+    print(f"{'timed':<20}{'M x N x K':<20}{'busy 256':>9}{'busy 128':>9}{'busy 64':>9}  auto picks")
     for label, s in timing_shapes():
         print(f"{label:<20}{'x'.join(map(str, s)):<20}{100 * _busy(s[0], s[1], 256):>8.0f}%"
-              f"{100 * _busy(s[0], s[1], 128):>8.0f}%  {plan_text(s, 'auto')}")
+              f"{100 * _busy(s[0], s[1], 128):>8.0f}%{100 * _busy(s[0], s[1], 64):>8.0f}%  {plan_text(s, 'auto')}")
     return 0
 
 
@@ -236,6 +240,7 @@ def time_all(fns: dict, out: dict, save) -> None:
         pct = {n: 100 * us["cublas"] / us[n] for n in us if n != "cublas"}
         best = best_variant(pct)
         row = {"label": label, "shape": list(shape), "busy_128x256": _busy(M, N, 256), "busy_128x128": _busy(M, N, 128),
+               "busy_128x64": _busy(M, N, 64),
                "auto_plan": plan_text(shape, "auto"), "cublas_us": round(us["cublas"], 2),
                "us": {n: round(us[n], 2) for n in names if n in us}, "pct_of_cublas": {n: round(pct[n], 1) for n in pct},
                "insane": [n for n in names if not sane[n]], "best": best,

@@ -150,15 +150,25 @@ def _b_mismatches(block_n: int, lbo: int = tc.B_LBO, sbo: int = tc.B_SBO) -> int
     return bad
 
 
-@pytest.mark.parametrize("block_n", [128, 256])
+@pytest.mark.parametrize("block_n", [64, 128, 256])
 def test_wgmma_reads_b_where_tma_wrote_it(block_n):
     """B slice (64 x BLOCK_N, N-major, as BLOCK_N/64 boxes of 64 x 64): LBO steps to the next box,
     SBO to the next 8 rows of K."""
     assert _b_mismatches(block_n) == 0
-    assert _b_mismatches(block_n, lbo=tc.B_SBO, sbo=tc.B_LBO) > 0  # swapped fields are caught
+    if block_n > 64:
+        assert _b_mismatches(block_n, lbo=tc.B_SBO, sbo=tc.B_LBO) > 0  # swapped fields are caught
 
 
-@pytest.mark.parametrize("n_tile", [128, 256])
+def test_the_128x64_tile_s_b_halves_land_where_one_box_would():
+    """Stage 6's 128 x 64 tile loads its slice of B as two boxes of 32 rows of K (one per CTA of the
+    cluster, load_slice): the second half, written 32 rows (4 KB) further on with its own swizzle, must
+    hold every element where one 64 x 64 box would have put it - the swizzle follows the address."""
+    rows = 64 // 2
+    assert all(layout.tma_box_offset(r, c) == rows * 128 + layout.tma_box_offset(r - rows, c)
+               for r in range(rows, 64) for c in range(64))
+
+
+@pytest.mark.parametrize("n_tile", [64, 128, 256])
 def test_accumulator_layout_covers_the_tile_once(n_tile):
     seen = collections.Counter(
         tc.wgmma_accumulator_position(t, i, n_tile) for t in range(128) for i in range(n_tile // 2)
@@ -168,14 +178,15 @@ def test_accumulator_layout_covers_the_tile_once(n_tile):
 
 @pytest.mark.parametrize("block_n", sorted(tc.STAGE6_TILES.values()))
 def test_stmatrix_puts_each_accumulator_where_the_tma_store_reads_it(block_n):
-    """Stage 6's epilogue, for each of its tiles: per half of block_n / 2 columns, stmatrix j = 0 ..
-    block_n / 32 - 1 writes registers acc[8q .. 8q+7] (q = block_n / 32 * half + j) of each thread;
-    the byte each value lands on must be the byte the TMA store (64 x 64 boxes, 128-byte swizzle)
-    reads for that (row, column)."""
-    half_cols = block_n // 2
+    """Stage 6's epilogue, for each of its tiles: per round of half_cols columns (block_n / 2 in two
+    rounds; 64 in one for the 128 x 64 tile), stmatrix j = 0 .. half_cols / 16 - 1 writes registers
+    acc[8q .. 8q+7] (q = half_cols / 16 * round + j) of each thread; the byte each value lands on
+    must be the byte the TMA store (64 x 64 boxes, 128-byte swizzle) reads for that (row, column)."""
+    half_cols, rounds = tc.stage6_epilogue_rounds(block_n)
+    assert half_cols * rounds == block_n and half_cols % 64 == 0
     per_half = half_cols // 16
     written = {}
-    for half, j, t in itertools.product(range(2), range(per_half), range(128)):
+    for half, j, t in itertools.product(range(rounds), range(per_half), range(128)):
         q = per_half * half + j
         warp, lane = divmod(t, 32)
         for matrix, e in itertools.product(range(4), range(2)):
@@ -188,7 +199,7 @@ def test_stmatrix_puts_each_accumulator_where_the_tma_store_reads_it(block_n):
             want = (col_in_half // 64) * 8192 + layout.tma_box_offset(row, col_in_half % 64)
             assert addr == want, (half, j, t, matrix, e)
             written[(half, addr)] = written.get((half, addr), 0) + 1
-    assert len(written) == 2 * 64 * half_cols and set(written.values()) == {1}
+    assert len(written) == rounds * 64 * half_cols and set(written.values()) == {1}
     assert max(addr for _, addr in written) < (half_cols // 64) * 8192  # inside the consumer's staging boxes
 
 
@@ -259,8 +270,10 @@ def test_stage6_plan_takes_what_is_forced():
     assert plan(200, 4096, 4096, block_n=256) == ("128x256", "stream-K")  # 16 cluster tiles: the schedule by the rule
     assert plan(1000, 1008, 520, schedule="swapped", block_n=256) == ("128x64", "swapped")  # tiles of 128 tokens
     assert plan(64, 4096, 4096, schedule="whole tiles") == ("128x256", "whole tiles")
-    with pytest.raises(ValueError, match="block_n must be 0 .by the shape. or one of .128, 256., not 64"):
-        plan(1024, 1024, 1024, block_n=64)
+    assert plan(1024, 1024, 1024, block_n=64) == ("128x64", "whole tiles")
+    assert plan(512, 2304, 16384, block_n=64) == ("128x64", "stream-K")  # 72 cluster tiles for 66: the schedule by the rule
+    with pytest.raises(ValueError, match="block_n must be 0 .by the shape. or one of .64, 128, 256., not 32"):
+        plan(1024, 1024, 1024, block_n=32)
     with pytest.raises(ValueError, match="schedule must be one of 'auto', 'whole tiles', 'stream-K', 'swapped'"):
         plan(1024, 1024, 1024, schedule="split-K")
     assert tc.SCHEDULE_CODES == {"auto": -1, "whole tiles": 0, "stream-K": 1, "swapped": 2}  # tc_launch.h's
@@ -688,10 +701,10 @@ MID_SHAPES = [(1024, 1024, 1024), (200, 4096, 4096), (257, 1032, 2056)]
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("schedule,block_n", [(-1, 0), (0, 0), (1, 0), (2, 0), (-1, 128), (0, 128), (1, 128),
-                                              (0, 256), (1, 256)])
+                                              (0, 256), (1, 256), (-1, 64), (0, 64), (1, 64)])
 def test_stage6_schedules_are_correct_on_the_gpu(schedule, block_n):
     """-1 by the shape, 0 whole tiles, 1 stream-K, 2 operands swapped (tc_launch.h's SCHEDULE_*); the
-    tile by the shape (0) or forced (128 x 128, 128 x 256)."""
+    tile by the shape (0) or forced (128 x 64, 128 x 128, 128 x 256)."""
     fn = tc.make_gemm("tc_6_tma_store", shape_multiple=course_lib.get_stage("tc_6_tma_store").shape_multiple,
                       group_m=8, max_ctas=course_lib.backend.sm_count, schedule=schedule, block_n=block_n)
     shapes = (SWAPPED_SHAPES if schedule == 2 else
@@ -711,7 +724,7 @@ def test_stage6_swapped_forced_takes_more_than_128_rows_on_the_gpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("knobs,message", [({"block_n": 64}, "block_n must be TILE_AUTO .0., 256 .* or 128"),
+@pytest.mark.parametrize("knobs,message", [({"block_n": 32}, "block_n must be TILE_AUTO .0., 256 .*, 128 .* or 64"),
                                            ({"schedule": 3}, "schedule must be SCHEDULE_AUTO .-1., .* not 3")])
 def test_stage6_refuses_an_unknown_tile_or_schedule_on_the_gpu(knobs, message):
     fn = tc.make_gemm("tc_6_tma_store", shape_multiple=course_lib.get_stage("tc_6_tma_store").shape_multiple,

@@ -81,11 +81,13 @@ def _constant_checks() -> list[str]:
         if d.hopper:
             lines.append(f'static_assert({ns}::SMEM_BYTES == {d.smem_bytes}, "{d.source}: SMEM_BYTES is not the '
                          f'{d.smem_bytes} bytes Design.smem_bytes lays out");')
-        if "NARROW_BLOCK_N" in d.constants:  # stage 6's 128 x 128 tile
+        for narrow in ("NARROW", "NARROWEST"):  # stage 6's 128 x 128 and 128 x 64 tiles
             c = d.constants
-            want = d.ring_smem_bytes(c["NARROW_BLOCK_N"], c["NARROW_STAGES"])
-            lines.append(f'static_assert({ns}::NARROW_SMEM_BYTES == {want}, "{d.source}: NARROW_SMEM_BYTES is not '
-                         f'the {want} bytes Design.ring_smem_bytes lays out");')
+            if f"{narrow}_BLOCK_N" in c:
+                bn = c[f"{narrow}_BLOCK_N"]
+                want = d.ring_smem_bytes(bn, c[f"{narrow}_STAGES"])
+                lines.append(f'static_assert({ns}::smem_bytes<{bn}>() == {want}, "{d.source}: smem_bytes<{bn}>() is not '
+                             f'the {want} bytes Design.ring_smem_bytes lays out");')
         if "PRODUCER_REGS" in d.constants:
             regs = 65536 // d.threads // 8 * 8  # what ptxas gives each thread under __launch_bounds__(THREADS, 1)
             lines.append(f'static_assert(tc::registers_at_launch({ns}::THREADS) == {regs}, "{d.source}: '

@@ -54,7 +54,11 @@ def main(names: list[str]) -> int:
                 ("tc_6_tma_store 128x256", tc.make_gemm("tc_6_tma_store", shape_multiple=stage6, group_m=8, max_ctas=0,
                                                         schedule=0, block_n=256)),
                 ("tc_6_tma_store 128x128 stream-K", tc.make_gemm("tc_6_tma_store", shape_multiple=stage6, group_m=8,
-                                                                 max_ctas=0, schedule=1, block_n=128))]
+                                                                 max_ctas=0, schedule=1, block_n=128)),
+                ("tc_6_tma_store 128x64", tc.make_gemm("tc_6_tma_store", shape_multiple=stage6, group_m=8, max_ctas=0,
+                                                       schedule=0, block_n=64)),
+                ("tc_6_tma_store 128x64 stream-K", tc.make_gemm("tc_6_tma_store", shape_multiple=stage6, group_m=8,
+                                                                max_ctas=0, schedule=1, block_n=64))]
         return check_runs(runs, lambda name: SMALL_STAGE6 + (((136, 264, 1032),) if "swapped" in name else ()))
     if names == ["--fp8"]:
         return check_fp8_runs()

@@ -49,6 +49,8 @@ constexpr int BLOCK_M = 128, BLOCK_N = 256, BLOCK_K = TILE_K;  // the stage's ti
 constexpr int STAGES = 4;                                   // 48 KB ring slots
 constexpr int NARROW_BLOCK_N = 128;                         // the middle shapes' tile: 128 x 128
 constexpr int NARROW_STAGES = 6;                            // 32 KB ring slots
+constexpr int NARROWEST_BLOCK_N = 64;                       // the small squares' tile: 128 x 64
+constexpr int NARROWEST_STAGES = 8;                         // 24 KB ring slots
 constexpr int CLUSTER = 2;                                  // CTAs sharing B by multicast (stage 5)
 constexpr int CONSUMERS = BLOCK_M / 64;
 constexpr int THREADS = (1 + CONSUMERS) * WARPGROUP;
@@ -58,12 +60,14 @@ constexpr int C_HALF_COLS = BLOCK_N / 2;                    // columns staged pe
 constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;           // 2
 
 // The shared memory of a CTA with a 128 x BN tile: the ring, each consumer's staging boxes for half
-// its 64 x BN tile (2 boxes of 64 x 64 for BN = 256, one for BN = 128), the ring's barriers.
+// its 64 x BN tile (2 boxes of 64 x 64 for BN = 256, one for BN = 128; for BN = 64 the whole tile in
+// one box, one round), the ring's barriers.
 template <int BN>
 struct Smem {
-  static_assert(BN == BLOCK_N || BN == NARROW_BLOCK_N, "stage 6's two tiles");
-  static constexpr int SLOTS = BN == BLOCK_N ? STAGES : NARROW_STAGES;
-  static constexpr int HALF_COLS = BN / 2;                  // columns of C staged per round
+  static_assert(BN == BLOCK_N || BN == NARROW_BLOCK_N || BN == NARROWEST_BLOCK_N, "stage 6's three tiles");
+  static constexpr int SLOTS = BN == BLOCK_N ? STAGES : BN == NARROW_BLOCK_N ? NARROW_STAGES : NARROWEST_STAGES;
+  static constexpr int HALF_COLS = BN == NARROWEST_BLOCK_N ? C_BOX : BN / 2;  // columns of C staged per round
+  static constexpr int ROUNDS = BN / HALF_COLS;             // 2, or 1 for BN = 64
   bf16 a[SLOTS][BLOCK_M * BLOCK_K];
   bf16 b[SLOTS][BLOCK_K * BN];
   bf16 c[CONSUMERS][HALF_COLS / C_BOX][C_BOX * C_BOX];
@@ -73,8 +77,26 @@ static_assert(Smem<BLOCK_N>::HALF_COLS / C_BOX == C_HALF_BOXES, "the 128 x 256 t
 template <int BN>
 constexpr int smem_bytes() { return int(sizeof(Smem<BN>)) + SMEM_SLACK; }
 constexpr int SMEM_BYTES = smem_bytes<BLOCK_N>();
-constexpr int NARROW_SMEM_BYTES = smem_bytes<NARROW_BLOCK_N>();
-static_assert(SMEM_BYTES <= 227 * 1024 && NARROW_SMEM_BYTES <= 227 * 1024, "Hopper's per-block shared-memory limit");
+static_assert(SMEM_BYTES <= 227 * 1024 && smem_bytes<NARROW_BLOCK_N>() <= 227 * 1024 &&
+              smem_bytes<NARROWEST_BLOCK_N>() <= 227 * 1024, "Hopper's per-block shared-memory limit");
+
+// One K slice into the ring. The 128 x 64 tile's slice of B is a single 64 x 64 box, so the
+// cluster's CTAs split it by rows of K (32 each, multicast; `map_b` has boxes of 32 x 64) where the
+// wider tiles give each CTA whole boxes (tma_load_slice). The halves land where one box would
+// have: the 128-byte swizzle follows the shared-memory address, and 32 rows are 4 KB.
+template <int BN>
+__device__ __forceinline__ void load_slice(bf16* a, bf16* b, uint64_t* full, const CUtensorMap* map_a,
+                                           const CUtensorMap* map_b, int ks, int m0, int n0, uint32_t rank) {
+  if constexpr (BN == NARROWEST_BLOCK_N) {
+    constexpr int ROWS = TILE_K / CLUSTER;
+    mbar_arrive_expect_tx(full, (BLOCK_M + BN) * TILE_K * int(sizeof(bf16)));
+    tma_load_2d(a, map_a, full, ks * TILE_K, m0);
+    tma_load_2d_multicast(b + int(rank) * ROWS * BN, map_b, full, n0, ks * TILE_K + int(rank) * ROWS,
+                          (1u << CLUSTER) - 1);
+  } else {
+    tma_load_slice<BLOCK_M, BN, CLUSTER>(a, b, full, map_a, map_b, ks, m0, n0, rank);
+  }
+}
 
 // A consumer's 64 rows are 4 warps of 16: a warp whose rows all lie below C's last row (a decode
 // step has M = 1-64) neither writes nor reads partial sums; its accumulators only hold zeros.
@@ -88,7 +110,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
        const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials, int M) {
   using Shared = Smem<BN>;
-  constexpr int SLOTS = Shared::SLOTS, HALF_COLS = Shared::HALF_COLS;
+  constexpr int SLOTS = Shared::SLOTS, HALF_COLS = Shared::HALF_COLS, ROUNDS = Shared::ROUNDS;
   extern __shared__ uint8_t smem_raw[];
   Shared& s = *reinterpret_cast<Shared*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
@@ -113,8 +135,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
           const int slot = it % SLOTS;
           mbar_wait(&s.empty[slot], ((it / SLOTS) % 2) ^ 1);
-          tma_load_slice<BLOCK_M, BN, CLUSTER>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0,
-                                                    n0, rank);
+          load_slice<BN>(s.a[slot], s.b[slot], &s.full[slot], &map_a, &map_b, ks, m0, n0, rank);
         }
       }
     }
@@ -145,10 +166,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         // [excerpt one-batch-in-flight]
         // The unit's first wgmma overwrites the accumulators (scale-d = 0).
         wgmma_slice<BN>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > w.k_begin);
-        if (staged_waiting && ks == store_at)
+        if (staged_waiting && ks == store_at) {
           store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+          if constexpr (ROUNDS == 1) staged_waiting = false;  // a 128 x 64 tile goes out in one round
+        }
         if (staged_waiting && ks == store_at2) {
-          store_tile_tma<HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+          store_tile_tma<HALF_COLS, ROUNDS - 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
           staged_waiting = false;
         }
         wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
@@ -178,7 +201,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       for (int i = 0; i < BN / 4; ++i) staged[i] = pack_bf16x2(acc[2 * i], acc[2 * i + 1]);
       staged_waiting = true, staged_row0 = m0 + cw * 64, staged_col0 = n0;
     }
-    if (staged_waiting) store_tile_tma<HALF_COLS, 0, 2>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+    if (staged_waiting) store_tile_tma<HALF_COLS, 0, ROUNDS>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
   }
   // No CTA may leave while its partner can still arrive on its barriers.
@@ -366,8 +389,13 @@ void launch_tiles(const Gemm& g, cudaStream_t stream, const Workspace& ws, int g
   const Partials partials =
       sched.dp_tiles < tiles.count() ? fixup_buffers<BN, CONSUMERS>(ws, ctas) : Partials{nullptr, nullptr};
   const CUtensorMap map_c = make_tensor_map(g.c, g.M, g.N, C_BOX, C_BOX, CU_TENSOR_MAP_SWIZZLE_128B);
-  k<<<ctas, THREADS, smem, stream>>>(tensor_map_a<BLOCK_M>(g), tensor_map_b(g), map_c, sched, partials, g.M);
-  check_launch(BN == BLOCK_N ? "tc_6_tma_store" : "tc_6_tma_store (128 x 128 tiles)");
+  // B in boxes of 64 x 64, or of 32 x 64 for the 128 x 64 tile (its two CTAs' halves of one box, load_slice)
+  const CUtensorMap map_b = BN == NARROWEST_BLOCK_N
+                                ? make_tensor_map(g.b, g.K, g.N, TILE_K / CLUSTER, BN, CU_TENSOR_MAP_SWIZZLE_128B)
+                                : tensor_map_b(g);
+  k<<<ctas, THREADS, smem, stream>>>(tensor_map_a<BLOCK_M>(g), map_b, map_c, sched, partials, g.M);
+  check_launch(BN == BLOCK_N ? "tc_6_tma_store" : BN == NARROW_BLOCK_N ? "tc_6_tma_store (128 x 128 tiles)"
+                                                                       : "tc_6_tma_store (128 x 64 tiles)");
 }
 
 }  // namespace stage6
@@ -379,9 +407,9 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& 
   if (schedule < SCHEDULE_AUTO || schedule > SCHEDULE_SWAPPED)
     throw std::runtime_error("tc_6_tma_store: schedule must be SCHEDULE_AUTO (-1), SCHEDULE_WHOLE_TILES (0), "
                              "SCHEDULE_STREAM_K (1) or SCHEDULE_SWAPPED (2), not " + std::to_string(schedule));
-  if (block_n != TILE_AUTO && block_n != BLOCK_N && block_n != NARROW_BLOCK_N)
-    throw std::runtime_error("tc_6_tma_store: block_n must be TILE_AUTO (0), 256 (128 x 256 tiles) or 128 "
-                             "(128 x 128 tiles), not " + std::to_string(block_n));
+  if (block_n != TILE_AUTO && block_n != BLOCK_N && block_n != NARROW_BLOCK_N && block_n != NARROWEST_BLOCK_N)
+    throw std::runtime_error("tc_6_tma_store: block_n must be TILE_AUTO (0), 256 (128 x 256 tiles), 128 "
+                             "(128 x 128 tiles) or 64 (128 x 64 tiles), not " + std::to_string(block_n));
   const bool swapped = schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M));
   // The rule counts the clusters the 128 x 256 kernel holds at once (each tile's kernel holds one CTA
   // per SM); the decode path needs no count.
@@ -394,6 +422,7 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& 
   if (p.schedule == SCHEDULE_SWAPPED) return launch_decode_for(g, stream, ws);  // forced at M > 128: tiles of 128 tokens
   const bool split = p.schedule == SCHEDULE_STREAM_K;
   if (p.tile_n == NARROW_BLOCK_N) return launch_tiles<NARROW_BLOCK_N>(g, stream, ws, group_m, max_ctas, split);
+  if (p.tile_n == NARROWEST_BLOCK_N) return launch_tiles<NARROWEST_BLOCK_N>(g, stream, ws, group_m, max_ctas, split);
   return launch_tiles<BLOCK_N>(g, stream, ws, group_m, max_ctas, split);
 }
 

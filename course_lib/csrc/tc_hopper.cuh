@@ -260,7 +260,7 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
 //   d[4j+0], d[4j+1] = D[16w + lane/4    ][8j + 2*(lane%4) + {0,1}]
 //   d[4j+2], d[4j+3] = D[16w + lane/4 + 8][8j + 2*(lane%4) + {0,1}]
 // In the asm statements below accumulator d[i] is operand %i. The operand lists are long and the
-// two instructions share their first 64 entries, so the lists are spelled once, by macros local
+// instructions share their first entries, so the lists are spelled once, by macros local
 // to this header: TC_WGMMA_D64(d, i) is "+f"(d[i]) .. "+f"(d[i + 63]), TC_WGMMA_REGS_* the
 // matching "%0, %1, ..." text.
 #define TC_WGMMA_D8(d, i)                                                    \
@@ -279,6 +279,11 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"              \
   "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"  \
   "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define TC_WGMMA_REGS_0_7 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define TC_WGMMA_REGS_8_15 "%8, %9, %10, %11, %12, %13, %14, %15"
+#define TC_WGMMA_REGS_16_31                                              \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, " \
+  "%30, %31"
 
 // D[64 x 128] (+)= A[64 x 16] * B[16 x 128]; A K-major, B N-major (imm-trans-b = 1), both read
 // from shared memory through descriptors. 64 fp32 accumulators per thread.
@@ -292,6 +297,21 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a
       "{" TC_WGMMA_REGS_0_63 "}, %64, %65, p, 1, 1, 0, 1;\n"
       "}\n"
       : TC_WGMMA_D64(d, 0)
+      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
+}
+
+// D[64 x 64] (+)= A[64 x 16] * B[16 x 64]: the same with 32 fp32 accumulators per thread (stage 6's
+// narrowest tile, for the small squares).
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
+                                                bool accumulate = true) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16\n"
+      "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 ", " TC_WGMMA_REGS_16_31 "}, %32, %33, p, 1, 1, 0, 1;\n"
+      "}\n"
+      : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8), TC_WGMMA_D8(d, 16), TC_WGMMA_D8(d, 24)
       : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
 }
 
@@ -314,11 +334,6 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
 // N-major in shared memory (B's rows are K), so imm-trans-a = 1 and its descriptor is B's;
 // B' lies K-major (A's rows are K), so imm-trans-b = 0 and its descriptor is A's (with T rows).
 // wgmma takes any T that is a multiple of 8 up to 256; the course uses 16, 32, 64 and 128.
-#define TC_WGMMA_REGS_0_7 "%0, %1, %2, %3, %4, %5, %6, %7"
-#define TC_WGMMA_REGS_8_15 "%8, %9, %10, %11, %12, %13, %14, %15"
-#define TC_WGMMA_REGS_16_31                                              \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, " \
-  "%30, %31"
 template <int T>
 __device__ __forceinline__ void wgmma_swapped(float (&d)[T / 2], uint64_t desc_bt, uint64_t desc_a, bool accumulate) {
   static_assert(T == 16 || T == 32 || T == 64 || T == 128, "the decode path's token tiles");
@@ -503,14 +518,16 @@ __device__ __forceinline__ void tma_load_slice(bf16* a, bf16* b, uint64_t* full,
 template <int BLOCK_N>
 __device__ __forceinline__ void wgmma_slice(float (&acc)[BLOCK_N / 2], const bf16* a_rows, const bf16* b,
                                             bool accumulate = true) {
-  static_assert(BLOCK_N == 128 || BLOCK_N == 256, "the course's two wgmma shapes");
+  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "the course's three wgmma shapes");
   wgmma_fence();
 #pragma unroll
   for (int k16 = 0; k16 < TILE_K / WGMMA_K; ++k16) {
     if constexpr (BLOCK_N == 256)
       wgmma_m64n256k16(acc, a_descriptor(a_rows, k16), b_descriptor(b, k16), accumulate || k16 > 0);
-    else
+    else if constexpr (BLOCK_N == 128)
       wgmma_m64n128k16(acc, a_descriptor(a_rows, k16), b_descriptor(b, k16), accumulate || k16 > 0);
+    else
+      wgmma_m64n64k16(acc, a_descriptor(a_rows, k16), b_descriptor(b, k16), accumulate || k16 > 0);
   }
   wgmma_commit();
 }

@@ -88,6 +88,7 @@ from course_lib.kernels.tensor_cores.model import (
     descriptor_encode,
     make_descriptor,
     stage6_cluster_tiles,
+    stage6_epilogue_rounds,
     stage6_plan,
     stage6_schedule,
     stmatrix_fragment_position,

@@ -134,7 +134,16 @@ DECODE_MAX_M = STAGE6["DECODE_MAX_M"]
 SCHEDULE_CODES = {name: STAGE6[f"SCHEDULE_{code}"] for name, code in
                   (("auto", "AUTO"), ("whole tiles", "WHOLE_TILES"), ("stream-K", "STREAM_K"), ("swapped", "SWAPPED"))}
 TILE_AUTO = STAGE6["TILE_AUTO"]
-STAGE6_TILES = {f"{STAGE6['BLOCK_M']}x{bn}": bn for bn in (STAGE6["BLOCK_N"], STAGE6["NARROW_BLOCK_N"])}  # name -> width
+STAGE6_TILES = {f"{STAGE6['BLOCK_M']}x{bn}": bn
+                for bn in (STAGE6["BLOCK_N"], STAGE6["NARROW_BLOCK_N"], STAGE6["NARROWEST_BLOCK_N"])}  # name -> width
+
+
+def stage6_epilogue_rounds(block_n: int) -> tuple[int, int]:
+    """(columns of C staged per round, rounds) of stage 6's epilogue for a 128 x ``block_n`` tile
+    (Smem's HALF_COLS and ROUNDS in tc_6_tma_store.cu): half the tile's columns per round, in two
+    rounds; the 128 x 64 tile, one 64 x 64 box, in one."""
+    cols = 64 if block_n == STAGE6["NARROWEST_BLOCK_N"] else block_n // 2
+    return cols, block_n // cols
 
 
 class Stage6Plan(NamedTuple):

@@ -93,13 +93,18 @@ class Design:
     def ring_smem_bytes(self, block_n: int, stages: int) -> int:
         """Dynamic shared memory of a wgmma stage's kernel with BLOCK_M x ``block_n`` tiles and
         ``stages`` ring slots: the slots of A and B, their mbarriers, stage 6's staging boxes (half of
-        each consumer's 64 x ``block_n`` tile) and SMEM_SLACK bytes of alignment slack. Stage 6's
-        128 x 128 tile: ``ring_smem_bytes(NARROW_BLOCK_N, NARROW_STAGES)``, its NARROW_SMEM_BYTES."""
+        each consumer's 64 x ``block_n`` tile; all of it, one box, for the 128 x 64 tile) and SMEM_SLACK
+        bytes of alignment slack. Stage 6's narrower tiles: ``ring_smem_bytes(NARROW_BLOCK_N,
+        NARROW_STAGES)`` and ``ring_smem_bytes(NARROWEST_BLOCK_N, NARROWEST_STAGES)``, its
+        ``smem_bytes<BN>()``."""
+        from course_lib.kernels.tensor_cores.model import stage6_epilogue_rounds
+
         c, (bm, _, bk) = self.constants, self.block
         if not self.hopper:
             raise ValueError(f"{self.stage} has no ring of wgmma slots (its tiles are static shared memory)")
         barriers = 8 * (2 * stages if "STAGES" in c else 1)  # full (and empty) per slot
-        staging = BF16_BYTES * c["CONSUMERS"] * (block_n // 2) * c["C_BOX"] if "C_HALF_BOXES" in c else 0
+        staged_cols = stage6_epilogue_rounds(block_n)[0]
+        staging = BF16_BYTES * c["CONSUMERS"] * staged_cols * c["C_BOX"] if "C_HALF_BOXES" in c else 0
         return stages * (bm + block_n) * bk * BF16_BYTES + barriers + staging + c["SMEM_SLACK"]
 
 
