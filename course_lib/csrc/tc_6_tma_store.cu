@@ -32,7 +32,12 @@
 //   leave more than half the clusters idle and K is too short for stream-K (1024^3: 16 cluster tiles
 //   for 66 clusters, 16 K-slices) the launcher takes 128 x 128 tiles, twice as many (each consumer
 //   a 64 x 128 wgmma, as in stages 2-3; its ring slots are 32 KB, so it keeps 6 of them). The
-//   producer, the clusters, the epilogue and stream-K are the same code for both widths.
+//   producer, the clusters, the epilogue and stream-K are the same code for every width.
+//   A 128 x 64 tile (8 slots of 24 KB; its producer splits B's one box by rows of K across the
+//   cluster, load_slice) runs when forced
+//   (block_n = 64): on an H100 it beat 128 x 128 by 6-7 points at 512^3-1024^3 and stayed below 75 %
+//   of cuBLAS, whose kernel there has the same tile, stages and cluster (experiments/JOURNAL.md,
+//   2026-12-05). The plan does not take it until the H200 recording can be made with it.
 //
 // Notebooks 09, 10 and 11 print the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_decode.cuh"
@@ -61,13 +66,12 @@ constexpr int C_HALF_BOXES = C_HALF_COLS / C_BOX;           // 2
 
 // The shared memory of a CTA with a 128 x BN tile: the ring, each consumer's staging boxes for half
 // its 64 x BN tile (2 boxes of 64 x 64 for BN = 256, one for BN = 128; for BN = 64 the whole tile in
-// one box, one round), the ring's barriers.
+// one box: its second half is no columns, and store_tile_tma skips it), the ring's barriers.
 template <int BN>
 struct Smem {
   static_assert(BN == BLOCK_N || BN == NARROW_BLOCK_N || BN == NARROWEST_BLOCK_N, "stage 6's three tiles");
   static constexpr int SLOTS = BN == BLOCK_N ? STAGES : BN == NARROW_BLOCK_N ? NARROW_STAGES : NARROWEST_STAGES;
   static constexpr int HALF_COLS = BN == NARROWEST_BLOCK_N ? C_BOX : BN / 2;  // columns of C staged per round
-  static constexpr int ROUNDS = BN / HALF_COLS;             // 2, or 1 for BN = 64
   bf16 a[SLOTS][BLOCK_M * BLOCK_K];
   bf16 b[SLOTS][BLOCK_K * BN];
   bf16 c[CONSUMERS][HALF_COLS / C_BOX][C_BOX * C_BOX];
@@ -110,7 +114,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
        const __grid_constant__ CUtensorMap map_c, TileSchedule sched, Partials partials, int M) {
   using Shared = Smem<BN>;
-  constexpr int SLOTS = Shared::SLOTS, HALF_COLS = Shared::HALF_COLS, ROUNDS = Shared::ROUNDS;
+  constexpr int SLOTS = Shared::SLOTS, HALF_COLS = Shared::HALF_COLS;
   extern __shared__ uint8_t smem_raw[];
   Shared& s = *reinterpret_cast<Shared*>(align_smem(smem_raw));
   const int wg = threadIdx.x / WARPGROUP;
@@ -166,12 +170,10 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         // [excerpt one-batch-in-flight]
         // The unit's first wgmma overwrites the accumulators (scale-d = 0).
         wgmma_slice<BN>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > w.k_begin);
-        if (staged_waiting && ks == store_at) {
+        if (staged_waiting && ks == store_at)
           store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
-          if constexpr (ROUNDS == 1) staged_waiting = false;  // a 128 x 64 tile goes out in one round
-        }
         if (staged_waiting && ks == store_at2) {
-          store_tile_tma<HALF_COLS, ROUNDS - 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+          store_tile_tma<HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
           staged_waiting = false;
         }
         wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
@@ -201,7 +203,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       for (int i = 0; i < BN / 4; ++i) staged[i] = pack_bf16x2(acc[2 * i], acc[2 * i + 1]);
       staged_waiting = true, staged_row0 = m0 + cw * 64, staged_col0 = n0;
     }
-    if (staged_waiting) store_tile_tma<HALF_COLS, 0, ROUNDS>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+    if (staged_waiting) store_tile_tma<HALF_COLS, 0, 2>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
     if (leader) bulk_wait_all();  // shared memory must outlive the stores that read it
   }
   // No CTA may leave while its partner can still arrive on its barriers.

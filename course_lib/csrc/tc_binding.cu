@@ -37,8 +37,8 @@ void bind(pybind11::module_& m, const char* name, PersistentLauncher launcher) {
 }
 
 // Stage 6 also takes the schedule (tc_launch.h): -1 by the shape, 0 whole tiles, 1 stream-K,
-// 2 operands swapped (M <= 128); and the tile's width: 0 by the shape, 256 or 128 (128 x 256 or
-// 128 x 128 tiles); and it takes any M (`any_m`).
+// 2 operands swapped (M <= 128); and the tile's width: 0 by the shape, 256, 128 or 64 (128 x 256,
+// 128 x 128 or 128 x 64 tiles); and it takes any M (`any_m`).
 using ScheduleLauncher = void (*)(const tc::Gemm&, cudaStream_t, const tc::Workspace&, int group_m, int max_ctas,
                                   int schedule, int block_n);
 void bind(pybind11::module_& m, const char* name, ScheduleLauncher launcher) {

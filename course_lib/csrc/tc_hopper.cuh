@@ -582,12 +582,14 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
 // (stage 6, and notebook 12's stage 7). `pairs[i]` is the thread's i-th pair of bf16 results, i.e.
 // its accumulators 2i and 2i+1 converted (pack_bf16x2); `staging` holds HALF_COLS / 64 boxes of
 // 64 x 64 bf16 with the 128-byte swizzle. FIRST_HALF and HALVES pick the rounds: all of them
-// (after the last tile), or one (during the next tile). Called by all 128 threads of the consumer;
-// `barrier` is its own named barrier.
+// (after the last tile), or one (during the next tile); a tile of HALF_COLS columns (stage 6's
+// 128 x 64) has only the first. Called by all 128 threads of the consumer; `barrier` is its own
+// named barrier.
 constexpr int C_BOX = 64;  // 64 x 64 bf16 boxes, 128-byte swizzle
-template <int HALF_COLS, int FIRST_HALF, int HALVES>
-__device__ __forceinline__ void store_tile_tma(const uint32_t* pairs, bf16* staging, const CUtensorMap* map_c,
+template <int HALF_COLS, int FIRST_HALF, int HALVES, int PAIRS>
+__device__ __forceinline__ void store_tile_tma(const uint32_t (&pairs)[PAIRS], bf16* staging, const CUtensorMap* map_c,
                                                int barrier, int row0, int col0) {
+  constexpr int ROUNDS = PAIRS / (HALF_COLS / 4);  // a round: HALF_COLS columns of 2 rows, 2 columns a pair
   const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
   const bool leader = tid == 0;
   // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of
@@ -595,7 +597,7 @@ __device__ __forceinline__ void store_tile_tma(const uint32_t* pairs, bf16* stag
   const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
   const int col_in_16 = (lane / 16) * 8;
 #pragma unroll
-  for (int half = FIRST_HALF; half < FIRST_HALF + HALVES; ++half) {
+  for (int half = FIRST_HALF; half < FIRST_HALF + HALVES && half < ROUNDS; ++half) {
     if (leader) bulk_wait_read_all();   // the previous round's store has read the staging boxes
     named_barrier_sync(barrier, WARPGROUP);
 #pragma unroll

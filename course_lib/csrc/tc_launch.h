@@ -58,7 +58,8 @@ void launch_tc_5_persistent(const Gemm& g, cudaStream_t stream, int group_m = 8,
 // (a decode step) the operands swapped, C^T = B^T A^T.
 // `schedule` SCHEDULE_AUTO decides by the shape; the others force one (for the tests and experiments;
 // forced, the swapped schedule takes any M, in token tiles of 128). `block_n` TILE_AUTO decides the
-// tile by the shape; 256 or 128 forces 128 x 256 or 128 x 128 tiles (ignored by the swapped schedule).
+// tile by the shape; 256, 128 or 64 forces 128 x 256, 128 x 128 or 128 x 64 tiles (ignored by the swapped
+// schedule; the shape never picks 128 x 64, an experiment's tile so far).
 // Stage 6 takes any M; N and K multiples of 8 (16-byte rows for TMA). Stream-K and the swapped
 // schedule's split-K take their partial sums and flags from `ws`.
 constexpr int SCHEDULE_AUTO = -1, SCHEDULE_WHOLE_TILES = 0, SCHEDULE_STREAM_K = 1, SCHEDULE_SWAPPED = 2;
