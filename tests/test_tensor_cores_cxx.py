@@ -88,6 +88,11 @@ def _constant_checks() -> list[str]:
                 want = d.ring_smem_bytes(bn, c[f"{narrow}_STAGES"])
                 lines.append(f'static_assert({ns}::smem_bytes<{bn}>() == {want}, "{d.source}: smem_bytes<{bn}>() is not '
                              f'the {want} bytes Design.ring_smem_bytes lays out");')
+        if "C_HALF_BOXES" in d.constants:  # stage 6's epilogue: the columns staged per round, per tile width
+            for bn in sorted(tc.STAGE6_TILES.values()):
+                cols = tc.stage6_epilogue_rounds(bn)[0]
+                lines.append(f'static_assert({ns}::Smem<{bn}>::HALF_COLS == {cols}, "{d.source}: Smem<{bn}> stages '
+                             f'{cols} columns per round, as stage6_epilogue_rounds says");')
         if "PRODUCER_REGS" in d.constants:
             regs = 65536 // d.threads // 8 * 8  # what ptxas gives each thread under __launch_bounds__(THREADS, 1)
             lines.append(f'static_assert(tc::registers_at_launch({ns}::THREADS) == {regs}, "{d.source}: '

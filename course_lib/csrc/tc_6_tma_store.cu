@@ -108,7 +108,7 @@ __device__ __forceinline__ bool warp_rows_in_c(int row0, int M) {
   return row0 + (threadIdx.x % WARPGROUP) / 32 * 16 < M;
 }
 
-// A 128 x BN tile per work unit (BN = BLOCK_N or NARROW_BLOCK_N).
+// A 128 x BN tile per work unit (BN = BLOCK_N, NARROW_BLOCK_N or NARROWEST_BLOCK_N).
 template <int BN>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -161,7 +161,8 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       sched.order.origin<CLUSTER, BLOCK_M, BN>(w.tile, rank, m0, n0);
       int previous_slot = -1;
       // The staged tile's first half goes out once this unit's 2nd slice is issued, the second half
-      // once its 4th is (or both earlier, if the unit has fewer slices).
+      // once its 4th is (or both earlier, if the unit has fewer slices); a 128 x 64 tile is one
+      // half, out at the 2nd slice (the call for the second stores nothing).
       const int store_at = w.k_end - w.k_begin > 1 ? w.k_begin + 1 : w.k_begin;
       const int store_at2 = w.k_end - w.k_begin > 3 ? w.k_begin + 3 : w.k_end - 1;
       for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {

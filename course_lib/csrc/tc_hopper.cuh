@@ -590,6 +590,8 @@ template <int HALF_COLS, int FIRST_HALF, int HALVES, int PAIRS>
 __device__ __forceinline__ void store_tile_tma(const uint32_t (&pairs)[PAIRS], bf16* staging, const CUtensorMap* map_c,
                                                int barrier, int row0, int col0) {
   constexpr int ROUNDS = PAIRS / (HALF_COLS / 4);  // a round: HALF_COLS columns of 2 rows, 2 columns a pair
+  static_assert(HALF_COLS % C_BOX == 0 && PAIRS % (HALF_COLS / 4) == 0 && (ROUNDS == 1 || ROUNDS == 2),
+                "a round is whole 64 x 64 boxes, and the tile is one or two rounds");
   const int tid = threadIdx.x % WARPGROUP, warp = tid / 32, lane = tid % 32;
   const bool leader = tid == 0;
   // stmatrix: lanes 8i..8i+7 address the 8 rows of matrix i; matrices 0/1 are rows 0-7 / 8-15 of

@@ -142,7 +142,7 @@ def stage6_epilogue_rounds(block_n: int) -> tuple[int, int]:
     """(columns of C staged per round, rounds) of stage 6's epilogue for a 128 x ``block_n`` tile
     (Smem's HALF_COLS and ROUNDS in tc_6_tma_store.cu): half the tile's columns per round, in two
     rounds; the 128 x 64 tile, one 64 x 64 box, in one."""
-    cols = 64 if block_n == STAGE6["NARROWEST_BLOCK_N"] else block_n // 2
+    cols = STAGE6["C_BOX"] if block_n == STAGE6["NARROWEST_BLOCK_N"] else block_n // 2
     return cols, block_n // cols
 
 
@@ -169,8 +169,9 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
     K has fewer than STREAM_K_MIN_SLICES slices, the 128 x 256 tile otherwise; then "stream-K" where
     whole tiles of that size keep them less than STREAM_K_BELOW busy and K has at least
     STREAM_K_MIN_SLICES slices, "whole tiles" otherwise.
-    ``block_n`` (256 or 128) and ``schedule`` (one of SCHEDULE_CODES) force a choice, as the
-    extension's arguments of those names do."""
+    ``block_n`` (256, 128 or 64; the shape alone never takes 64) and ``schedule`` (one of
+    SCHEDULE_CODES) force a choice, as the extension's arguments of those names do. A swapped plan's
+    tile "128x64" is 128 tokens x 64 columns of C, not the 128 x 64 tile: read it with its schedule."""
     c = STAGE6
     if schedule not in SCHEDULE_CODES:
         raise ValueError(f"schedule must be one of {', '.join(map(repr, SCHEDULE_CODES))}, not {schedule!r}")
