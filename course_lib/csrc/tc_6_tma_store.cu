@@ -32,12 +32,12 @@
 //   leave more than half the clusters idle and K is too short for stream-K (1024^3: 16 cluster tiles
 //   for 66 clusters, 16 K-slices) the launcher takes 128 x 128 tiles, twice as many (each consumer
 //   a 64 x 128 wgmma, as in stages 2-3; its ring slots are 32 KB, so it keeps 6 of them). The
-//   producer, the clusters, the epilogue and stream-K are the same code for every width.
-//   A 128 x 64 tile (8 slots of 24 KB; its producer splits B's one box by rows of K across the
-//   cluster, load_slice) runs when forced
-//   (block_n = 64): on an H100 it beat 128 x 128 by 6-7 points at 512^3-1024^3 and stayed below 75 %
-//   of cuBLAS, whose kernel there has the same tile, stages and cluster (experiments/JOURNAL.md,
-//   2026-12-05). The plan does not take it until the H200 recording can be made with it.
+//   clusters, the epilogue and stream-K are the same code for every width, and so is the producer
+//   but for one step: a 128 x 64 tile's slice of B is one box, which the cluster splits by rows of
+//   K (load_slice). That tile (8 slots of 24 KB) runs when forced (block_n = 64): on an H100 it beat
+//   128 x 128 by 6-7 points at 512^3-1024^3 and stayed below 75 % of cuBLAS, whose kernel there has
+//   the same tile, stages and cluster (experiments/JOURNAL.md, 2026-12-05). The plan does not take
+//   it until the H200 recording can be made with it.
 //
 // Notebooks 09, 10 and 11 print the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_decode.cuh"
