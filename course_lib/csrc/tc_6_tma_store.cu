@@ -36,8 +36,8 @@
 //   but for one step: a 128 x 64 tile's slice of B is one box, which the cluster splits by rows of
 //   K (load_slice). That tile (8 slots of 24 KB) runs when forced (block_n = 64): on an H100 it beat
 //   128 x 128 by 6-7 points at 512^3-1024^3 and stayed below 75 % of cuBLAS, whose kernel there has
-//   the same tile, stages and cluster (experiments/JOURNAL.md, 2026-12-05). The plan does not take
-//   it until the H200 recording can be made with it.
+//   the same tile, stages and cluster (experiments/JOURNAL.md). The plan does not take it until the
+//   H200 recording can be made with it.
 //
 // Notebooks 09, 10 and 11 print the lines between `// [excerpt NAME]` and `// [/excerpt NAME]` below.
 #include "tc_decode.cuh"
@@ -228,7 +228,7 @@ constexpr bool use_stream_k(int k_slices, int cluster_tiles, int clusters) {
 // The 128 x 128 tile where whole 128 x 256 tiles would leave more than half the clusters idle
 // and K is too short for stream-K above (1024^3: 16 cluster tiles of 128 x 256 for 66
 // clusters, 24 % busy, 16 K-slices; 32 of 128 x 128, twice the CTAs at work). On the H200
-// (GPU time, % of cuBLAS; experiments/runs/2026-12-04_1629_tc6_tiles): 1024^3 60 against 51,
+// (GPU time, % of cuBLAS; experiments/JOURNAL.md, stage 6's second tile): 1024^3 60 against 51,
 // 1000^3 70 against 59, 768^3 67 against 57. Not where K is long: there 128 x 256 with
 // stream-K won at every shape tried (768 x 2304 x 16384: 85 against 69; 3072^3: 84 against
 // 64); nor where the wide tiles keep half the clusters busy or more (1536^3, 55 %: 71 against

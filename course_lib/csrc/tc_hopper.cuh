@@ -300,8 +300,10 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a
       : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
 }
 
-// D[64 x 64] (+)= A[64 x 16] * B[16 x 64]: the same with 32 fp32 accumulators per thread (stage 6's
-// narrowest tile, for the small squares).
+// D[64 x 64] (+)= A[64 x 16] * B[16 x 64]: 32 fp32 accumulators per thread. TRANS_A and TRANS_B are
+// the instruction's imm-trans-a and imm-trans-b: by default (0, 1) as above, for stage 6's narrowest
+// tile; (1, 0) for the swapped operands below (their 64-token tile).
+template <int TRANS_A = 0, int TRANS_B = 1>
 __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
                                                 bool accumulate = true) {
   asm volatile(
@@ -309,10 +311,10 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], uint64_t desc_a,
       ".reg .pred p;\n"
       "setp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16\n"
-      "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 ", " TC_WGMMA_REGS_16_31 "}, %32, %33, p, 1, 1, 0, 1;\n"
+      "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 ", " TC_WGMMA_REGS_16_31 "}, %32, %33, p, 1, 1, %35, %36;\n"
       "}\n"
       : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8), TC_WGMMA_D8(d, 16), TC_WGMMA_D8(d, 24)
-      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)));
+      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)), "n"(TRANS_A), "n"(TRANS_B));
 }
 
 // D[64 x 256] (+)= A[64 x 16] * B[16 x 256]: the same with 128 fp32 accumulators per thread.
@@ -353,12 +355,7 @@ __device__ __forceinline__ void wgmma_swapped(float (&d)[T / 2], uint64_t desc_b
         : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8)
         : "l"(desc_bt), "l"(desc_a), "r"(acc));
   } else if constexpr (T == 64) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16\n"
-        "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 ", " TC_WGMMA_REGS_16_31 "}, %32, %33, p, 1, 1, 1, 0;\n}\n"
-        : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8), TC_WGMMA_D8(d, 16), TC_WGMMA_D8(d, 24)
-        : "l"(desc_bt), "l"(desc_a), "r"(acc));
+    wgmma_m64n64k16<1, 0>(d, desc_bt, desc_a, accumulate);
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"

@@ -96,7 +96,7 @@ def shape_class(M: int, N: int, K: int, sms: int | None = None) -> str:
 
 # ---- one scale per tensor or per row: fp8_matmul_kernel / fp8_matmul_tma_kernel --------------------
 # Each class's configuration is the best over the class's shapes (geometric mean of % of cuBLAS with
-# the same scaling) in experiments/gpu_fp8_triton_sweep.py on the H200 (runs/2026-12-04_1030_fp8_triton_sweep):
+# the same scaling) in experiments/gpu_fp8_triton_sweep.py on the H200 (experiments/JOURNAL.md has the run):
 # * decode: 64 x 32 tiles, 4 warps, 5 stages: 90 % per tensor (64 x 64, 4 stages: 83 %);
 # * short_k: 64 x 64 tiles, 4 warps, 4 stages (the sweep's best, 128 x 64 on 8 warps, was 1 point better
 #   per tensor and not timed per row);
@@ -119,11 +119,10 @@ SCALES_CONFIGS: dict[str, Fp8Config] = {
 # 64 x 128 tiles on 4 warps through tensor descriptors at the large shapes (3 stages: 61 %, worst
 # 58 %; pointer loads, 4 stages: 53 %) and where tiles are few (4 stages: 133 %, worst 79 %; 64 x 64
 # with pointers: 107 %, worst 43 %); 64 x 64 tiles elsewhere.
-# At the large shapes, since 2026-12-05: 128 x 128 tiles on 8 warps through descriptors, one program per
-# SM walking the tiles (persistent). The same sweep with the persistent candidates, on an H100
-# (runs/2026-12-05_1830_h100_fp8_sweep; no H200 was lent): 60-64 % of cuBLAS block-scaled at the
-# large squares and prefill layers where 64 x 128 on 4 warps, 3 stages, reached 50-55 %; worse only
-# at 192 x 18944 x 3584 (72 % against 86 %).
+# At the large shapes now: 128 x 128 tiles on 8 warps through descriptors, one program per SM walking
+# the tiles (persistent). The sweep again with the persistent candidates, on an H100 (the journal has
+# the run): 60-64 % of cuBLAS block-scaled at the large squares and prefill layers where 64 x 128 on
+# 4 warps, 3 stages, reached 50-55 %; worse only at 192 x 18944 x 3584 (72 % against 86 %).
 BLOCKSCALED_CONFIGS: dict[str, Fp8Config] = {
     "decode": _SMALL,
     "short_k": _SMALL,
