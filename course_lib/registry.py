@@ -51,6 +51,9 @@ class Stage:
     # For a stage that picks its configuration per shape at run time: what it picked so far in this
     # process, one dict per shape with "chosen" and "candidates_ms" (recordings keep it).
     tuning_log: Callable[[], list[dict]] | None = field(default=None, repr=False)
+    # For a stage whose launcher picks its tile and schedule by the shape: what it runs at M x N x K on
+    # this GPU, in a few words ("128x128 whole tiles"); measure() keeps it in each record.
+    plan: Callable[[int, int, int], str] | None = field(default=None, repr=False)
     # An FP8 stage (dtype "e4m3"): the operand scalings it takes (keys of course_lib.fp8.OPERAND_SCALING).
     scalings: tuple[str, ...] = ()
 
@@ -149,7 +152,7 @@ def _per_dtype(fn: Callable, name: str, names: tuple[str, ...]) -> dict[str, Gem
 
 
 def _cuda(name: str, notebook: str, title: str, shape_multiple: int | tuple[int, int, int], *,
-          sweep: bool = False, **knobs) -> Stage:
+          sweep: bool = False, plan: Callable[[int, int, int], str] | None = None, **knobs) -> Stage:
     """The row of a stage of the tensor-core extension: its kernel is ``csrc/<name>.cu`` with its line
     in the binding (``csrc/tc_binding.cu``), a bf16 GEMM ``c = a @ b``; what it needs of a GPU is
     what its build targets (sm_90a where the binding lists it under ``#ifdef TC_WITH_SM90A``).
@@ -158,7 +161,15 @@ def _cuda(name: str, notebook: str, title: str, shape_multiple: int | tuple[int,
 
     return Stage(name=name, notebook=notebook, backend="cuda-extension", title=title,
                  gemms={"bf16": tensor_cores.make_gemm(name, shape_multiple=shape_multiple, **knobs)},
-                 gpu_only=True, needs=tensor_cores.design(name).needs, shape_multiple=shape_multiple, sweep=sweep)
+                 gpu_only=True, needs=tensor_cores.design(name).needs, shape_multiple=shape_multiple, sweep=sweep,
+                 plan=plan)
+
+
+def _stage6_plan(M: int, N: int, K: int) -> str:
+    """Stage 6's tile and schedule at M x N x K as its manifest row launches it (one CTA per SM)."""
+    from course_lib.kernels import tensor_cores
+
+    return " ".join(tensor_cores.stage6_launch_plan(M, N, K, max_ctas=backend.sm_count()))
 
 
 def _manifest() -> list[Stage]:
@@ -227,7 +238,7 @@ def _manifest() -> list[Stage]:
         # per SM (the textbook persistent grid): on the H200 that measured better than the grid derived
         # from occupancy (stage 5's), at 4096^3 and at 8192^3.
         _cuda("tc_6_tma_store", "09_hopper_pipelines", "wgmma in flight + TMA-store epilogue", (1, rows16, rows16),
-              sweep=True, group_m=8, max_ctas=backend.sm_count),
+              sweep=True, group_m=8, max_ctas=backend.sm_count, plan=_stage6_plan),
         # 12: FP8 - e4m3 operands with their scales (course_lib.fp8), C = A W^T in bf16
         Stage(name="triton_fp8", notebook="12_fp8", backend="triton", title="Triton FP8 (e4m3)",
               gemms={"e4m3": c04.triton_fp8}, scalings=tuple(fp8.OPERAND_SCALING)),

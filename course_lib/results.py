@@ -225,6 +225,8 @@ def validate(data: Any, path: Path | None = None) -> Results:
         expect = r["tflops"] / r["cublas_tflops"]
         if abs(r["ratio_to_cublas"] - expect) > 1e-3 * max(1.0, expect):
             raise _bad(path, f"record {i}: ratio_to_cublas {r['ratio_to_cublas']} != tflops / cublas_tflops")
+        if "plan" in r and not (isinstance(r["plan"], str) and r["plan"]):
+            raise _bad(path, f"record {i}: plan = {r['plan']!r} must say in words what the stage ran")
         if "ratio_to_cublas_as_called" in r:  # the final stages' second timing (bench.measure, as_called=True)
             for key in AS_CALLED_KEYS:
                 if not isinstance(r.get(key), (int, float)) or not (r[key] > 0 and math.isfinite(r[key])):

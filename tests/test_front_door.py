@@ -3,6 +3,8 @@ bench records, measured with a fake timer on the CPU."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -85,6 +87,23 @@ def test_measure_records_the_ratio_as_cublas_time_over_the_stage_s(gemm, dtype, 
     assert r["tflops"] == pytest.approx(r["cublas_tflops"] / 2)
     assert r["dtype"] == dtype and r.get("scaling") == scaling
     results.validate({"provenance": _provenance(), "ceilings": {"copy_bandwidth_gbs": 1.0}, "records": [r]})
+
+
+@pytest.mark.skipif(backend.get().is_gpu, reason="a fake timer on the CPU")
+def test_measure_keeps_what_a_stage_that_plans_per_shape_ran(monkeypatch):
+    """A stage with a plan (stage 6: its tile and schedule by the shape) has it in each record, so a
+    table prints what was measured, not what today's rule would pick; a stage without one has none."""
+    t = target.resolve("triton_tiled", "fp16", None)
+    planning = dataclasses.replace(t, stage=dataclasses.replace(t.stage, plan=lambda M, N, K: f"{M}x{N // 2} whole tiles"))
+    monkeypatch.setattr(bench, "_require_gpu", lambda what: None)
+    monkeypatch.setattr(bench, "time_fn", lambda fn, **kw: (fn(), Timing(median_ms=1.0, p20_ms=1.0, p80_ms=1.0, runs=3))[1])
+    r = bench.measure(planning, "fp16", (16, 32, 64))
+    assert r["plan"] == "16x16 whole tiles"
+    assert "plan" not in bench.measure(t, "fp16", (16, 32, 64))
+    data = {"provenance": _provenance(), "ceilings": {"copy_bandwidth_gbs": 1.0}}
+    results.validate(dict(data, records=[r]))
+    with pytest.raises(results.ResultsFileError, match="plan"):
+        results.validate(dict(data, records=[dict(r, plan="")]))
 
 
 def _provenance() -> dict:

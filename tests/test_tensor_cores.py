@@ -735,6 +735,19 @@ def test_stage6_refuses_an_unknown_tile_or_schedule_on_the_gpu(knobs, message):
 
 
 @pytest.mark.gpu
+def test_stage6_s_launcher_plans_what_the_model_says_on_the_gpu():
+    """The plan the extension reports (and the recording keeps per row) is the model's for the
+    clusters this GPU holds: by the shape, and forced."""
+    clusters = course_lib.backend.sm_count() // 2
+    for M, N, K in itertools.product((1, 64, 200, 512, 1000, 1024, 1536, 4096), (256, 1024, 4096), (64, 1024, 8192)):
+        assert tc.stage6_launch_plan(M, N, K) == tc.stage6_plan(M, N, K, clusters), (M, N, K)
+    assert tc.stage6_launch_plan(1024, 1024, 1024, block_n=64, schedule="stream-K") == ("128x64", "stream-K")
+    assert tc.stage6_launch_plan(300, 1024, 1024, schedule="swapped") == ("128x64", "swapped")
+    with pytest.raises(RuntimeError, match="block_n must be"):
+        tc.stage6_launch_plan(1024, 1024, 1024, block_n=32)
+
+
+@pytest.mark.gpu
 def test_misaligned_view_is_rejected_on_the_gpu():
     storage = torch.zeros(64 * 64 + 4, dtype=torch.bfloat16, device="cuda")
     a = storage[4:].reshape(64, 64)  # contiguous, but 8 bytes past a 16-byte boundary

@@ -130,6 +130,8 @@ def measure(gemm: str | Stage | Callable | Target, dtype: str | CourseDtype, sha
         "runs": sum(t.runs for t in mine),
         "rel_error_vs_cublas": err,
         **called,
+        # What a stage that plans per shape ran here (Stage.plan), so a table can print it beside the time.
+        **({"plan": t.stage.plan(M, N, K)} if t.stage is not None and t.stage.plan is not None else {}),
     }
 
 

@@ -401,19 +401,15 @@ void launch_tiles(const Gemm& g, cudaStream_t stream, const Workspace& ws, int g
                                                                        : "tc_6_tma_store (128 x 64 tiles)");
 }
 
-}  // namespace stage6
-
-void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m, int max_ctas,
-                           int schedule, int block_n) {
-  using namespace stage6;
-  if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
+// The plan the launcher runs at M x N x K on this GPU (the resident clusters counted), the knobs checked.
+Plan launch_plan(int M, int N, int K, int max_ctas, int schedule, int block_n) {
   if (schedule < SCHEDULE_AUTO || schedule > SCHEDULE_SWAPPED)
     throw std::runtime_error("tc_6_tma_store: schedule must be SCHEDULE_AUTO (-1), SCHEDULE_WHOLE_TILES (0), "
                              "SCHEDULE_STREAM_K (1) or SCHEDULE_SWAPPED (2), not " + std::to_string(schedule));
   if (block_n != TILE_AUTO && block_n != BLOCK_N && block_n != NARROW_BLOCK_N && block_n != NARROWEST_BLOCK_N)
     throw std::runtime_error("tc_6_tma_store: block_n must be TILE_AUTO (0), 256 (128 x 256 tiles), 128 "
                              "(128 x 128 tiles) or 64 (128 x 64 tiles), not " + std::to_string(block_n));
-  const bool swapped = schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(g.M));
+  const bool swapped = schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(M));
   // The rule counts the clusters the 128 x 256 kernel holds at once (each tile's kernel holds one CTA
   // per SM); the decode path needs no count.
   int clusters = 0;
@@ -421,7 +417,21 @@ void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& 
     allow_dynamic_smem(kernel<BLOCK_N>, SMEM_BYTES);  // before the occupancy API is asked about it
     clusters = resident_clusters(kernel<BLOCK_N>, THREADS, SMEM_BYTES, CLUSTER, max_ctas);
   }
-  const Plan p = plan(g.M, g.N, g.K, clusters, block_n, schedule);
+  return plan(M, N, K, clusters, block_n, schedule);
+}
+
+}  // namespace stage6
+
+std::array<int, 3> tc_6_tma_store_plan(int M, int N, int K, int max_ctas, int schedule, int block_n) {
+  const stage6::Plan p = stage6::launch_plan(M, N, K, max_ctas, schedule, block_n);
+  return {p.tile_m, p.tile_n, p.schedule};
+}
+
+void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m, int max_ctas,
+                           int schedule, int block_n) {
+  using namespace stage6;
+  if (group_m < 1) throw std::runtime_error("tc_6_tma_store: group_m must be >= 1");
+  const Plan p = launch_plan(g.M, g.N, g.K, max_ctas, schedule, block_n);
   if (p.schedule == SCHEDULE_SWAPPED) return launch_decode_for(g, stream, ws);  // forced at M > 128: tiles of 128 tokens
   const bool split = p.schedule == SCHEDULE_STREAM_K;
   if (p.tile_n == NARROW_BLOCK_N) return launch_tiles<NARROW_BLOCK_N>(g, stream, ws, group_m, max_ctas, split);

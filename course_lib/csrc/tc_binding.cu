@@ -74,6 +74,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   bind(m, "tc_4_warp_specialized", tc::launch_tc_4_warp_specialized);
   bind(m, "tc_5_persistent", tc::launch_tc_5_persistent);
   bind(m, "tc_6_tma_store", tc::launch_tc_6_tma_store);
+  m.def("tc_6_tma_store_plan", &tc::tc_6_tma_store_plan,
+        "(tile rows, tile columns, schedule code) that tc_6_tma_store runs at M x N x K on this GPU",
+        pybind11::arg("M"), pybind11::arg("N"), pybind11::arg("K"), pybind11::arg("max_ctas") = 0,
+        pybind11::arg("schedule") = tc::SCHEDULE_AUTO, pybind11::arg("block_n") = tc::TILE_AUTO);
   tc::bind_tc_7_fp8(m);
 #else
   m.attr("has_sm90a") = false;

@@ -11,6 +11,7 @@
 // compile test does that), and tc_binding.cu is the one file that knows about torch tensors.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cuda_bf16.h>
@@ -66,6 +67,10 @@ constexpr int SCHEDULE_AUTO = -1, SCHEDULE_WHOLE_TILES = 0, SCHEDULE_STREAM_K = 
 constexpr int TILE_AUTO = 0;
 void launch_tc_6_tma_store(const Gemm& g, cudaStream_t stream, const Workspace& ws, int group_m = 8,
                            int max_ctas = 0, int schedule = SCHEDULE_AUTO, int block_n = TILE_AUTO);
+// What launch_tc_6_tma_store runs at M x N x K with these knobs on this GPU: {tile rows, tile columns,
+// schedule} (the swapped schedule's tile is T tokens x 64 columns of C); bad knobs throw as there.
+std::array<int, 3> tc_6_tma_store_plan(int M, int N, int K, int max_ctas = 0, int schedule = SCHEDULE_AUTO,
+                                       int block_n = TILE_AUTO);
 
 // Stage 7: C = (A W^T) scaled, from e4m3 A (M x K) and W (N x K, the weight of nn.Linear; both
 // K-major, as wgmma requires for 8-bit inputs), bf16 C (M x N). The scales are fp32:

@@ -113,6 +113,7 @@ from course_lib.kernels.tensor_cores.stages import (
     design,
     extension,
     make_gemm,
+    stage6_launch_plan,
     tc_7_fp8,
     tc_7_fp8_arguments,
 )

@@ -217,6 +217,21 @@ def make_gemm(stage: str, launcher: Callable[[], Callable] | None = None, *,
     return gemm
 
 
+def stage6_launch_plan(M: int, N: int, K: int, *, max_ctas: int = 0, schedule: str = "auto",
+                       block_n: int = 0) -> "Stage6Plan":
+    """What stage 6's launcher runs at M x N x K on this GPU, asked of the extension itself (its
+    resident clusters counted by the occupancy API): the tile and the schedule, as
+    :func:`course_lib.kernels.tensor_cores.model.stage6_plan` names them. ``max_ctas``, ``schedule``
+    and ``block_n`` as the stage takes them (0: every resident cluster; "auto" and 0: by the shape)."""
+    from course_lib.kernels.tensor_cores.model import SCHEDULE_CODES, Stage6Plan
+
+    names = {code: name for name, code in SCHEDULE_CODES.items()}
+    if schedule not in SCHEDULE_CODES:
+        raise ValueError(f"schedule must be one of {', '.join(map(repr, SCHEDULE_CODES))}, not {schedule!r}")
+    rows, cols, code = extension().tc_6_tma_store_plan(M, N, K, max_ctas, SCHEDULE_CODES[schedule], block_n)
+    return Stage6Plan(f"{rows}x{cols}", names[code])
+
+
 # ---- stage 7: FP8 -----------------------------------------------------------------------------
 # Stage 7's shape rule, which its wrapper checks with its own message (its manifest row reads it): any
 # M; N a multiple of 8 (16 bytes of bf16 C) and K of 16 (16 e4m3), as TMA copies rows of 16 bytes.
