@@ -674,6 +674,9 @@ def test_questions_know_their_answers():
     (gpu_execution_model.last_wave_pct, 12, "the number of blocks in the last wave"),
     (gpu_execution_model.last_wave_pct, 109, "all the tiles over 132"),
     (gpu_execution_model.last_wave_pct, 8, "a share of all the tiles"),   # 12 / 144, not 12 / 132
+    (gpu_execution_model.last_wave_pct, 9.375, "divides by 128, the tile's side"),  # 3 % above 12 / 132
+    (gpu_execution_model.first_two_wave_n, 12, "tiles along a side"),
+    (gpu_execution_model.first_two_wave_n, 144, "the number of tiles"),
     (gpu_execution_model.fp32_bound, 33.5, "a multiply-add as one operation"),
     (gpu_execution_model.fp32_bound, 2.09, "all 32 lanes"),
     (gpu_execution_model.fp32_bound, 16.7, "4 schedulers"),

@@ -369,8 +369,8 @@ def test_plan_shapes_need_split_k_and_the_right_number_of_ranges():
                 if ex_summary.estimate(*shape, bm, bn, s).score >= ex_summary.GOAL * best}
 
     shapes = {s.label: s.shape for s in ex_summary.plan_shapes()}
-    # the table's prefill and training rows but its two squares (12), and the four hidden ones
-    assert len(shapes) == 17 and {s.label for s in ex_summary.HIDDEN_SHAPES} <= set(shapes)
+    # the table's prefill and training rows but its two squares (13), and the seven hidden ones
+    assert len(shapes) == 20 and {s.label for s in ex_summary.HIDDEN_SHAPES} <= set(shapes)
     for label in ("gpt2 dW proj", "gpt2-xl dW proj"):
         assert all(split > 1 for _, _, split in passing(shapes[label])), label
     assert (128, 256, 2) in passing(shapes["gpt2 dW qkv 6k"]) and (128, 256, 4) not in passing(shapes["gpt2 dW qkv 6k"])
@@ -418,6 +418,34 @@ def test_plan_names_the_split_k_idea_a_plan_misses(mine, words, where, capsys):
     assert not ok and words in out and where in out, out
     assert "Choose the ranges from the tiles" in out or "Split only where K is long" in out
     assert _printed_lines_fit(raw)
+
+
+def _rule_with(*, waves_of=lambda t: math.ceil(t / 132), threshold=0.8, long_k=lambda K: K >= 2048,
+               ranges=lambda busy: max((1, 2, 4), key=busy)):
+    """The course's rule with one slip in one step (a fresh adversarial learner's plans)."""
+    def plan(M, N, K):
+        tiles = math.ceil(M / 128) * math.ceil(N / 256)
+
+        def busy(r):
+            return tiles * r / (waves_of(tiles * r) * 132)
+
+        if busy(1) >= threshold:
+            return (128, 256, 1)
+        return (128, 256, ranges(busy)) if long_k(K) else (128, 128, 1)
+    return plan
+
+
+@pytest.mark.parametrize("mine, where", [
+    (_rule_with(waves_of=lambda t: t // 132 + 1), "gpt2 fc 1408"),          # one full wave counted as two
+    (_rule_with(threshold=0.7), "llama3 o 1.5k"),                           # 73 % busy kept whole
+    (lambda M, N, K: _rule_with()(M, N, K) if _whole_tile_busy(M, N)[1] >= 0.8 or K >= 8192 else (128, 128, 1),
+     "gpt2 dW proj 6k"),                                                    # split only past 8192
+])
+def test_plan_refuses_a_slip_in_one_step_of_the_rule(mine, where, capsys):
+    assert _rule_with()(1, 1, 1) == ex_summary.plan(1, 1, 1)
+    assert all(_rule_with()(*s.shape) == ex_summary.plan(*s.shape) for s in ex_summary.plan_shapes())
+    ok, out = _check(ex_summary.tile_plan, mine, capsys)
+    assert not ok and where in out, out
 
 
 def test_plan_names_a_second_idea_it_misses(capsys):

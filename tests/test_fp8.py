@@ -184,12 +184,43 @@ def _blocks(x, *, divide_by=448.0, zero_scale=1.0, per_matrix_row=False, skip_di
     (lambda x: _blocks(x, skip_divide=True), "divide each value by its block's scale"),
     (lambda x: (_blocks(x)[0].float(), _blocks(x)[1]), "torch.float8_e4m3fn"),
     (lambda x: (_blocks(x)[0], _blocks(x)[1][:, :1]), "one per row and block"),
+    # a fresh adversarial learner's: a guard of 1e-6 (a block of about 3e-9 shows it), fp64 scales,
+    # the input divided in place, amax + eps, and three things returned
+    (lambda x: _guarded(x, lambda a: a.clamp(min=1e-6)), "row 3, columns 0-127"),
+    (lambda x: (_blocks(x)[0], _blocks(x)[1].double()), "should be torch.float32"),
+    (lambda x: _blocks(x.div_(1.0 + 2 ** -10)), "changed its input x"),
+    (lambda x: _guarded(x, lambda a: a + 1e-6), "a small number added"),
+    (lambda x: (*_blocks(x), None), "a tuple of 3"),
 ])
 def test_the_block_puzzle_rejects_each_mistake_and_names_it(capsys, wrong, said):
     from course_lib.exercises import fp8 as ex
 
     assert not ex.block_quantize.check(wrong).ok
     assert said in " ".join(capsys.readouterr().out.split())
+
+
+def _guarded(x, guard):
+    """quantize_blocks with the scale guard(amax) / 448 in every block."""
+    M, K = x.shape
+    scales, values = torch.ones(M, -(-K // 128)), torch.empty(M, K, dtype=torch.float8_e4m3fn)
+    for j in range(scales.shape[1]):
+        part = x[:, 128 * j: 128 * (j + 1)]
+        scales[:, j] = guard(part.abs().amax(dim=1)) / 448
+        values[:, 128 * j: 128 * (j + 1)] = (part / scales[:, j:j + 1]).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return values, scales
+
+
+def test_the_block_puzzle_takes_a_zero_block_s_scale_of_0_when_its_values_are_0(capsys):
+    """The starter allows any guard that keeps a zero row finite: scale 0 and values 0 dequantize to 0."""
+    from course_lib.exercises import fp8 as ex
+
+    def zero_scale(x):
+        values, scales = _blocks(x)
+        amax = torch.stack([p.abs().amax(dim=1) for p in torch.split(x, 128, dim=1)], dim=1)
+        return values, torch.where(amax > 0, scales, 0.0)
+
+    assert ex.block_quantize.check(zero_scale).ok
+    assert ex.block_quantize.check(lambda x: _guarded(x, lambda a: a.clamp(min=1e-12))).ok
 
 
 def _pow2_up(amax):

@@ -177,7 +177,8 @@ class NumberQuestion(Question):
             if not right:
                 meaning = next((m for test, m in self.wrong_when if test(value, want)), None)
                 if meaning is not None:
-                    say(f"{self.what}: {learn.fmt(value)} is not it: {meaning}")
+                    shown = repr(value) if learn.fmt(value) == learn.fmt(want) else learn.fmt(value)  # not "16384"
+                    say(f"{self.what}: {shown} is not it: {meaning}")
                     return Verdict(False)
         return super().check(value)
 

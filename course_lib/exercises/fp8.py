@@ -50,8 +50,8 @@ def _cases() -> list[torch.Tensor]:
 
 def _edges() -> torch.Tensor:
     """Blocks whose largest magnitude sits in a block's first or last column (a maximum over 127 of the
-    128 columns, or over windows of 127, misses it), a block whose largest magnitude is about 1e-6 (a
-    zero guard such as amax.clamp(min=1e-3) changes its scale) and a block of zeros."""
+    128 columns, or over windows of 127, misses it), blocks whose largest magnitude is about 1e-6 and
+    3e-9 (a zero guard such as amax.clamp(min=1e-6) changes their scales) and a block of zeros."""
     g = torch.Generator().manual_seed(2028)
     x = torch.rand(4, 300, generator=g) * 2 - 1       # |x| < 1 everywhere but where set below
     x[0, [0, 255, 299]] = torch.tensor([3.0, -5.0, 7.0])     # first column of block 0, last of 1 and of 2
@@ -61,7 +61,8 @@ def _edges() -> torch.Tensor:
     x[2, 128:256] = 0.0                                        # a block of zeros
     x[3, 256:300] *= 1e-6                                      # a partial block about 1e-6, largest first
     x[3, 256] = -1.3e-6
-    return x
+    x[3, 0:128] *= 3e-9                                        # a block of about 3e-9: a guard of 1e-6 or
+    return x                                                   # 1e-8 (a common epsilon) changes its scale
 
 
 @dataclass(frozen=True)
@@ -83,18 +84,27 @@ class BlockQuantizePuzzle(Puzzle):
         for x in _cases():
             M, K = x.shape
             where = f"for a {M} x {K} input"
+            given = x.clone()
             try:
-                got = fn(x.clone())
+                got = fn(given)
             except Exception as e:  # noqa: BLE001 - a learner's function may raise anything
                 say(f"{self.title}: your function raised {type(e).__name__} {where}: {e}")
                 return Verdict(False)
-            if got is None or (isinstance(got, tuple) and any(v is None for v in got)):
+            if got is None or (isinstance(got, (tuple, list)) and got and all(v is None for v in got)):
                 say(f"{self.title}: not solved yet: your function returns None — fill in the TODO lines.")
                 return Verdict(False)
             if not (isinstance(got, (tuple, list)) and len(got) == 2
                     and all(isinstance(v, torch.Tensor) for v in got)):
+                kinds = (f"a {type(got).__name__} of {len(got)}: "
+                         f"{', '.join(type(v).__name__ for v in got)}" if isinstance(got, (tuple, list))
+                         else type(got).__name__)
                 say(f"{self.title}: not yet — return two torch tensors, (values, scales), {where}; yours "
-                    f"returns {type(got).__name__}.")
+                    f"returns {kinds}.")
+                return Verdict(False)
+            if not torch.equal(given, x):
+                say(f"{self.title}: not yet — your function changed its input x {where} (an in-place "
+                    "operation such as x /= ..., x.div_(...) or part[...] = ...): the caller's matrix must stay "
+                    "as it was; write the quotients into `values`.")
                 return Verdict(False)
             values, scales = got
             if (values.dtype != torch.float8_e4m3fn and scales.dtype == torch.float8_e4m3fn
@@ -111,6 +121,10 @@ class BlockQuantizePuzzle(Puzzle):
                 say(f"{self.title}: not yet — scales should be {tuple(want.scales.shape)} (one per row and "
                     f"block of 128) {where}, not {tuple(scales.shape)}.")
                 return Verdict(False)
+            if scales.dtype != torch.float32:
+                say(f"{self.title}: not yet — scales should be torch.float32 {where}, not {scales.dtype}: the "
+                    "kernels read one fp32 scale per block (the starter's torch.ones(M, blocks) is float32).")
+                return Verdict(False)
             s, w = scales.double(), want.scales.double()
             amax = _block_amax(x)
             problem = _not_finite(values, s, amax, where)
@@ -123,7 +137,7 @@ class BlockQuantizePuzzle(Puzzle):
                 say(f"{self.title}: not yet — {problem}")
                 return Verdict(False)
         say(f"{self.title}: solved — right on all {len(_cases())} inputs (partial blocks, zeros, an outlier, "
-            "a block's largest magnitude in its first or last column, blocks of about 1e-6).")
+            "a block's largest magnitude in its first or last column, blocks of about 1e-6 and 1e-9).")
         if powers_of_two:
             say(f"  Your scales are powers of two, rounded up: each block's largest magnitude lands between "
                 f"{E4M3.max / 2:g} and {E4M3.max:g}, a recipe that works too (multiplying by a power of two is "
@@ -150,7 +164,8 @@ def _columns(j: int, K: int) -> str:
 
 def _not_finite(values: torch.Tensor, s: torch.Tensor, amax: torch.Tensor, where: str) -> str | None:
     """What is wrong where a scale is not a positive number or a value is NaN or inf."""
-    bad_scale = ~torch.isfinite(s) | (s <= 0)
+    # A block of zeros may keep any positive scale, or 0 (its values 0, it dequantizes to 0 all the same).
+    bad_scale = ~torch.isfinite(s) | (s < 0) | ((s == 0) & (amax > 0))
     bad_value = ~torch.isfinite(values.float())
     if not bool(bad_scale.any()) and not bool(bad_value.any()):
         return None
@@ -214,6 +229,10 @@ def _scale_problem(x: torch.Tensor, s: torch.Tensor, w: torch.Tensor, amax: torc
     ratio = s[nz] / w[nz]
     if float(ratio.max() / ratio.min()) < 1 + 1e-5:
         c = float(ratio.median())
+        if abs(c - 1) < 1e-3:
+            return (f"your scales are a hair above the course's in every block {where} (by a factor "
+                    f"{c:.7f}): a small number added to each block's largest magnitude (amax + eps) changes "
+                    "every scale. Guard only the blocks of zeros, where the largest magnitude is 0."), False
         d = E4M3.max / c  # the learner's scale is amax / d
         if abs(d - 1) < 1e-3:
             return (f"your scales are the blocks' largest magnitudes {where}: the largest magnitude should map to "
@@ -235,7 +254,7 @@ def _rounding_problem(x: torch.Tensor, values: torch.Tensor, s: torch.Tensor, wh
     """Whether every value is x over its block's scale rounded to a nearest e4m3 value (either one
     at a tie: dividing in float32 instead of float64 may land there), in every row."""
     M, K = x.shape
-    exact = x.double() / _spread(s, K)
+    exact = x.double() / _spread(torch.where(s == 0, 1.0, s), K)  # a scale of 0 only for a block of zeros
     nearest = exact.clamp(-E4M3.max, E4M3.max).to(torch.float8_e4m3fn).double()
     mine = values.double()
     off = (mine - exact).abs() > (nearest - exact).abs() + 1e-6 * exact.abs() + 1e-30
@@ -247,8 +266,21 @@ def _rounding_problem(x: torch.Tensor, values: torch.Tensor, s: torch.Tensor, wh
             f"but x / scale = {float(exact[m, k]):.4g} rounds to {float(nearest[m, k]):.4g} (dequantized "
             f"{float(nearest[m, k] * scale):.4g})")
     spacing = E4M3.step * max(abs(float(nearest[m, k])), 2.0 ** -6)  # between e4m3 values here
+    whole = torch.round(exact).clamp(-E4M3.max, E4M3.max).to(torch.float8_e4m3fn).double()
+    if bool((mine == whole).all()):
+        return text + (": every value of yours is x / scale rounded to a whole number; e4m3 holds fractions "
+                       "too (1.125, 0.0625, ...): leave the rounding to .to(torch.float8_e4m3fn).")
+    if float(mine[m, k]) == 0 and 0 < abs(float(nearest[m, k])) < 2.0 ** -6:
+        return text + (": e4m3's values below 2^-6 (its subnormals, down to 2^-9) are kept, not flushed to 0; "
+                       "let .to(torch.float8_e4m3fn) round.")
     if float(mine[m, k]) * float(nearest[m, k]) > 0 and abs(float(mine[m, k] - nearest[m, k])) <= 1.01 * spacing:
         return text + ": the next e4m3 value instead of the nearest; let .to(torch.float8_e4m3fn) round."
+    j = k // BLOCK
+    neighbours = [n for n in (j - 1, j + 1) if 0 <= n < s.shape[1] and float(s[m, n]) > 0]
+    if any(float(mine[m, k]) == float((x[m, k].double() / s[m, n]).clamp(-E4M3.max, E4M3.max)
+                                      .to(torch.float8_e4m3fn).double()) for n in neighbours):
+        return text + (f": that is x divided by a neighbouring block's scale; block j covers columns {BLOCK} j to "
+                       f"{BLOCK} j + {BLOCK - 1}, and each value is divided by its own block's scale.")
     return text + ": divide each value by its block's scale, then round."
 
 
@@ -288,7 +320,12 @@ vanishing_ratio = NumberQuestion(
     # the ratio upside down (2^-14, or anything from 2^-16 to 2^-12): product / sum
     wrong_when=((lambda v, want: 0 < v < 1 and want / 4 <= 1 / v <= want * 4,
                  "that is product / sum, a fraction of the sum; the question asks sum / product: how many "
-                 "times larger than the product the running sum is."),),
+                 "times larger than the product the running sum is."),
+                # above 2^14 (2^15 has its own message above): a product is dropped there, wherever the sum lies
+                (lambda v, want: want < v < 2 * want,
+                 f"at that ratio a product is dropped wherever the sum lies in its power of two; the question "
+                 f"asks from what ratio on it is dropped: from 2^{_BITS - 1} to 2^{_BITS}, by where the sum "
+                 f"lies.")),
 )
 
 # Qwen2.5 7B's MLP down projection, N x K (course_lib/model_shapes.py, "qwen2.5 down 2k"): its scales'

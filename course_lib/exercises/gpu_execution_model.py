@@ -63,7 +63,12 @@ class _TileMultipleQuestion(NumberQuestion):
     def check(self, answer) -> Verdict:
         value = as_number(answer)  # None for anything but one number: NumberQuestion then says so
         if value is not None and value > 0 and value % self.multiple:
-            say(f"{self.what}: {fmt(value)} is not a multiple of {self.multiple}. The question asks only about "
+            meaning = next((m for test, m in self.wrong_when if test(value, self.expected())), None)
+            if meaning is not None:
+                say(f"{self.what}: {fmt(value)} is not it: {meaning}")
+                return Verdict(False)
+            shown = fmt(value) if fmt(value) != fmt(round(value)) else repr(value)  # 1536.000000001 is no 1536
+            say(f"{self.what}: {shown} is not a multiple of {self.multiple}. The question asks only about "
                 f"sizes N = {self.multiple}, {2 * self.multiple}, {3 * self.multiple}, ..., made of whole "
                 f"{self.multiple} x {self.multiple} tiles: which of them is the first to need a second wave?")
             return Verdict(False)
@@ -81,6 +86,12 @@ first_two_wave_n = _TileMultipleQuestion(
                                        "squared tiles."),
         (lambda want: want + TILE, f"a smaller size already needs more than {H200.sms} tiles."),
     ],
+    wrong_when=[
+        (lambda v, want: v == want // TILE, f"that is the number of tiles along a side, N / {TILE}; the question "
+                                            "asks for the size N itself."),
+        (lambda v, want: v == (want // TILE) ** 2, f"that is the number of tiles, (N / {TILE}) squared; the "
+                                                   "question asks for the size N itself."),
+    ],
 )
 
 
@@ -88,9 +99,10 @@ last_wave_pct = NumberQuestion(
     what="how full the last wave is, in %",
     unit="per cent",
     expected=lambda: 100 * _first_two_wave().tail_utilisation,
-    rel_tol=0.05,
+    # 2 %: the share rounded to a whole per cent counts; 12 / 128 (3 % above) does not
+    rel_tol=0.02,
     hint=f"the blocks left over after the first wave of {H200.sms}, as a share of {H200.sms} slots (an "
-         "answer counts within 5% of the right value, not within 5 percentage points)",
+         "answer counts within 2% of the right value, not within 2 percentage points)",
     wrong=[
         (lambda want: 100 - want, "that is the share of the last wave's slots that stay empty; the question "
                                   "asks how full it is."),
@@ -99,8 +111,14 @@ last_wave_pct = NumberQuestion(
                                                      f"of the {H200.sms} slots do they fill?"),
         (lambda want: 100 * _first_two_wave().blocks / H200.sms, f"that is all the tiles over {H200.sms}; the "
                                                                  f"first wave takes {H200.sms} of them."),
-        (lambda want: 100 * _first_two_wave().tail_blocks / _first_two_wave().blocks,
+    ],
+    # ranges: an answer rounded to a whole per cent lies further from these than the tolerance above
+    wrong_when=[
+        (lambda v, want: abs(v - 100 * _first_two_wave().tail_blocks / _first_two_wave().blocks)
+         <= 0.05 * 100 * _first_two_wave().tail_blocks / _first_two_wave().blocks,
          f"that is the last wave's blocks as a share of all the tiles; the question asks what share of "
          f"its {H200.sms} slots they fill."),
+        (lambda v, want: abs(v - 100 * _first_two_wave().tail_blocks / TILE) <= 0.01 * 100 * _first_two_wave().tail_blocks / TILE,
+         f"that divides by {TILE}, the tile's side; a wave has {H200.sms} slots, one block per SM."),
     ],
 )

@@ -22,6 +22,7 @@ number the course measured or built:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Sequence
@@ -34,7 +35,7 @@ from course_lib.learn import Verdict, say
 from course_lib.model import hardware, waves
 from course_lib.model.hardware import BF16_BYTES, H200
 from course_lib.model.layout import cdiv
-from course_lib.model_shapes import GPT2, GPT2_XL, MODEL_SHAPES, ModelShape
+from course_lib.model_shapes import GPT2, GPT2_XL, LLAMA3_8B, MODEL_SHAPES, ModelShape
 
 SMS = H200.sms
 
@@ -129,6 +130,15 @@ HIDDEN_SHAPES: tuple[ModelShape, ...] = (
                "54 tiles: two ranges of 48 K-slices fill a wave; four add a second"),
     ModelShape("gpt2 dW qkv 1.5k", GPT2, "gradient of c_attn's weight", "training", 768, 2304, 1536,
                "54 tiles, 24 K-slices each: too short for a split to pay"),
+    ModelShape("gpt2 dW proj 6k", GPT2, "gradient of c_proj's weight", "training", 768, 768, 6144,
+               "18 tiles, 96 K-slices: four ranges fill 72 SMs; 128 x 128 tiles only 36"),
+    # Two prompts whose whole tiles sit where a slip in the rule shows (found by a fresh adversarial
+    # learner): exactly one full wave (a wave count of tiles // 132 + 1 calls it half empty), and 73 %
+    # busy (a threshold of 0.7 for the rule's 0.8 keeps whole tiles where two ranges fill the SMs).
+    ModelShape("gpt2 fc 1408", GPT2, "MLP up (c_fc)", "prefill", 1408, 3072, 768,
+               "11 x 12 = 132 tiles: exactly one full wave"),
+    ModelShape("llama3 o 1.5k", LLAMA3_8B, "attention output", "prefill", 1536, 4096, 4096,
+               "12 x 16 = 192 tiles: a wave and 45 % of another; two ranges make 384 of 396"),
 )
 
 
@@ -383,9 +393,20 @@ class _ReadWhenChecked(Sequence):
         return len(self._build())
 
 
+def _side(answer: Any) -> Any:
+    """"left" or "right" from an answer that starts with that word and names no other side ("Left of
+    the ridge.", " right "); anything else as typed."""
+    if not isinstance(answer, str):
+        return answer
+    words = re.findall(r"[a-z]+", answer.lower())
+    if words and words[0] in ("left", "right") and ({"left", "right"} - {words[0]}).isdisjoint(words):
+        return words[0]
+    return answer.strip().lower()
+
+
 ridge_side = Question(
     what="left or right of the bf16 ridge",
-    normalize=lambda answer: answer.strip().lower() if isinstance(answer, str) else answer,
+    normalize=_side,
     expected=lambda: "left" if tile_intensity(*TILE) < recorded_ridge("bf16") else "right",
     hint="compare with the bf16 ridge printed in the roofline section",
     wrong=_ReadWhenChecked(lambda: [
