@@ -29,6 +29,12 @@
 #              (experiments/gpu_fp8_stage7.py), notebooks 09 and 12 live -> $OUT/fp8/
 #   fp8_variants  the promoted mainloop's variants (experiments/gpu_fp8_stage7_variants.py; $ONLY
 #              picks some) -> $OUT/fp8_stage7_variants.json
+#   fixed_cost stage 6's time at the small squares split into a part per K-slice and a part paid once
+#              (experiments/gpu_tc6_fixed_cost.py), Nsight Compute's sampled stalls per SASS instruction
+#              of kernel<64> and cuBLAS at 1024^3, then the same timing with the last stores waited for
+#              only until they have read shared memory (cp.async.bulk.wait_group.read, CUTLASS's
+#              tma_store_wait; a copy of the tree is patched, not yours) -> $OUT/fixed_cost_*.json,
+#              $OUT/ncu_source_*.csv, $OUT/fixed_cost.log
 #   power      nvidia-smi sampled every 100 ms through 5 s of back-to-back cuBLAS bf16 GEMMs
 #              (experiments/gpu_power_sampling.py) -> $OUT/power_sampling.csv (+ log)
 #
@@ -125,12 +131,30 @@ for section in "$@"; do
     fp8_variants)
         (cd experiments && timeout 400 python3 gpu_fp8_stage7_variants.py --out "$OUT/fp8_stage7_variants.json") || status=1
         ;;
+    fixed_cost)
+        log="$OUT/fixed_cost.log"
+        (cd experiments && LABEL=main timeout 150 python3 gpu_tc6_fixed_cost.py --out "$OUT/fixed_cost_main.json") >"$log" 2>&1 || status=1
+        for w in 64 cublas; do
+            filt='regex:stage6'; [ "$w" = cublas ] && filt='regex:nvjet|gemm|cutlass'
+            timeout 100 ncu --clock-control none --kernel-name-base mangled --kernel-name "$filt" --launch-skip 1 \
+                --launch-count 1 --section SourceCounters --section WarpStateStats --section SpeedOfLight \
+                -o "$OUT/rep_$w" python3 experiments/gpu_tc6_fixed_cost.py --launch "$w" >>"$log" 2>&1 || status=1
+            ncu -i "$OUT/rep_$w.ncu-rep" --page source --csv --print-source sass >"$OUT/ncu_source_$w.csv" 2>>"$log"
+            ncu -i "$OUT/rep_$w.ncu-rep" --page details >>"$log" 2>&1
+            rm -f "$OUT/rep_$w.ncu-rep"
+        done
+        copy=$(mktemp -d) && cp -r . "$copy/tree" && sed -i 's/cp.async.bulk.wait_group 0;/cp.async.bulk.wait_group.read 0;/' \
+            "$copy/tree/course_lib/csrc/tc_hopper.cuh"
+        (cd "$copy/tree/experiments" && PYTHONPATH="${PYTHONPATH/$PWD/$copy/tree}" LABEL=read_wait timeout 220 \
+            python3 gpu_tc6_fixed_cost.py --out "$OUT/fixed_cost_read.json") >>"$log" 2>&1 || status=1
+        grep -E "^fit" "$log"
+        ;;
     power)
         timeout 60 python3 experiments/gpu_power_sampling.py --out "$OUT" >"$OUT/power_sampling.log" 2>&1 || status=1
         head -n 2 "$OUT/power_sampling.log"
         ;;
     *)
-        echo "unknown section $section (triton, stages_ncu, test, shapes_test, shapes, tc, timeline, ncu, sanitize, fp8, fp8_variants, power)"
+        echo "unknown section $section (triton, stages_ncu, test, shapes_test, shapes, tc, timeline, ncu, sanitize, fp8, fp8_variants, fixed_cost, power)"
         exit 2
         ;;
     esac

@@ -350,7 +350,8 @@ def test_plan_rejects_a_plan_outside_the_allowed_set_and_reports_other_mistakes(
     assert not ok and "returns (64, 64, 1); a plan is (block_m, block_n, split_k)" in out
     ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (128, 128, 4), capsys)
     n = len(ex_summary.plan_shapes())
-    assert not ok and f"below 92 % of the model's best plan at {n} of {n} shapes: split-K where the tiles" in out
+    low = re.search(rf"below 92 % of the model's best plan at (\d+) of {n} shapes: split-K where the tiles", out)
+    assert not ok and low and int(low.group(1)) >= n - 1, out  # (one short prompt's 384 rows: four ranges pass)
     ok, out = _check(ex_summary.tile_plan, lambda M, N, K: (128, 256, 1) if M != 768 else 1 / 0, capsys)
     assert not ok and "raised ZeroDivisionError at gpt2 dW qkv" in out
 
@@ -369,8 +370,8 @@ def test_plan_shapes_need_split_k_and_the_right_number_of_ranges():
                 if ex_summary.estimate(*shape, bm, bn, s).score >= ex_summary.GOAL * best}
 
     shapes = {s.label: s.shape for s in ex_summary.plan_shapes()}
-    # the table's prefill and training rows but its two squares (13), and the seven hidden ones
-    assert len(shapes) == 20 and {s.label for s in ex_summary.HIDDEN_SHAPES} <= set(shapes)
+    # the table's prefill and training rows but its two squares (13), and the nine hidden ones
+    assert len(shapes) == 22 and {s.label for s in ex_summary.HIDDEN_SHAPES} <= set(shapes)
     for label in ("gpt2 dW proj", "gpt2-xl dW proj"):
         assert all(split > 1 for _, _, split in passing(shapes[label])), label
     assert (128, 256, 2) in passing(shapes["gpt2 dW qkv 6k"]) and (128, 256, 4) not in passing(shapes["gpt2 dW qkv 6k"])

@@ -45,13 +45,16 @@ def _cases() -> list[torch.Tensor]:
     x[1, 128:256] = 0.0                      # a block of zeros
     x[2, 10] = 3e4                           # an outlier: its block's other values get a coarse scale
     x[3] *= torch.logspace(-3, 3, 300)       # sizes far apart along K
-    return [x, torch.randn(1, 1, generator=g), torch.randn(3, 128, generator=g) * 1e-3, _edges()]
+    # ... and a second input of the first one's shape: scales kept from an earlier call go wrong there
+    again = torch.randn(5, 300, generator=g) * torch.logspace(1, -2, 300)
+    return [x, torch.randn(1, 1, generator=g), torch.randn(3, 128, generator=g) * 1e-3, _edges(), again]
 
 
 def _edges() -> torch.Tensor:
     """Blocks whose largest magnitude sits in a block's first or last column (a maximum over 127 of the
-    128 columns, or over windows of 127, misses it), blocks whose largest magnitude is about 1e-6 and
-    3e-9 (a zero guard such as amax.clamp(min=1e-6) changes their scales) and a block of zeros."""
+    128 columns, or over windows of 127, misses it), blocks whose largest magnitude is about 1e-6, 3e-9
+    and 1e-11 (a zero guard such as amax.clamp(min=1e-6), or a test amax > 1e-9, changes their scales)
+    and a block of zeros."""
     g = torch.Generator().manual_seed(2028)
     x = torch.rand(4, 300, generator=g) * 2 - 1       # |x| < 1 everywhere but where set below
     x[0, [0, 255, 299]] = torch.tensor([3.0, -5.0, 7.0])     # first column of block 0, last of 1 and of 2
@@ -62,7 +65,9 @@ def _edges() -> torch.Tensor:
     x[3, 256:300] *= 1e-6                                      # a partial block about 1e-6, largest first
     x[3, 256] = -1.3e-6
     x[3, 0:128] *= 3e-9                                        # a block of about 3e-9: a guard of 1e-6 or
-    return x                                                   # 1e-8 (a common epsilon) changes its scale
+                                                               # 1e-8 (a common epsilon) changes its scale
+    x[0, 128:256] *= 3e-12                                     # and one of about 1e-11 (its -5 times 3e-12):
+    return x                                                   # a zero test such as amax > 1e-9 flushes it
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,8 @@ class BlockQuantizePuzzle(Puzzle):
                 say(f"{self.title}: not yet — {problem}")
                 return Verdict(False)
         say(f"{self.title}: solved — right on all {len(_cases())} inputs (partial blocks, zeros, an outlier, "
-            "a block's largest magnitude in its first or last column, blocks of about 1e-6 and 1e-9).")
+            "a block's largest magnitude in its first or last column, blocks of about 1e-6 to 1e-11, a second "
+            "input of one shape).")
         if powers_of_two:
             say(f"  Your scales are powers of two, rounded up: each block's largest magnitude lands between "
                 f"{E4M3.max / 2:g} and {E4M3.max:g}, a recipe that works too (multiplying by a power of two is "
@@ -230,9 +236,10 @@ def _scale_problem(x: torch.Tensor, s: torch.Tensor, w: torch.Tensor, amax: torc
     if float(ratio.max() / ratio.min()) < 1 + 1e-5:
         c = float(ratio.median())
         if abs(c - 1) < 1e-3:
-            return (f"your scales are a hair above the course's in every block {where} (by a factor "
-                    f"{c:.7f}): a small number added to each block's largest magnitude (amax + eps) changes "
-                    "every scale. Guard only the blocks of zeros, where the largest magnitude is 0."), False
+            return (f"your scales are a hair {'above' if c > 1 else 'below'} the course's in every block {where} "
+                    f"(by a factor {c:.7f}): a scale is exactly the largest magnitude over 448; a small number "
+                    "added to it (amax + eps) or a divisor a little off 448 changes every scale. Guard only "
+                    "the blocks of zeros, where the largest magnitude is 0."), False
         d = E4M3.max / c  # the learner's scale is amax / d
         if abs(d - 1) < 1e-3:
             return (f"your scales are the blocks' largest magnitudes {where}: the largest magnitude should map to "

@@ -168,7 +168,7 @@ def _as_pair(value) -> tuple[int, int] | None:
     for v in value:
         try:
             i = int(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # inf too
             return None
         if i != v:
             return None
