@@ -17,7 +17,7 @@ kernel at each shape is named from torch.profiler, since it may change kernel wi
 launches stage 6 (128 x 64 whole tiles, forced) or cuBLAS at 1024^3 twice and exits, for Nsight Compute
 to profile the second launch (experiments/run_on_gpu.sh, section ``fixed_cost``).
 
-Written in the session of 2026-12-05 (fourth), when no GPU was lent: not yet run.
+Not yet run on a GPU (experiments/JOURNAL.md: when it was written, and why).
 """
 
 from __future__ import annotations
