@@ -161,15 +161,15 @@ def test_check_in_e4m3_names_a_wrong_output_type_and_cublas_refuses_mixed_scalin
 
 # ---- notebook 12's exercises ----------------------------------------------------------------------
 
-def _blocks(x, *, divide_by=448.0, zero_scale=1.0, per_matrix_row=False, skip_divide=False):
-    """quantize_blocks with one deliberate mistake at a time."""
+def _blocks(x, *, divide_by=448.0, zero_scale=1.0, per_matrix_row=False, skip_divide=False, guard=None):
+    """quantize_blocks with one deliberate mistake at a time (``guard``: the scale is guard(amax) / 448)."""
     M, K = x.shape
     nb = -(-K // 128)
     scales, values = torch.ones(M, nb), torch.empty(M, K, dtype=torch.float8_e4m3fn)
     for j in range(nb):
         part = x[:, 128 * j: 128 * (j + 1)]
         amax = (x if per_matrix_row else part).abs().amax(dim=1)
-        scales[:, j] = torch.where(amax > 0, amax / divide_by, zero_scale)
+        scales[:, j] = guard(amax) / divide_by if guard else torch.where(amax > 0, amax / divide_by, zero_scale)
         values[:, 128 * j: 128 * (j + 1)] = (part if skip_divide else part / scales[:, j:j + 1]).clamp(-448, 448).to(
             torch.float8_e4m3fn)
     return values, scales
@@ -196,12 +196,12 @@ def _static_scales(x):
     (lambda x: (_blocks(x)[0], _blocks(x)[1][:, :1]), "one per row and block"),
     # fresh adversarial learners': a guard of 1e-6 (blocks of about 3e-9 and 1e-11 show it), fp64 scales,
     # the input divided in place, amax + eps, and three things returned
-    (lambda x: _guarded(x, lambda a: a.clamp(min=1e-6)), "columns 128-255 for a 4 x 300 input"),
+    (lambda x: _blocks(x, guard=lambda a: a.clamp(min=1e-6)), "columns 128-255 for a 4 x 300 input"),
     (lambda x: (_blocks(x)[0], _blocks(x)[1].double()), "should be torch.float32"),
     (lambda x: _blocks(x.div_(1.0 + 2 ** -10)), "changed its input x"),
-    (lambda x: _guarded(x, lambda a: a + 1e-6), "a small number added"),
+    (lambda x: _blocks(x, guard=lambda a: a + 1e-6), "a small number added"),
     (lambda x: (*_blocks(x), None), "a tuple of 3"),
-    (lambda x: _guarded(x, lambda a: torch.where(a > 1e-9, a, 448.0)), "columns 128-255 for a 4 x 300 input"),
+    (lambda x: _blocks(x, guard=lambda a: torch.where(a > 1e-9, a, 448.0)), "columns 128-255 for a 4 x 300 input"),
     (_static_scales, "for a 5 x 300 input"),   # the second input of that shape gets the first one's scales
 ])
 def test_the_block_puzzle_rejects_each_mistake_and_names_it(capsys, wrong, said):
@@ -209,17 +209,6 @@ def test_the_block_puzzle_rejects_each_mistake_and_names_it(capsys, wrong, said)
 
     assert not ex.block_quantize.check(wrong).ok
     assert said in " ".join(capsys.readouterr().out.split())
-
-
-def _guarded(x, guard):
-    """quantize_blocks with the scale guard(amax) / 448 in every block."""
-    M, K = x.shape
-    scales, values = torch.ones(M, -(-K // 128)), torch.empty(M, K, dtype=torch.float8_e4m3fn)
-    for j in range(scales.shape[1]):
-        part = x[:, 128 * j: 128 * (j + 1)]
-        scales[:, j] = guard(part.abs().amax(dim=1)) / 448
-        values[:, 128 * j: 128 * (j + 1)] = (part / scales[:, j:j + 1]).clamp(-448, 448).to(torch.float8_e4m3fn)
-    return values, scales
 
 
 def test_the_block_puzzle_takes_a_zero_block_s_scale_of_0_when_its_values_are_0(capsys):
@@ -232,7 +221,7 @@ def test_the_block_puzzle_takes_a_zero_block_s_scale_of_0_when_its_values_are_0(
         return values, torch.where(amax > 0, scales, 0.0)
 
     assert ex.block_quantize.check(zero_scale).ok
-    assert ex.block_quantize.check(lambda x: _guarded(x, lambda a: a.clamp(min=1e-12))).ok
+    assert ex.block_quantize.check(lambda x: _blocks(x, guard=lambda a: a.clamp(min=1e-12))).ok
 
 
 def _pow2_up(amax):

@@ -171,16 +171,27 @@ class NumberQuestion(Question):
             say(f"{self.what}: give a number{unit}, not {_not_a_number(answer)}; set it in the cell above "
                 f"and run the cell again.")
             return Verdict(False)
-        if self.wrong_when and not (self.accepts is not None and self.accepts(value)):
-            want = self.expected()
-            right = isinstance(want, numbers.Real) and learn.close_to(value, want, self.rel_tol)
-            if not right:
-                meaning = next((m for test, m in self.wrong_when if test(value, want)), None)
-                if meaning is not None:
-                    shown = repr(value) if learn.fmt(value) == learn.fmt(want) else learn.fmt(value)  # not "16384"
-                    say(f"{self.what}: {shown} is not it: {meaning}")
-                    return Verdict(False)
+        if self.said_wrong_when(value):
+            return Verdict(False)
         return super().check(value)
+
+    def said_wrong_when(self, value: float) -> bool:
+        """Whether ``value``, not a right answer, is one of ``wrong_when``'s: then it says what it means."""
+        if not self.wrong_when or (self.accepts is not None and self.accepts(value)):
+            return False
+        want = self.expected()
+        if isinstance(want, numbers.Real) and learn.close_to(value, want, self.rel_tol):
+            return False
+        meaning = next((m for test, m in self.wrong_when if test(value, want)), None)
+        if meaning is not None:
+            say(f"{self.what}: {shown_apart(value, want)} is not it: {meaning}")
+        return meaning is not None
+
+
+def shown_apart(value: float, other: float) -> str:
+    """``value`` as answers are printed, or in full where that would print as ``other`` (16384.000001
+    is not shown as 16384)."""
+    return repr(value) if value != other and learn.fmt(value) == learn.fmt(other) else learn.fmt(value)
 
 
 # ---- the recorded roofs -------------------------------------------------------------------------

@@ -257,12 +257,17 @@ def _scale_problem(x: torch.Tensor, s: torch.Tensor, w: torch.Tensor, amax: torc
             f"{float(w[m, j]):.4g} = {float(amax[m, j]):.4g} / 448."), False
 
 
+def _nearest_e4m3(t: torch.Tensor) -> torch.Tensor:
+    """``t`` rounded to the nearest e4m3 value (saturating at +-448), as float64."""
+    return t.clamp(-E4M3.max, E4M3.max).to(torch.float8_e4m3fn).double()
+
+
 def _rounding_problem(x: torch.Tensor, values: torch.Tensor, s: torch.Tensor, where: str) -> str | None:
     """Whether every value is x over its block's scale rounded to a nearest e4m3 value (either one
     at a tie: dividing in float32 instead of float64 may land there), in every row."""
     M, K = x.shape
     exact = x.double() / _spread(torch.where(s == 0, 1.0, s), K)  # a scale of 0 only for a block of zeros
-    nearest = exact.clamp(-E4M3.max, E4M3.max).to(torch.float8_e4m3fn).double()
+    nearest = _nearest_e4m3(exact)
     mine = values.double()
     off = (mine - exact).abs() > (nearest - exact).abs() + 1e-6 * exact.abs() + 1e-30
     if not bool(off.any()):
@@ -273,7 +278,7 @@ def _rounding_problem(x: torch.Tensor, values: torch.Tensor, s: torch.Tensor, wh
             f"but x / scale = {float(exact[m, k]):.4g} rounds to {float(nearest[m, k]):.4g} (dequantized "
             f"{float(nearest[m, k] * scale):.4g})")
     spacing = E4M3.step * max(abs(float(nearest[m, k])), 2.0 ** -6)  # between e4m3 values here
-    whole = torch.round(exact).clamp(-E4M3.max, E4M3.max).to(torch.float8_e4m3fn).double()
+    whole = _nearest_e4m3(torch.round(exact))
     if bool((mine == whole).all()):
         return text + (": every value of yours is x / scale rounded to a whole number; e4m3 holds fractions "
                        "too (1.125, 0.0625, ...): leave the rounding to .to(torch.float8_e4m3fn).")
@@ -284,8 +289,7 @@ def _rounding_problem(x: torch.Tensor, values: torch.Tensor, s: torch.Tensor, wh
         return text + ": the next e4m3 value instead of the nearest; let .to(torch.float8_e4m3fn) round."
     j = k // BLOCK
     neighbours = [n for n in (j - 1, j + 1) if 0 <= n < s.shape[1] and float(s[m, n]) > 0]
-    if any(float(mine[m, k]) == float((x[m, k].double() / s[m, n]).clamp(-E4M3.max, E4M3.max)
-                                      .to(torch.float8_e4m3fn).double()) for n in neighbours):
+    if any(float(mine[m, k]) == float(_nearest_e4m3(x[m, k].double() / s[m, n])) for n in neighbours):
         return text + (f": that is x divided by a neighbouring block's scale; block j covers columns {BLOCK} j to "
                        f"{BLOCK} j + {BLOCK - 1}, and each value is divided by its own block's scale.")
     return text + ": divide each value by its block's scale, then round."

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from course_lib.exercises import NumberQuestion, as_number
-from course_lib.learn import Verdict, fmt, say
+from course_lib.exercises import NumberQuestion, as_number, shown_apart
+from course_lib.learn import Verdict, close_to, say
 from course_lib.model import waves
 from course_lib.model.hardware import H200, WARP_SIZE
 
@@ -63,14 +63,11 @@ class _TileMultipleQuestion(NumberQuestion):
     def check(self, answer) -> Verdict:
         value = as_number(answer)  # None for anything but one number: NumberQuestion then says so
         if value is not None and value > 0 and value % self.multiple:
-            meaning = next((m for test, m in self.wrong_when if test(value, self.expected())), None)
-            if meaning is not None:
-                say(f"{self.what}: {fmt(value)} is not it: {meaning}")
+            if self.said_wrong_when(value):
                 return Verdict(False)
-            shown = fmt(value) if fmt(value) != fmt(round(value)) else repr(value)  # 1536.000000001 is no 1536
-            say(f"{self.what}: {shown} is not a multiple of {self.multiple}. The question asks only about "
-                f"sizes N = {self.multiple}, {2 * self.multiple}, {3 * self.multiple}, ..., made of whole "
-                f"{self.multiple} x {self.multiple} tiles: which of them is the first to need a second wave?")
+            m = self.multiple
+            say(f"{self.what}: {shown_apart(value, round(value))} is not a multiple of {m}. The question asks only "
+                f"about sizes N = {m}, {2 * m}, {3 * m}, ..., made of whole {m} x {m} tiles: which of them is the first to need a second wave?")
             return Verdict(False)
         return super().check(answer)
 
@@ -114,11 +111,10 @@ last_wave_pct = NumberQuestion(
     ],
     # ranges: an answer rounded to a whole per cent lies further from these than the tolerance above
     wrong_when=[
-        (lambda v, want: abs(v - 100 * _first_two_wave().tail_blocks / _first_two_wave().blocks)
-         <= 0.05 * 100 * _first_two_wave().tail_blocks / _first_two_wave().blocks,
+        (lambda v, want: close_to(v, 100 * _first_two_wave().tail_blocks / _first_two_wave().blocks, 0.05),
          f"that is the last wave's blocks as a share of all the tiles; the question asks what share of "
          f"its {H200.sms} slots they fill."),
-        (lambda v, want: abs(v - 100 * _first_two_wave().tail_blocks / TILE) <= 0.01 * 100 * _first_two_wave().tail_blocks / TILE,
+        (lambda v, want: close_to(v, 100 * _first_two_wave().tail_blocks / TILE, 0.01),
          f"that divides by {TILE}, the tile's side; a wave has {H200.sms} slots, one block per SM."),
     ],
 )

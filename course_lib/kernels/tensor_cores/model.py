@@ -134,6 +134,15 @@ DECODE_MAX_M = STAGE6["DECODE_MAX_M"]
 SCHEDULE_CODES = {name: STAGE6[f"SCHEDULE_{code}"] for name, code in
                   (("auto", "AUTO"), ("whole tiles", "WHOLE_TILES"), ("stream-K", "STREAM_K"), ("swapped", "SWAPPED"))}
 TILE_AUTO = STAGE6["TILE_AUTO"]
+
+
+def schedule_code(schedule: str) -> int:
+    """The extension's code (tc_launch.h's SCHEDULE_*) of a schedule named as in SCHEDULE_CODES."""
+    if schedule not in SCHEDULE_CODES:
+        raise ValueError(f"schedule must be one of {', '.join(map(repr, SCHEDULE_CODES))}, not {schedule!r}")
+    return SCHEDULE_CODES[schedule]
+
+
 STAGE6_TILES = {f"{STAGE6['BLOCK_M']}x{bn}": bn
                 for bn in (STAGE6["BLOCK_N"], STAGE6["NARROW_BLOCK_N"], STAGE6["NARROWEST_BLOCK_N"])}  # name -> width
 
@@ -173,8 +182,7 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
     SCHEDULE_CODES) force a choice, as the extension's arguments of those names do. A swapped plan's
     tile "128x64" is 128 tokens x 64 columns of C, not the 128 x 64 tile: read it with its schedule."""
     c = STAGE6
-    if schedule not in SCHEDULE_CODES:
-        raise ValueError(f"schedule must be one of {', '.join(map(repr, SCHEDULE_CODES))}, not {schedule!r}")
+    schedule_code(schedule)  # a ValueError for a name it does not know
     if block_n != TILE_AUTO and block_n not in STAGE6_TILES.values():
         raise ValueError(f"block_n must be {TILE_AUTO} (by the shape) or one of "
                          f"{sorted(STAGE6_TILES.values())}, not {block_n!r}")

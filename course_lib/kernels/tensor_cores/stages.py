@@ -223,13 +223,10 @@ def stage6_launch_plan(M: int, N: int, K: int, *, max_ctas: int = 0, schedule: s
     resident clusters counted by the occupancy API): the tile and the schedule, as
     :func:`course_lib.kernels.tensor_cores.model.stage6_plan` names them. ``max_ctas``, ``schedule``
     and ``block_n`` as the stage takes them (0: every resident cluster; "auto" and 0: by the shape)."""
-    from course_lib.kernels.tensor_cores.model import SCHEDULE_CODES, Stage6Plan
+    from course_lib.kernels.tensor_cores.model import SCHEDULE_CODES, Stage6Plan, schedule_code
 
-    names = {code: name for name, code in SCHEDULE_CODES.items()}
-    if schedule not in SCHEDULE_CODES:
-        raise ValueError(f"schedule must be one of {', '.join(map(repr, SCHEDULE_CODES))}, not {schedule!r}")
-    rows, cols, code = extension().tc_6_tma_store_plan(M, N, K, max_ctas, SCHEDULE_CODES[schedule], block_n)
-    return Stage6Plan(f"{rows}x{cols}", names[code])
+    rows, cols, code = extension().tc_6_tma_store_plan(M, N, K, max_ctas, schedule_code(schedule), block_n)
+    return Stage6Plan(f"{rows}x{cols}", next(name for name, c in SCHEDULE_CODES.items() if c == code))
 
 
 # ---- stage 7: FP8 -----------------------------------------------------------------------------
