@@ -237,11 +237,14 @@ def test_stage6_plan_takes_the_narrow_tile_and_stream_k_only_where_whole_tiles_l
     assert plan(8192, 8192, 8192) == ("128x256", "whole tiles")
     assert plan(136, 14336, 4096) == ("128x256", "whole tiles")  # 56 of 66: 85 %
     assert plan(2048, 2048, 2048) == ("128x256", "whole tiles")  # 64 of 66
-    # Fewer than half the clusters busy and K too short for stream-K: the 128 x 128 tile, whole.
-    assert plan(1024, 1024, 1024) == ("128x128", "whole tiles")  # 16 cluster tiles (24 %), 16 K-slices
-    assert plan(1000, 1000, 1000) == ("128x128", "whole tiles")
-    assert plan(768, 768, 768) == ("128x128", "whole tiles")  # 9 (14 %), 12 K-slices
-    assert plan(256, 4096, 31 * 64) == ("128x128", "whole tiles")  # 16 (24 %), 31 K-slices
+    # Fewer than half the clusters busy and K too short for stream-K: the 128 x 128 tile, whole ...
+    assert plan(1024, 2048, 1024) == ("128x128", "whole tiles")  # 32 cluster tiles (48 %); 64 of 128 x 128
+    # ... or, where 128 x 128 tiles still keep fewer than half busy, the 128 x 64 tile.
+    assert plan(1024, 1024, 1024) == ("128x64", "whole tiles")  # 16 cluster tiles (24 %), 32 (48 %), 16 K-slices
+    assert plan(1000, 1000, 1000) == ("128x64", "whole tiles")
+    assert plan(768, 768, 768) == ("128x64", "whole tiles")  # 9 (14 %), 18 (27 %), 12 K-slices
+    assert plan(256, 256, 256) == ("128x64", "whole tiles")
+    assert plan(256, 4096, 31 * 64) == ("128x64", "whole tiles")  # 16 (24 %), 32 (48 %), 31 K-slices
     # ... K long enough: 128 x 256 shared out by K slices (measured better at every such shape tried).
     assert plan(256, 4096, 32 * 64) == ("128x256", "stream-K")
     assert plan(200, 4096, 4096) == ("128x256", "stream-K")

@@ -162,10 +162,11 @@ def _plan_checks() -> list[str]:
     forced = itertools.product((tc.TILE_AUTO, *tc.STAGE6_TILES.values()), tc.SCHEDULE_CODES)
     for (block_n, schedule), M, N, K in itertools.product(forced, PLAN_M, PLAN_N[::2], PLAN_K[::2]):
         lines.append(_plan_line(M, N, K, 66, block_n, schedule))
-    # Every branch of the rule occurs by the shape on the grid (the checks above cover them): both
-    # tiles whole, the narrow one shared out by K slices, the operands swapped.
+    # Every branch of the rule occurs by the shape on the grid (the checks above cover them): the three
+    # tiles whole, the wide one shared out by K slices, the operands swapped.
     plans = {tc.stage6_plan(M, N, K, 66) for M, N, K in itertools.product(PLAN_M, PLAN_N, PLAN_K)}
-    assert {("128x256", "whole tiles"), ("128x128", "whole tiles"), ("128x256", "stream-K")} <= plans, plans
+    assert {("128x256", "whole tiles"), ("128x128", "whole tiles"), ("128x64", "whole tiles"),
+            ("128x256", "stream-K")} <= plans, plans
     assert {schedule for _, schedule in plans} == {"whole tiles", "stream-K", "swapped"}, plans
     return lines
 
@@ -199,12 +200,12 @@ def test_the_cxx_is_what_the_python_model_says(tmp_path, checks):
 
 def test_a_wrong_expectation_fails_to_compile(tmp_path):
     """The checks can fail: a descriptor one slice off, a constant off by one, and stage 6's plan
-    expected with the other tile (1024^3 takes 128 x 128) or the other schedule, are refused."""
+    expected with the other tile (1024^3 takes 128 x 64) or the other schedule, are refused."""
     wrong = _descriptor_checks()[0].replace("_descriptor_at(0x8000u, 0)", "_descriptor_at(0x8000u, 1)")
     right_plan = _plan_line(1024, 1024, 1024, 66)
-    assert "plan(1024, 1024, 1024, 66, 0, -1), 128, 128, 0)" in right_plan
-    wrong_tile = right_plan.replace("128, 128, 0)", "128, 256, 0)")
-    wrong_schedule = right_plan.replace("128, 128, 0)", "128, 128, 1)")
+    assert "plan(1024, 1024, 1024, 66, 0, -1), 128, 64, 0)" in right_plan
+    wrong_tile = right_plan.replace("128, 64, 0)", "128, 128, 0)")
+    wrong_schedule = right_plan.replace("128, 64, 0)", "128, 64, 1)")
     proc = _compile_checks(tmp_path, [wrong, 'static_assert(tc::stage6::THREADS == 385, "threads");', PLAN_IS,
                                       wrong_tile, wrong_schedule, right_plan])
     assert proc.returncode != 0

@@ -117,7 +117,10 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
   constexpr int SLOTS = Shared::SLOTS, HALF_COLS = Shared::HALF_COLS;
   extern __shared__ uint8_t smem_raw[];
   Shared& s = *reinterpret_cast<Shared*>(align_smem(smem_raw));
-  const int wg = threadIdx.x / WARPGROUP;
+  // Read through a shuffle, the warpgroup's index is one value for the whole warp in the compiler's
+  // eyes too, so what derives from it (the consumer's descriptors) lives in uniform registers
+  // (CUTLASS's canonical_warp_group_idx does the same).
+  const int wg = __shfl_sync(0xffffffffu, threadIdx.x / WARPGROUP, 0);
   const uint32_t rank = cluster_cta_rank();
   const int cluster_id = blockIdx.x / CLUSTER;
 
@@ -154,23 +157,26 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     uint32_t staged[BN / 4];
     bool staged_waiting = false;
     int staged_row0 = 0, staged_col0 = 0;
-    int it = 0;  // slices this consumer has finished, over all work units
+    // The next slice's place in the ring, over all work units (tc_hopper.cuh: slot 0's descriptors
+    // built once, then one add per value and slice).
+    RingCursor<SLOTS, sizeof(s.a[0]) / 16, sizeof(s.b[0]) / 16> ring(
+        s.full, a_descriptor(s.a[0] + cw * 64 * BLOCK_K, 0), b_descriptor(s.b[0], 0));
+    static_assert(offsetof(Shared, empty) == offsetof(Shared, full) + SLOTS * 8, "the cursor's barrier layout");
     WorkCursor work(sched, cluster_id);
     for (WorkUnit w; work.next(w);) {
       int m0, n0;
       sched.order.origin<CLUSTER, BLOCK_M, BN>(w.tile, rank, m0, n0);
-      int previous_slot = -1;
+      uint32_t previous_empty = 0;  // 0: none yet (no barrier lies at shared address 0)
       // The staged tile's first half goes out once this unit's 2nd slice is issued, the second half
       // once its 4th is (or both earlier, if the unit has fewer slices); a 128 x 64 tile is one
       // half, out at the 2nd slice (the call for the second stores nothing).
       const int store_at = w.k_end - w.k_begin > 1 ? w.k_begin + 1 : w.k_begin;
       const int store_at2 = w.k_end - w.k_begin > 3 ? w.k_begin + 3 : w.k_end - 1;
-      for (int ks = w.k_begin; ks < w.k_end; ++ks, ++it) {
-        const int slot = it % SLOTS;
-        mbar_wait(&s.full[slot], (it / SLOTS) % 2);
+      for (int ks = w.k_begin; ks < w.k_end; ++ks) {
+        mbar_wait(ring.full, ring.phase);
         // [excerpt one-batch-in-flight]
         // The unit's first wgmma overwrites the accumulators (scale-d = 0).
-        wgmma_slice<BN>(acc, s.a[slot] + cw * 64 * BLOCK_K, s.b[slot], ks > w.k_begin);
+        wgmma_slice_at<BN>(acc, ring, ks > w.k_begin);
         if (staged_waiting && ks == store_at)
           store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
         if (staged_waiting && ks == store_at2) {
@@ -178,13 +184,14 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
           staged_waiting = false;
         }
         wgmma_wait<1>();  // the batch of the previous slice is done; this one keeps running
-        if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
-        previous_slot = slot;
+        if (leader && previous_empty != 0) mbar_arrive_all_ctas<CLUSTER>(previous_empty);
+        previous_empty = ring.empty();
+        ring.advance();
         // [/excerpt one-batch-in-flight]
       }
       wgmma_wait<0>();
       fence_accumulators(acc);
-      if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
+      if (leader && previous_empty != 0) mbar_arrive_all_ctas<CLUSTER>(previous_empty);
       // [excerpt stream-k-fixup]
       const bool live = warp_rows_in_c(m0 + cw * 64, M);
       if (w.k_begin > 0) {  // stream-K contributor: the owner finishes this tile
@@ -237,9 +244,14 @@ constexpr double NARROW_TILE_BELOW = 0.5;  // busy share of 128 x 256 tiles belo
 constexpr int cluster_tiles(int M, int N, int block_n) {
   return ceil_div(ceil_div(M, BLOCK_M), CLUSTER) * ceil_div(N, block_n);
 }
+// The same step once more, to 128 x 64, where even 128 x 128 tiles keep fewer than half the clusters
+// busy (1024^3: 32 of 66; 128 x 64 tiles: 64). On an H100 (GPU time, % of cuBLAS; experiments/JOURNAL.md,
+// stage 6's 128 x 64 tile): 512^3 65 against 59, 768^3 73 against 66, 1024^3 67 against 61, 1000^3 77 both.
 constexpr int auto_block_n(int M, int N, int k_slices, int clusters) {
-  const double wide = whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters);
-  return wide < NARROW_TILE_BELOW && k_slices < STREAM_K_MIN_SLICES ? NARROW_BLOCK_N : BLOCK_N;
+  if (k_slices >= STREAM_K_MIN_SLICES) return BLOCK_N;
+  if (whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters) >= NARROW_TILE_BELOW) return BLOCK_N;
+  return whole_tile_efficiency(cluster_tiles(M, N, NARROW_BLOCK_N), clusters) >= NARROW_TILE_BELOW ? NARROW_BLOCK_N
+                                                                                                  : NARROWEST_BLOCK_N;
 }
 // [/excerpt which-tile]
 

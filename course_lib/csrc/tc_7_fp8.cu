@@ -73,14 +73,6 @@ static_assert(smem_bytes<BLOCK_N_PROMOTED>() <= 227 * 1024, "Hopper's per-block 
 
 using fp8::Scales;
 
-// A descriptor's start address is its low 14 bits, in 16-byte units (tc_hopper.cuh): moving it by
-// `bytes` inside shared memory (addresses below 2^18) adds bytes / 16 to the low word and never
-// carries out of it. So the slot-0 descriptors are built once, the consumer carries each slot's low
-// words from slice to slice, and each wgmma's descriptor is that word plus a constant.
-__device__ __forceinline__ uint64_t with_low_word(uint64_t desc, uint32_t low) {
-  return (desc & 0xFFFFFFFF00000000ull) | low;
-}
-
 template <int BN, bool PROMOTE, bool BLOCKS>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_w,
@@ -129,23 +121,17 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
     const bool leader = threadIdx.x % WARPGROUP == 0;
     const int lane = threadIdx.x % 32, warp = (threadIdx.x % WARPGROUP) / 32;
     if (leader) prefetch_tensor_map(&map_c);
-    // The descriptors of slot 0's tiles (this consumer's 64 rows of A; W's BN rows), built once.
-    const uint64_t desc_a0 = kmajor_descriptor(s.a[0] + cw * 64 * BLOCK_K, 0);
-    const uint64_t desc_w0 = kmajor_descriptor(s.w[0], 0);
-    // The next slice's place in the ring, carried from slice to slice by one add each (recomputed
-    // from the shared-memory base they cost a dozen instructions a slice): its `full` barrier's
-    // address (its `empty` barrier lies SLOTS barriers further) and its tiles' descriptor low words.
-    constexpr uint32_t EMPTY_AFTER_FULL = offsetof(S, empty) - offsetof(S, full);
-    constexpr uint32_t A_SLOT = sizeof(s.a[0]) >> 4, W_SLOT = sizeof(s.w[0]) >> 4;  // descriptor units
-    const uint32_t full0 = smem_u32(&s.full[0]), a0 = uint32_t(desc_a0), w0 = uint32_t(desc_w0);
-    uint32_t full_at = full0, a_at = a0, w_at = w0;
+    // The next slice's place in the ring (tc_hopper.cuh): slot 0's descriptors (this consumer's 64
+    // rows of A; W's BN rows) built once, then its `full` barrier's address and its tiles' descriptor
+    // low words carried from slice to slice by one add each.
+    RingCursor<SLOTS, sizeof(s.a[0]) / 16, sizeof(s.w[0]) / 16> ring(
+        s.full, kmajor_descriptor(s.a[0] + cw * 64 * BLOCK_K, 0), kmajor_descriptor(s.w[0], 0));
+    static_assert(offsetof(S, empty) == offsetof(S, full) + SLOTS * 8, "the cursor's barrier layout");
     float acc[BN / 2];
     float total[PROMOTE ? BN / 2 : 1];  // the promoted fp32 sums
     uint32_t staged[BN / 4];            // the finished tile as bf16 pairs, stored during the next tile
     bool staged_waiting = false;
     int staged_row0 = 0, staged_col0 = 0;
-    int slot = 0;         // the ring slot of the next slice, and
-    uint32_t phase = 0;   // the parity its `full` barrier completes with this time round
     for (int t = first_tile; t < tiles.count(); t += tile_step) {
       int m0, n0;
       tiles.origin<CLUSTER, BLOCK_M, BN>(t, rank, m0, n0);
@@ -157,12 +143,12 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       // One slice of K: four wgmmas of k = 32, each 32 bytes further along the slot's rows.
       // `from_zero`: the first overwrites acc (scale-d = 0) instead of adding to it.
       const auto issue_slice = [&](int ks, bool from_zero) {
-        mbar_wait(full_at, phase);
+        mbar_wait(ring.full, ring.phase);
         wgmma_fence();
 #pragma unroll
         for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32)
-          wgmma_fp8<BN>(acc, with_low_word(desc_a0, a_at + k32 * FP8_WGMMA_K / 16),
-                        with_low_word(desc_w0, w_at + k32 * FP8_WGMMA_K / 16), !from_zero || k32 > 0);
+          wgmma_fp8<BN>(acc, ring.a_desc(k32 * FP8_WGMMA_K / 16), ring.b_desc(k32 * FP8_WGMMA_K / 16),
+                        !from_zero || k32 > 0);
         wgmma_commit();
         // [/excerpt fp8-slice]
         if (staged_waiting && ks == store_at)
@@ -170,14 +156,6 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         if (staged_waiting && ks == store_at2) {
           store_tile_tma<HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
           staged_waiting = false;
-        }
-      };
-      const auto next_slot = [&] {
-        if (++slot == SLOTS) {
-          slot = 0, phase ^= 1;
-          full_at = full0, a_at = a0, w_at = w0;
-        } else {
-          full_at += 8, a_at += A_SLOT, w_at += W_SLOT;
         }
       };
       if constexpr (PROMOTE) {
@@ -189,8 +167,8 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
                                     issue_slice(ks, true);
                                     wgmma_wait<0>();  // this slice's sums are needed now
                                     fence_accumulators(acc);
-                                    if (leader) mbar_arrive_all_ctas<CLUSTER>(full_at + EMPTY_AFTER_FULL);
-                                    next_slot();
+                                    if (leader) mbar_arrive_all_ctas<CLUSTER>(ring.empty());
+                                    ring.advance();
                                   });
         // [/excerpt promote]
       } else {
@@ -200,8 +178,8 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
           issue_slice(ks, ks == 0);
           wgmma_wait<1>();  // the previous slice is done, this one keeps running
           if (leader && previous_empty != 0) mbar_arrive_all_ctas<CLUSTER>(previous_empty);
-          previous_empty = full_at + EMPTY_AFTER_FULL;
-          next_slot();
+          previous_empty = ring.empty();
+          ring.advance();
         }
         wgmma_wait<0>();
         fence_accumulators(acc);

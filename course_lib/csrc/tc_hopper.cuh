@@ -530,6 +530,65 @@ __device__ __forceinline__ void wgmma_slice(float (&acc)[BLOCK_N / 2], const bf1
 }
 // [/excerpt one-k-slice]
 
+// ---- a consumer's place in the ring, carried from slice to slice (stages 6 and 7) ----------------
+// In the hot loop every instruction runs once per K slice per warp. Recomputed from the shared
+// window's base, a slot's barrier address and its tiles' descriptors cost about a dozen
+// instructions a slice (S2UR of the CTA's window, masks and shifts, moves into uniform registers):
+// stage 7's promoting loop ran 164 instructions a slice where 125 do the same work, and stage 6's
+// 128 x 64 tile about 100 for 4 wgmmas (experiments/JOURNAL.md). So the slot-0 descriptors are
+// built once and the cursor carries what changes: one add per value and slice.
+//
+// A descriptor's start address is its low 14 bits, in 16-byte units (sw128_descriptor): moving it
+// by `bytes` inside shared memory (addresses below 2^18) adds bytes / 16 to the low word and never
+// carries out of it, so a descriptor is slot 0's high word with a carried low word.
+__device__ __forceinline__ uint64_t with_low_word(uint64_t desc, uint32_t low) {
+  return (desc & 0xFFFFFFFF00000000ull) | low;
+}
+
+// SLOTS slots; A_SLOT / B_SLOT: one slot's tile of A / of B in descriptor units (bytes / 16). The
+// ring's barriers are `full[SLOTS]` followed by `empty[SLOTS]` (8 bytes each).
+template <int SLOTS, uint32_t A_SLOT, uint32_t B_SLOT>
+struct RingCursor {
+  uint64_t desc_a0, desc_b0;  // slot 0's tiles (the consumer's rows of A, all of B's)
+  uint32_t full0;             // slot 0's `full` barrier
+  uint32_t full, a, b;        // the next slice's `full` barrier and its tiles' descriptor low words
+  int slot = 0;               // the next slice's slot, and
+  uint32_t phase = 0;         // the parity its `full` barrier completes with this time round
+  __device__ __forceinline__ RingCursor(const uint64_t* full_barriers, uint64_t a0, uint64_t b0)
+      : desc_a0(a0), desc_b0(b0), full0(smem_u32(full_barriers)), full(full0), a(uint32_t(a0)), b(uint32_t(b0)) {}
+  // The next slice's descriptors, `units` (16 bytes) into its tiles.
+  __device__ __forceinline__ uint64_t a_desc(uint32_t units) const { return with_low_word(desc_a0, a + units); }
+  __device__ __forceinline__ uint64_t b_desc(uint32_t units) const { return with_low_word(desc_b0, b + units); }
+  __device__ __forceinline__ uint32_t empty() const { return full + SLOTS * 8; }  // its `empty` barrier
+  __device__ __forceinline__ void advance() {
+    if (++slot == SLOTS) {
+      slot = 0, phase ^= 1;
+      full = full0, a = uint32_t(desc_a0), b = uint32_t(desc_b0);
+    } else {
+      full += 8, a += A_SLOT, b += B_SLOT;
+    }
+  }
+};
+
+// wgmma_slice on the cursor's next slot (stage 6): the same wgmmas, their descriptors carried.
+template <int BLOCK_N, class Cursor>
+__device__ __forceinline__ void wgmma_slice_at(float (&acc)[BLOCK_N / 2], const Cursor& ring, bool accumulate) {
+  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "the course's three wgmma shapes");
+  constexpr uint32_t A_K16 = WGMMA_K * 2 / 16, B_K16 = WGMMA_K * SWIZZLE_BYTES / 16;  // as a/b_descriptor_at
+  wgmma_fence();
+#pragma unroll
+  for (int k16 = 0; k16 < TILE_K / WGMMA_K; ++k16) {
+    const uint64_t da = ring.a_desc(k16 * A_K16), db = ring.b_desc(k16 * B_K16);
+    if constexpr (BLOCK_N == 256)
+      wgmma_m64n256k16(acc, da, db, accumulate || k16 > 0);
+    else if constexpr (BLOCK_N == 128)
+      wgmma_m64n128k16(acc, da, db, accumulate || k16 > 0);
+    else
+      wgmma_m64n64k16(acc, da, db, accumulate || k16 > 0);
+  }
+  wgmma_commit();
+}
+
 // [excerpt release-slot]
 // Release: hand a slot's `empty` barrier back to the producer of every CTA in the cluster - each
 // of them multicast into this CTA's slot, so each must hear that it is free (stages 5-6).

@@ -140,7 +140,13 @@ __device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2],
       __stcg(dst + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
   }
   named_barrier_sync(1 + cw, WARPGROUP);  // all 128 threads' stores come before the flag
-  if (tid == 0) {
+  // The flag is set by the first warp, all its lanes storing the one value in one instruction (one
+  // store): a branch on `tid == 0` around the fence made ptxas keep the consumer's ring cursor
+  // (tc_hopper.cuh) in vector registers and move it into uniform ones before every wgmma, about 30
+  // instructions a K slice more in stage 6's loop; a condition it sees as the same for the whole
+  // warp (the warp index read through a shuffle) does not. One warp, not every thread: a late
+  // second store could set a flag the owner has already emptied.
+  if (__shfl_sync(0xffffffffu, tid / 32, 0) == 0) {
     __threadfence();
     store_release_gpu(p.flags + cta * CONSUMERS + cw, FLAG_READY);
   }

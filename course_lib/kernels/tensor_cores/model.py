@@ -190,9 +190,12 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
         token_tile = next((t for t in (16, 32, 64) if M <= t), DECODE_MAX_M)
         return Stage6Plan(f"{token_tile}x{c['DECODE_COLS']}", "swapped")
     long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES
-    if block_n == TILE_AUTO:
-        idle = whole_tile_efficiency(stage6_cluster_tiles(M, N, c["BLOCK_N"]), clusters) < NARROW_TILE_BELOW
-        block_n = c["NARROW_BLOCK_N"] if idle and not long_k else c["BLOCK_N"]
+    if block_n == TILE_AUTO:  # the widest tile that keeps half the clusters busy, while K is short
+        block_n = c["BLOCK_N"]
+        for narrower in (c["NARROW_BLOCK_N"], c["NARROWEST_BLOCK_N"]):
+            if long_k or whole_tile_efficiency(stage6_cluster_tiles(M, N, block_n), clusters) >= NARROW_TILE_BELOW:
+                break
+            block_n = narrower
     few = whole_tile_efficiency(stage6_cluster_tiles(M, N, block_n), clusters) < STREAM_K_BELOW
     split = schedule == "stream-K" or (schedule == "auto" and few and long_k)
     return Stage6Plan(f"{c['BLOCK_M']}x{block_n}", "stream-K" if split else "whole tiles")
