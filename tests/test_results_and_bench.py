@@ -317,3 +317,24 @@ def test_cublas_as_called_is_one_time_per_shape_for_every_kernel():
     assert a["ratio_to_cublas_as_called"] == b["ratio_to_cublas_as_called"] == pytest.approx(0.0355 / 0.036)
     assert a["cublas_ms_as_called_spread"] == [0.030, 0.041] and a["cublas_ms_as_called_beside"] == pytest.approx(0.0405)
     assert plain == rows[2] and other["cublas_ms_as_called"] == 0.5  # other rows and shapes untouched
+
+
+def test_cublas_as_called_is_pooled_only_within_one_bench_call():
+    """Rounds of two calls (another machine, another day) are not pooled: each row's ratio is taken
+    against cuBLAS as called in its own call; a row's call comes from the provenance when missing."""
+    from course_lib.bench.recording import pool_cublas_as_called, stamp_calls
+
+    def row(stage, rounds, ms):
+        return {"stage": stage, "dtype": "bf16", "M": 1, "N": 64, "K": 64, "ms_as_called": ms,
+                "cublas_ms_as_called": rounds[0], "cublas_ms_as_called_rounds": rounds}
+
+    prov = {"date": "day 1", "rerecorded": [{"stages": ["tc_6_tma_store"], "date": "day 3"}]}
+    rows = stamp_calls((row("tc_6_tma_store", [0.063, 0.063], 0.059), row("triton_fast", [0.035, 0.035], 0.061),
+                        {"stage": "cublas", "dtype": "bf16", "M": 1, "N": 64, "K": 64, "ms": 0.02}), prov)
+    assert [r.get("call") for r in rows] == ["day 3", "day 1", None]
+    assert stamp_calls(rows, {"date": "day 9"}) == rows  # a call once stamped stays
+    tc6, triton, _ = pool_cublas_as_called(rows)
+    assert tc6["cublas_ms_as_called"] == pytest.approx(0.063) and triton["cublas_ms_as_called"] == pytest.approx(0.035)
+    assert triton["ratio_to_cublas_as_called"] == pytest.approx(0.035 / 0.061)
+    same_call = pool_cublas_as_called([dict(r, call="day 1") if "call" in r else r for r in rows])
+    assert same_call[1]["cublas_ms_as_called"] == pytest.approx(0.049)  # one call: both kernels' rounds pooled

@@ -148,7 +148,7 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
             log = st.tuning_log()
             prov[f"{st.name}_tuning"] = [{k: v for k, v in t.items() if k != "candidates_ms"} for t in log]
             (log_dir / f"{out.stem}_{st.name}_tuning_log.json").write_text(json.dumps(log, indent=1))
-    path = save(Results(out, prov, ceilings, pool_cublas_as_called(records)), out)
+    path = save(Results(out, prov, ceilings, pool_cublas_as_called(stamp_calls(records, prov))), out)
     out.with_suffix(".partial.json").unlink(missing_ok=True)
     for f in failures:
         print("FAILED:", f, file=sys.stderr)
@@ -190,26 +190,40 @@ def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas
         "failures": new.provenance.get("failures", []),
         **{key: new.provenance[key] for key in sorted(tuning) if key in new.provenance},
     }]
-    merged = tuple(keep) + tuple(new.records)
+    merged = stamp_calls(keep, old.provenance) + stamp_calls(new.records, new.provenance)
     ceilings = dict(old.ceilings)
     ceilings["cublas_peak_tflops"] = {d: max(r["tflops"] for r in merged if r["stage"] == "cublas" and r["dtype"] == d)
                                       for d in sorted({r["dtype"] for r in merged if r["stage"] == "cublas"})}
     return save(Results(recording, prov, ceilings, pool_cublas_as_called(merged)), recording)
 
 
+def stamp_calls(records: Sequence[dict[str, Any]], provenance: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """Each row timed as called gets ``call``: the date of the ``bench`` call that measured it (the
+    recording's, or that of the last re-recording of its stage listed in ``provenance``); a row
+    that has one keeps it."""
+    last = {st: e["date"] for e in provenance.get("rerecorded", []) for st in e["stages"]}
+    return tuple(dict(r, call=last.get(r["stage"], provenance["date"])) if "ms_as_called" in r and "call" not in r
+                 else r for r in records)
+
+
 def pool_cublas_as_called(records: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
-    """cuBLAS timed as called one way for every kernel: at each (dtype, scaling, shape), the median
-    of all of cuBLAS's as-called rounds there, beside whichever kernel each round alternated with.
+    """cuBLAS timed as called one way for every kernel of one call: at each (dtype, scaling, shape),
+    the median of all of cuBLAS's as-called rounds there in that ``bench`` call (``call``, see
+    :func:`stamp_calls`), beside whichever kernel each round alternated with.
 
     Each final stage's row times cuBLAS as called in its own alternating rounds, and those move with
     the partner (on the H200 beside tc_6 up to 7 us more at a decode row than beside triton_fast, and
     60 us more at 6144^3: experiments/gpu_as_called.py), so two kernels' as-called ratios were measured
-    against two different cuBLAS times. A row keeps its own rounds (``cublas_ms_as_called_rounds``)
-    and their median (``cublas_ms_as_called_beside``); ``cublas_ms_as_called`` becomes the pooled
-    median, ``cublas_ms_as_called_spread`` the lowest and highest round, and
-    ``ratio_to_cublas_as_called`` is taken against the pooled time. Pooling again gives the same."""
+    against two different cuBLAS times. They move with the call (the machine, the day) even more: at
+    llama3 qkv M=1 cuBLAS took 63 us as called in one call beside stage 6 and 35 us in the next,
+    beside triton_fast, so the median of the four rounds (49 us) read triton_fast's 61 us as 81 % of
+    cuBLAS where its own call gives 57 %. So rounds are pooled only within one call. A row keeps
+    its own rounds (``cublas_ms_as_called_rounds``) and their median (``cublas_ms_as_called_beside``);
+    ``cublas_ms_as_called`` becomes the pooled median, ``cublas_ms_as_called_spread`` the lowest and
+    highest round, and ``ratio_to_cublas_as_called`` is taken against the pooled time. Pooling again
+    gives the same."""
     def key(r: dict) -> tuple:
-        return r["dtype"], r.get("scaling"), r["M"], r["N"], r["K"]
+        return r.get("call"), r["dtype"], r.get("scaling"), r["M"], r["N"], r["K"]
 
     def own_rounds(r: dict) -> list[float]:
         return list(r.get("cublas_ms_as_called_rounds") or [r.get("cublas_ms_as_called_beside", r["cublas_ms_as_called"])])
