@@ -104,26 +104,6 @@ def test_each_whole_tile_kernel_multiplies_e4m3_on_the_tensor_cores_and_stores_t
         assert mix["USETMAXREG"] > 0 and mix["LDL"] + mix["STL"] == 0, key
 
 
-def _slice_path(sass: str) -> list[str]:
-    """The instructions a consumer warp runs for one K slice of a whole-tile kernel that stores
-    nothing in it: the innermost loop around the QGMMAs, less the blocks a forward branch skips
-    that hold the staged tile's store (STSM, TMA store) or the wait's slow path (clock reads)."""
-    code = [(int(a, 16), text) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", sass)]
-    first_mma = min(a for a, text in code if "QGMMA" in text)
-    loops = [(int(m.group(1), 16), a) for a, text in code
-             if (m := re.search(r"BRA\S*\s.*?(0x[0-9a-f]+)", text)) and int(m.group(1), 16) <= first_mma <= a]
-    start, end = min(loops, key=lambda loop: loop[1] - loop[0])
-    body = [(a, text) for a, text in code if start <= a <= end]
-    skipped = set()
-    for a, text in body:
-        m = re.match(r"@!?U?P\d BRA (0x[0-9a-f]+)", text)
-        if m and int(m.group(1), 16) > a:
-            block = [x for x, t in body if a < x < int(m.group(1), 16)]
-            if any(key in t for x, t in body if x in block for key in ("STSM", "UTMASTG", "CLOCK", "DEPBAR.LE SB0")):
-                skipped.update(block)
-    return [text for a, text in body if a not in skipped]
-
-
 @pytest.mark.parametrize("kernel, most", [((128, True, False), 64 + 64), ((128, True, True), 64 + 74),
                                           ((256, False, False), 68)])
 def test_a_slice_of_the_mainloop_runs_few_instructions_besides_the_promotion(compiled, kernel, most):
@@ -132,7 +112,7 @@ def test_a_slice_of_the_mainloop_runs_few_instructions_besides_the_promotion(com
     bookkeeping, which nvcc 13.0 compiles to 61 and 70 instructions (fast accumulation: 63 in all).
     Rebuilding the shared-memory window's base (S2UR SR_CgaCtaId) or moving descriptors into uniform
     registers (R2UR) inside the slice cost 39-52 more; neither may come back."""
-    path = _slice_path(_sass_by_kernel(compiled[0].cubin)["whole", kernel])
+    path = tc.mainloop_slice_path(_sass_by_kernel(compiled[0].cubin)["whole", kernel])
     assert sum("QGMMA" in text for text in path) == 4
     assert not [text for text in path if "SR_CgaCtaId" in text or text.startswith("R2UR")], path
     assert len(path) <= most, f"{len(path)} instructions per slice:\n" + "\n".join(path)

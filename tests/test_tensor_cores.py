@@ -551,6 +551,25 @@ def test_stage6_decode_kernels_swap_the_operands(compiled):
     assert "wgmma_swapped<T>(acc, b_descriptor(" in source  # B's box is A', A's rows are B'
 
 
+@pytest.mark.parametrize("bn", [64, 128, 256])
+def test_stage6_s_slice_runs_few_instructions(compiled, bn):
+    """A consumer warp runs every instruction of stage 6's K loop once per 64-wide slice; at 1024^3
+    a 128 x 64 tile has only 16 slices, so the loop's length is the kernel's speed there. It ran 126
+    instructions a slice for 4 wgmmas (this count and Nsight Compute's agree), cuBLAS's kernel with the
+    same tile about 50 (experiments/runs/2026-12-06_0158_h200_fixed_cost): barrier addresses rebuilt
+    from the shared window's base (S2UR SR_CgaCtaId) and descriptors built in vector registers, moved
+    into uniform ones (R2UR) before every wgmma, 16 a slice. With the ring cursor (tc_hopper.cuh) nvcc
+    13.0 compiles 68-70, the block that wraps the cursor round to slot 0 included (run once per turn
+    of the ring; its 3 R2UR are the only ones left)."""
+    results, _ = compiled
+    sass = {p.split()[0]: p for p in re.split(r"\n\s*Function : ", compiler.sass(results["tc_6_tma_store"].cubin))[1:]}
+    path = tc.mainloop_slice_path(next(v for k, v in sass.items() if f"6stage66kernelILi{bn}E" in k))
+    assert sum("HGMMA" in text for text in path) == 4
+    assert not [text for text in path if "SR_CgaCtaId" in text], path
+    assert sum(text.startswith("R2UR") for text in path) <= 3, path
+    assert len(path) <= 72, f"{len(path)} instructions per slice:\n" + "\n".join(path)
+
+
 def test_warp_specialised_kernels_cap_registers_for_setmaxnreg(compiled):
     """setmaxnreg moves registers within the CTA's pool: the registers each thread got at launch
     times the threads. The kernels' static_assert assumes ptxas gives each of the 384 threads

@@ -534,9 +534,9 @@ __device__ __forceinline__ void wgmma_slice(float (&acc)[BLOCK_N / 2], const bf1
 // In the hot loop every instruction runs once per K slice per warp. Recomputed from the shared
 // window's base, a slot's barrier address and its tiles' descriptors cost about a dozen
 // instructions a slice (S2UR of the CTA's window, masks and shifts, moves into uniform registers):
-// stage 7's promoting loop ran 164 instructions a slice where 125 do the same work, and stage 6's
-// 128 x 64 tile about 100 for 4 wgmmas (experiments/JOURNAL.md). So the slot-0 descriptors are
-// built once and the cursor carries what changes: one add per value and slice.
+// stage 7's promoting loop ran 164 instructions a slice where 125 do the same work, stage 6's 126
+// where 70 do (experiments/JOURNAL.md). So the slot-0 descriptors are built once and the cursor
+// carries what changes: one add per value and slice.
 //
 // A descriptor's start address is its low 14 bits, in 16-byte units (sw128_descriptor): moving it
 // by `bytes` inside shared memory (addresses below 2^18) adds bytes / 16 to the low word and never

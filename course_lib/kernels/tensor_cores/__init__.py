@@ -62,6 +62,7 @@ from course_lib.kernels.tensor_cores.inspection import (
     excerpts,
     instruction_table,
     kernel_piece,
+    mainloop_slice_path,
     resource_table,
     sass_mix_by_kernel,
     source_excerpt,

@@ -112,6 +112,27 @@ def sass_mix_by_kernel(cubin: Path) -> dict[str, collections.Counter]:
     return out
 
 
+def mainloop_slice_path(sass: str) -> list[str]:
+    """The SASS instructions a consumer warp runs for one K slice of a whole-tile kernel (stages 6
+    and 7) in a slice that stores nothing: the innermost loop around its wgmmas (HGMMA / QGMMA), less
+    the blocks a forward branch skips that hold the staged tile's store (STSM, TMA store) or the
+    wait's slow path (clock reads). Each of them runs once per slice per consumer warp."""
+    code = [(int(a, 16), text) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", sass)]
+    first_mma = min(a for a, text in code if "GMMA" in text)
+    loops = [(int(m.group(1), 16), a) for a, text in code
+             if (m := re.search(r"BRA\S*\s.*?(0x[0-9a-f]+)", text)) and int(m.group(1), 16) <= first_mma <= a]
+    start, end = min(loops, key=lambda loop: loop[1] - loop[0])
+    body = [(a, text) for a, text in code if start <= a <= end]
+    skipped = set()
+    for a, text in body:
+        m = re.match(r"@!?U?P\d BRA (0x[0-9a-f]+)", text)
+        if m and int(m.group(1), 16) > a:
+            block = [x for x, t in body if a < x < int(m.group(1), 16)]
+            if any(key in t for x, t in body if x in block for key in ("STSM", "UTMASTG", "CLOCK", "DEPBAR.LE SB0")):
+                skipped.update(block)
+    return [text for a, text in body if a not in skipped]
+
+
 def instruction_table(results: dict[str, compiler.CompileResult],
                       opcodes: Iterable[str] = tuple(SASS_HIGHLIGHTS)) -> str:
     """How many of each highlighted SASS opcode every stage's kernel holds (in its compiled code, not
