@@ -140,12 +140,17 @@ __device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2],
       __stcg(dst + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
   }
   named_barrier_sync(1 + cw, WARPGROUP);  // all 128 threads' stores come before the flag
-  // The flag is set by the first warp, all its lanes storing the one value in one instruction (one
-  // store): a branch on `tid == 0` around the fence made ptxas keep the consumer's ring cursor
-  // (tc_hopper.cuh) in vector registers and move it into uniform ones before every wgmma, about 30
-  // instructions a K slice more in stage 6's loop; a condition it sees as the same for the whole
-  // warp (the warp index read through a shuffle) does not. One warp, not every thread: a late
-  // second store could set a flag the owner has already emptied.
+  // The flag is set by the first warp, all its lanes storing the one value in one instruction: a
+  // branch on `tid == 0` around the fence made ptxas keep the consumer's ring cursor (tc_hopper.cuh)
+  // in vector registers and move it into uniform ones before every wgmma, about 30 instructions a K
+  // slice more in stage 6's loop (nvcc 13.0); a condition it sees as the same for the whole warp
+  // (the warp index read through a shuffle) does not. A store predicated on lane 0 cost the same
+  // 30, and the store in a non-inlined function gave kernel<256> a stack frame. One warp, not every thread: a second store
+  // landing after the owner has emptied the flag would raise it for the next launch. One warp
+  // instruction's stores to one word are expected to reach memory as one write (which lane's value
+  // lands is undefined; here all are equal), but the CUDA programming guide does not promise a
+  // single write: an assumption, not checked. The fix to try on a GPU: lanes 1-31 store to a
+  // shared-memory word of their own instead (an address per lane, no branch).
   if (__shfl_sync(0xffffffffu, tid / 32, 0) == 0) {
     __threadfence();
     store_release_gpu(p.flags + cta * CONSUMERS + cw, FLAG_READY);
