@@ -245,16 +245,17 @@ constexpr double NARROW_TILE_BELOW = 0.5;  // busy share of 128 x 256 tiles belo
 constexpr int cluster_tiles(int M, int N, int block_n) {
   return ceil_div(ceil_div(M, BLOCK_M), CLUSTER) * ceil_div(N, block_n);
 }
-// The same step once more, to 128 x 64, where even 128 x 128 tiles keep fewer than half the clusters
-// busy (1024^3: 32 of 66; 128 x 64 tiles: 64). On an H100 (GPU time, % of cuBLAS; experiments/JOURNAL.md,
-// stage 6's 128 x 64 tile): 512^3 65 against 59, 768^3 73 against 66, 1024^3 67 against 61, 1000^3 77 both.
-// Recorded on the H200 with this rule: 768^3 75 %, 1024^3 74 %, 1000^3 70 % (with 128 x 128 in the
-// recording before: 58, 66, 76; two recordings, not one run).
+// The same step once more, to 128 x 64, where even 128 x 128 tiles keep fewer than half the
+// clusters busy (1024^3: 32 of 66; 128 x 64 tiles: 64). On an H100 (GPU time, % of cuBLAS;
+// experiments/JOURNAL.md, stage 6's 128 x 64 tile): 512^3 65 against 59, 768^3 73 against 66,
+// 1024^3 67 against 61, 1000^3 77 both. Recorded on the H200 with this rule: 768^3 75 %, 1024^3
+// 74 %, 1000^3 70 % (128 x 128 in the recording before: 58, 66, 76; two recordings, not one run).
 constexpr int auto_block_n(int M, int N, int k_slices, int clusters) {
   if (k_slices >= STREAM_K_MIN_SLICES) return BLOCK_N;
-  if (whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters) >= NARROW_TILE_BELOW) return BLOCK_N;
-  return whole_tile_efficiency(cluster_tiles(M, N, NARROW_BLOCK_N), clusters) >= NARROW_TILE_BELOW ? NARROW_BLOCK_N
-                                                                                                  : NARROWEST_BLOCK_N;
+  const double wide = whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters);
+  if (wide >= NARROW_TILE_BELOW) return BLOCK_N;
+  const double narrow = whole_tile_efficiency(cluster_tiles(M, N, NARROW_BLOCK_N), clusters);
+  return narrow >= NARROW_TILE_BELOW ? NARROW_BLOCK_N : NARROWEST_BLOCK_N;
 }
 // [/excerpt which-tile]
 

@@ -129,7 +129,9 @@ __device__ __forceinline__ float4* partial_slot(const Partials& p, int cta, int 
 // warp writes 512 contiguous bytes per store), then release the flag. The writes bypass L1 (st.cg)
 // and the owner reads with ld.cg, so no stale L1 line can be read. A thread whose rows lie outside C
 // (`live` false) writes nothing; it still takes part in the barrier.
-template <int BLOCK_N, int CONSUMERS>
+// WARP_RELEASE: the flag raised by the first warp (below: what stage 6's ring cursor needs); false, by
+// thread 0 alone (experiments/kernels/tc_6_stream_k.cu, whose SASS stays that of stage 6 before it).
+template <int BLOCK_N, int CONSUMERS, bool WARP_RELEASE = true>
 __device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2], const Partials& p, int cta, int cw,
                                                 bool live = true) {
   const int tid = threadIdx.x % WARPGROUP;
@@ -151,7 +153,7 @@ __device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2],
   // lands is undefined; here all are equal), but the CUDA programming guide does not promise a
   // single write: an assumption, not checked. The fix to try on a GPU: lanes 1-31 store to a
   // shared-memory word of their own instead (an address per lane, no branch).
-  if (__shfl_sync(0xffffffffu, tid / 32, 0) == 0) {
+  if (WARP_RELEASE ? __shfl_sync(0xffffffffu, tid / 32, 0) == 0 : tid == 0) {
     __threadfence();
     store_release_gpu(p.flags + cta * CONSUMERS + cw, FLAG_READY);
   }

@@ -154,7 +154,7 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       TC_STAMP_TILE(leader, cw, done, 1);
       if (leader && previous_slot >= 0) mbar_arrive_all_ctas<CLUSTER>(&s.empty[previous_slot]);
       if (w.k_begin > 0) {  // stream-K contributor: the owner finishes this tile
-        publish_partial<BLOCK_N, CONSUMERS>(acc, partials, blockIdx.x, cw);
+        publish_partial<BLOCK_N, CONSUMERS, false>(acc, partials, blockIdx.x, cw);
         continue;
       }
       if (w.k_end < sched.slices) {  // stream-K owner: add the partials of the clusters after this one
