@@ -562,8 +562,7 @@ def test_stage6_s_slice_runs_few_instructions(compiled, bn):
     13.0 compiles 68-70, the block that wraps the cursor round to slot 0 included (run once per turn
     of the ring; its 3 R2UR are the only ones left)."""
     results, _ = compiled
-    sass = {p.split()[0]: p for p in re.split(r"\n\s*Function : ", compiler.sass(results["tc_6_tma_store"].cubin))[1:]}
-    path = tc.mainloop_slice_path(next(v for k, v in sass.items() if f"6stage66kernelILi{bn}E" in k))
+    path = tc.mainloop_slice_path(tc.sass_by_kernel(results["tc_6_tma_store"].cubin)[f"tc::stage6::kernel<{bn}>"])
     assert sum("HGMMA" in text for text in path) == 4
     assert not [text for text in path if "SR_CgaCtaId" in text], path
     assert sum(text.startswith("R2UR") for text in path) <= 3, path

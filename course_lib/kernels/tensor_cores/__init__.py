@@ -64,6 +64,7 @@ from course_lib.kernels.tensor_cores.inspection import (
     kernel_piece,
     mainloop_slice_path,
     resource_table,
+    sass_by_kernel,
     sass_mix_by_kernel,
     source_excerpt,
     source_path,

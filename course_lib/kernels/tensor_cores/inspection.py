@@ -103,13 +103,17 @@ def resource_table(results: dict[str, compiler.CompileResult]) -> str:
     return "\n".join(rows)
 
 
+def sass_by_kernel(cubin: Path) -> dict[str, str]:
+    """Each kernel's SASS in a cubin, by its demangled name (compiler.demangle drops bool template
+    arguments: kernels that differ only in those share a name, and the last one is kept)."""
+    return {compiler.demangle(part.split()[0]): part
+            for part in re.split(r"\n\s*Function : ", compiler.sass(cubin))[1:]}
+
+
 def sass_mix_by_kernel(cubin: Path) -> dict[str, collections.Counter]:
     """How often each SASS opcode occurs in each kernel of a cubin (demangled name -> counts): a file
     with several kernels (primer_fp32.cu) counted kernel by kernel."""
-    out = {}
-    for part in re.split(r"\n\s*Function : ", compiler.sass(cubin))[1:]:
-        out[compiler.demangle(part.split()[0])] = collections.Counter(compiler.SASS_LINE.findall(part))
-    return out
+    return {name: collections.Counter(compiler.SASS_LINE.findall(sass)) for name, sass in sass_by_kernel(cubin).items()}
 
 
 def mainloop_slice_path(sass: str) -> list[str]:
