@@ -11,7 +11,9 @@ Two measurements, both with cuBLAS (``torch.matmul``) measured the same way in t
   the rounds of all kernels alternating (a slow spell of the host then costs every kernel alike).
   At this size the GPU needs a few microseconds per product, so the wall time is the host's: the
   wrapper's checks, its choice of configuration, the launch. ``torch.matmul`` in the same dtype
-  (with TF32 allowed for tf32) is the yardstick.
+  (with TF32 allowed for tf32) is the yardstick. FP8 (e4m3 in, bf16 out) at ``SMALL_FP8`` (cuBLAS's
+  block-scaled GEMM takes K in multiples of 512 only) in each scaling: the FP8 stages and the course's
+  ``cublas`` wrapper against ``torch._scaled_mm`` called directly with its scales laid out once.
 * **as called vs GPU time**, on the decode shapes of ``course_lib/model_shapes.py``: ``triton.testing.do_bench``
   (each call after an L2 flush; when the host is slower than the GPU, its time shows: what a loop
   of calls gets) and ``triton.testing.do_bench_cudagraph`` (the calls captured in a CUDA graph and
@@ -34,11 +36,15 @@ import triton
 import triton.testing
 
 import course_lib
-from course_lib import registry
+from course_lib import fp8, registry
+from course_lib.fp8.cublas import scaled_mm_scales
+from course_lib.target import resolve
 from course_lib.model_shapes import MODEL_SHAPES
 
 CALLS, REPEATS = 2000, 3
 SMALL = (64, 64, 64)
+SMALL_FP8 = (128, 128, 512)
+FP8_STAGES = ("cublas", "tc_7_fp8", "triton_fp8")
 KERNELS = (("triton_fast", "bf16"), ("tc_6_tma_store", "bf16"), ("cublas", "bf16"))
 DTYPES = ("bf16", "fp16", "tf32", "fp32")
 
@@ -87,6 +93,7 @@ def both_timings(fn, a, b) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--host-only", action="store_true", help="host time per call only, not the decode shapes")
     args = p.parse_args()
     course_lib.describe()
     prov = {
@@ -105,8 +112,24 @@ def main() -> int:
                 host[f"{stage} {dtype}"] = round(min(us, host.get(f"{stage} {dtype}", us)), 2)
                 print(f"host time per call, {SMALL}: {stage} {dtype}: {us:.1f} us", flush=True)
     torch.backends.cuda.matmul.allow_tf32 = False
+    for _ in range(REPEATS):
+        for scaling in fp8.OPERAND_SCALING:
+            qa, qw = resolve("cublas", "e4m3", scaling).inputs(*SMALL_FP8, seed=0)
+            sa, sw = scaled_mm_scales(qa, qw)
+            at, wt = qa.values, qw.values.t()
+
+            def scaled_mm(_a, _b, at=at, wt=wt, sa=sa, sw=sw):  # the library call, scales laid out once
+                return torch._scaled_mm(at, wt, scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)
+            for stage in ("torch._scaled_mm",) + FP8_STAGES:
+                t = resolve(stage if stage != "torch._scaled_mm" else "cublas", "e4m3", scaling)
+                if t.why_not_here:
+                    continue
+                us = host_us_per_call(scaled_mm if stage == "torch._scaled_mm" else t.fn, qa, qw, rounds=1)
+                key = f"{stage} e4m3 per {scaling}"
+                host[key] = round(min(us, host.get(key, us)), 2)
+                print(f"host time per call, {SMALL_FP8}: {key}: {us:.1f} us", flush=True)
     rows = []
-    for s in (s for s in MODEL_SHAPES if s.phase == "decode"):
+    for s in (s for s in MODEL_SHAPES if s.phase == "decode" and not args.host_only):
         for stage, dtype in KERNELS:
             st = registry.get_stage(stage)
             if st.why_not_here(dtype) is not None:
@@ -123,7 +146,8 @@ def main() -> int:
             print(f"{s.label:<20}{stage:<16}{dtype:<6} as called {got['as_called_us']:9.1f} us, "
                   f"GPU time {got['gpu_us'] if got['gpu_us'] is None else round(got['gpu_us'], 1)} us", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"provenance": prov, "small_shape": list(SMALL), "host_us_per_call": host,
+    args.out.write_text(json.dumps({"provenance": prov, "small_shape": list(SMALL), "small_shape_fp8": list(SMALL_FP8),
+                                    "host_us_per_call": host,
                                     "shapes": rows}, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0

@@ -137,6 +137,19 @@ def test_two_launches_sharing_one_buffer_at_once_go_wrong():
     assert hits > 0
 
 
+def test_every_lane_storing_the_flag_could_leave_it_raised():
+    """Why the first warp raises the flag by atomic adds: were each of its lanes to store FLAG_READY,
+    and the stores land as more than one write (the CUDA guide leaves that open), an owner could see
+    the first, empty the flag, and a later lane's store raise it again for the next launch. With one
+    add per lane the flag is ready only once the last lane's add has landed."""
+    tiles, clusters, slices = SCHEDULES[3]
+    work = _work(tiles, clusters, slices)
+    wrong = model.fixup_stale_reads(work, slices, [("L1", 1, model.fixup_buffer())], protocol="lane stores")
+    assert any("a flag is left raised for the next launch" in w for w in wrong)
+    for rng in [None, *_orders()]:
+        assert model.fixup_stale_reads(work, slices, [("L1", 1, model.fixup_buffer())], rng=rng) == []
+
+
 def test_a_flag_left_raised_is_caught():
     """The model's own check: a flag left raised by one launch (an owner that forgot to empty it) makes
     the next launch's owner add the old partial sums without waiting."""
@@ -161,8 +174,11 @@ def test_the_kernels_follow_the_modelled_protocol():
     sk = _code("tc_stream_k.cuh")
     add_partial = sk[sk.index("void add_partial"):]
     publish = sk[sk.index("void publish_partial"):sk.index("void add_partial")]
-    # The contributor raises FLAG_READY; the owner waits for FLAG_READY and stores FLAG_EMPTY.
-    assert "store_release_gpu(p.flags + cta * CONSUMERS + cw, FLAG_READY)" in publish
+    # The contributor's first warp raises the flag to FLAG_READY, one add per lane; the owner waits for
+    # FLAG_READY and stores FLAG_EMPTY.
+    assert model.FLAG_READY == 32 and "add_release_gpu(flag, 1)" in publish
+    assert "int* flag = p.flags + cta * CONSUMERS + cw;" in publish
+    assert "__shfl_sync(0xffffffffu, tid / 32, 0) == 0" in publish
     assert "!= FLAG_READY" in add_partial and "= FLAG_EMPTY" in add_partial
     assert "epoch" not in sk  # no launch number anywhere: a graph would record it once
     # The buffers are each launch's own, from the caller's workspace (no per-device scratch), sized

@@ -517,13 +517,13 @@ def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
     if name == "tc_6_tma_store":
         # One kernel per tile width. C leaves through stmatrix + TMA store only. The only ordinary
         # global stores are stream-K's: a contributor's BN / 8 float4 of partial sums per thread
-        # (unrolled) and the flag it raises, and the owner's store that empties the flag again (what
-        # keeps a replayed CUDA graph right).
+        # (unrolled) and the owner's store that empties the flag again (what keeps a replayed CUDA
+        # graph right); the contributor raises the flag by one atomic add per lane (REDG).
         by_kernel = tc.sass_mix_by_kernel(results[name].cubin)
         for bn in tc.STAGE6_TILES.values():
             tile = by_kernel[f"tc::stage6::kernel<{bn}>"]
             assert tile["STSM"] == bn // 8 and tile["UTMASTG"] == bn // 32, (bn, tile)
-            assert tile["STG"] == bn // 8 + 2 and tile["HGMMA"] == 4, (bn, tile)
+            assert tile["STG"] == bn // 8 + 1 and tile["REDG"] == 1 and tile["HGMMA"] == 4, (bn, tile)
     # One kernel per file (the persistent stages' clusters of 2 are a constant, not a template
     # argument with several instantiations) - but stage 6's, one per tile width, and its decode path,
     # one kernel per token tile.

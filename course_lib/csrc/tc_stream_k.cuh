@@ -30,6 +30,11 @@ namespace tc {
 __device__ __forceinline__ void store_release_gpu(int* p, int v) {
   asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
+// Each thread adds v with release semantics (a reduction: no value comes back). Every lane's add is
+// an atomic of its own, so 32 lanes adding 1 make the flag 32, never more, whatever order they land in.
+__device__ __forceinline__ void add_release_gpu(int* p, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
 __device__ __forceinline__ int load_acquire_gpu(const int* p) {
   int v;
   asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
@@ -110,7 +115,9 @@ struct WorkCursor {
 // "ready" and adds partial sums left from the replay before. A flag that the kernel itself resets
 // is right however often the launch is replayed. The buffers are each launch's own (Workspace,
 // tc_launch.h): two launches at once, on two streams or from two graphs, never share a flag.
-constexpr int FLAG_EMPTY = 0, FLAG_READY = 1;
+// FLAG_READY is a warp's 32 lanes: the first warp raises the flag by one atomic add per lane
+// (publish_partial, below).
+constexpr int FLAG_EMPTY = 0, FLAG_READY = 32;
 
 struct Partials {
   float4* data;  // [CTA][consumer][BLOCK_N / 8][WARPGROUP]: each thread's accumulators as it holds them
@@ -142,20 +149,23 @@ __device__ __forceinline__ void publish_partial(const float (&acc)[BLOCK_N / 2],
       __stcg(dst + i * WARPGROUP, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
   }
   named_barrier_sync(1 + cw, WARPGROUP);  // all 128 threads' stores come before the flag
-  // The flag is set by the first warp, all its lanes storing the one value in one instruction: a
-  // branch on `tid == 0` around the fence made ptxas keep the consumer's ring cursor (tc_hopper.cuh)
-  // in vector registers and move it into uniform ones before every wgmma, about 30 instructions a K
-  // slice more in stage 6's loop (nvcc 13.0); a condition it sees as the same for the whole warp
-  // (the warp index read through a shuffle) does not. A store predicated on lane 0 cost the same
-  // 30, and the store in a non-inlined function gave kernel<256> a stack frame. One warp, not every thread: a second store
-  // landing after the owner has emptied the flag would raise it for the next launch. One warp
-  // instruction's stores to one word are expected to reach memory as one write (which lane's value
-  // lands is undefined; here all are equal), but the CUDA programming guide does not promise a
-  // single write: an assumption, not checked. The fix to try on a GPU: lanes 1-31 store to a
-  // shared-memory word of their own instead (an address per lane, no branch).
+  // The flag is raised by the first warp, each of its 32 lanes adding 1 (FLAG_READY is 32), not by
+  // thread 0 alone: a branch on `tid == 0` around the fence made ptxas keep the consumer's ring
+  // cursor (tc_hopper.cuh) in vector registers and move it into uniform ones before every wgmma,
+  // about 30 instructions a K slice more in stage 6's loop (nvcc 13.0); a condition it sees as the
+  // same for the whole warp (the warp index read through a shuffle) does not. A store predicated on
+  // lane 0 cost the same 30, and the store in a non-inlined function gave kernel<256> a stack frame.
+  // Why adds and not a store of FLAG_READY by every lane: the CUDA programming guide leaves open how
+  // many writes one warp instruction's stores to one word make, and a second write landing after the
+  // owner has emptied the flag would raise it for the next launch. Atomic adds are counted each: the
+  // flag reaches 32 once, when the last lane's add lands, and nothing adds after that.
   if (WARP_RELEASE ? __shfl_sync(0xffffffffu, tid / 32, 0) == 0 : tid == 0) {
     __threadfence();
-    store_release_gpu(p.flags + cta * CONSUMERS + cw, FLAG_READY);
+    int* flag = p.flags + cta * CONSUMERS + cw;
+    if (WARP_RELEASE)
+      add_release_gpu(flag, 1);
+    else
+      store_release_gpu(flag, FLAG_READY);
   }
 }
 

@@ -212,16 +212,21 @@ def stage6_schedule(M: int, N: int, K: int, clusters: int = 66) -> str:
 # and adds the sums (tc_stream_k.cuh). The model plays whole launches - eager calls, replays of one
 # captured CUDA graph, launches on two streams at once - one step of one cluster at a time in any
 # order the GPU could take, and reports every partial sum an owner added that its own launch did
-# not write. ``protocol`` "reset" is the kernels'; "launch number" is the protocol they replaced,
-# whose flags held the number of the launch that wrote the slot, passed as a kernel argument.
+# not write. ``protocol`` "reset" is the kernels': the first warp's FLAG_READY lanes raise the flag by
+# one atomic add each, a step of its own each. "lane stores" is the same with every lane storing
+# FLAG_READY (how many writes that makes, the CUDA guide leaves open: the model plays one per lane).
+# "launch number" is the protocol they replaced, whose flags held the number of the launch that wrote
+# the slot, passed as a kernel argument.
 FLAG_EMPTY = csrc.constant("tc_stream_k.cuh", "FLAG_EMPTY")
 FLAG_READY = csrc.constant("tc_stream_k.cuh", "FLAG_READY")
 
 
 def _fixup_programs(work: list[list[tuple[int, int, int]]], slices: int, launch: str, number: int,
                     buffer: dict, protocol: str) -> list[list[tuple]]:
-    """Each cluster's steps in one launch: ("write", cluster) then ("raise", cluster) for a contributor,
-    ("wait", contributor) then ("add", contributor) per contributor for an owner."""
+    """Each cluster's steps in one launch: ("write", cluster) then ("raise", cluster) - one per lane of
+    the raising warp, FLAG_READY of them, but for "launch number" - for a contributor, ("wait",
+    contributor) then ("add", contributor) per contributor for an owner."""
+    lanes = 1 if protocol == "launch number" else FLAG_READY
     clusters = len(work)
     tiles = max((t for units in work for t, _, _ in units), default=-1) + 1
     programs = []
@@ -229,7 +234,7 @@ def _fixup_programs(work: list[list[tuple[int, int, int]]], slices: int, launch:
         steps = []
         for tile, k0, k1 in units:
             if k0 > 0:
-                steps += [("write", c, launch, buffer), ("raise", c, number, buffer)]
+                steps += [("write", c, launch, buffer)] + [("raise", c, number, buffer)] * lanes
             elif k1 < slices:
                 for other in stream_k_contributors(tiles, clusters, slices, c, tile):
                     steps += [("wait", other, number, buffer), ("add", other, launch, buffer)]
@@ -255,7 +260,7 @@ def fixup_stale_reads(work: list[list[tuple[int, int, int]]], slices: int, launc
         if kind != "wait":
             return True
         flag = buf["flags"].get(other, FLAG_EMPTY)
-        return flag == FLAG_READY if protocol == "reset" else flag == number
+        return flag == number if protocol == "launch number" else flag == FLAG_READY
 
     while True:
         runnable = [i for i, (_, p) in enumerate(programs) if pos[i] < len(p) and ready(p[pos[i]])]
@@ -272,15 +277,16 @@ def fixup_stale_reads(work: list[list[tuple[int, int, int]]], slices: int, launc
         if kind == "write":
             buf["slots"][other] = value
         elif kind == "raise":
-            buf["flags"][other] = FLAG_READY if protocol == "reset" else value
-        elif kind == "wait" and protocol == "reset":
+            buf["flags"][other] = {"reset": buf["flags"].get(other, FLAG_EMPTY) + 1,
+                                   "lane stores": FLAG_READY}.get(protocol, value)
+        elif kind == "wait" and protocol != "launch number":
             buf["flags"][other] = FLAG_EMPTY
         elif kind == "add" and buf["slots"].get(other) != value:
             wrong.append(f"{name}: an owner added cluster {other}'s partial sums from "
                          f"{buf['slots'].get(other) or 'no launch'}")
     stuck = [programs[i][0] for i, (_, p) in enumerate(programs) if pos[i] < len(p)]
     wrong += [f"{name}: never ends (an owner waits for a flag no one raises)" for name in dict.fromkeys(stuck)]
-    if protocol == "reset":
+    if protocol != "launch number":
         for name, _, buf in launches:
             if any(f != FLAG_EMPTY for f in buf["flags"].values()):
                 wrong.append(f"{name}: a flag is left raised for the next launch")
