@@ -90,8 +90,12 @@ class Target:
             return a.dequantize(), b.dequantize().t()
         return a.double(), b.double()
 
-    def reference(self) -> Callable:
-        """cuBLAS's GEMM of the same dtype, taking the same operands (FP8: the same scaling)."""
+    def reference(self, operands: tuple[Any, Any] | None = None) -> Callable:
+        """cuBLAS's GEMM of the same dtype, taking the same operands (FP8: the same scaling). FP8 with
+        ``operands``: ``torch._scaled_mm`` for those operands with their scales laid out once
+        (:func:`course_lib.fp8.cublas_fp8_for`), not again in every call."""
+        if self.fp8 and operands is not None:
+            return fp8.cublas_fp8_for(*operands)
         return get_stage("cublas").gemm(self.dtype.name)
 
 

@@ -70,7 +70,8 @@ STREAM_LAUNCHES = 6  # per stream, queued back to back so that the two streams o
 # and sweep shapes, with the journal's few-tile prefill layers) whose tile the plan changed, and 1600^3
 # (its 128 x 128 tiles would fill the clusters worse: the plan keeps 128 x 256).
 SQUARES = [(n, n, n) for n in (512, 768, 1024, 1536, 2048, 3072, 4096, 8192)]
-EXTRA = [(1000, 1000, 1000), (3000, 3000, 3000), (1600, 1600, 1600), (2048, 2560, 10240), (4096, 2112, 7168)]
+EXTRA = [(1000, 1000, 1000), (3000, 3000, 3000), (1600, 1600, 1600), (2048, 2560, 10240), (4096, 2112, 7168),
+         (200, 4096, 4096), (1024, 1024, 4096)]
 ROUNDS, BUDGET_MS = 3, 30.0
 
 

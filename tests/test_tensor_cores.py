@@ -245,12 +245,15 @@ def test_stage6_plan_takes_the_narrow_tile_and_stream_k_only_where_whole_tiles_l
     assert plan(768, 768, 768) == ("128x64", "whole tiles")  # 9 (14 %), 18 (27 %), 12 K-slices
     assert plan(256, 256, 256) == ("128x64", "whole tiles")
     assert plan(256, 4096, 31 * 64) == ("128x64", "whole tiles")  # 16 (24 %), 32 (48 %), 31 K-slices
-    # ... K long enough: 128 x 256 shared out by K slices (measured better at every such shape tried).
-    assert plan(256, 4096, 32 * 64) == ("128x256", "stream-K")
-    assert plan(200, 4096, 4096) == ("128x256", "stream-K")
-    assert plan(512, 4096, 4096) == ("128x256", "stream-K")  # 32 (48 %), 64 K-slices
-    assert plan(768, 2304, 16384) == ("128x256", "stream-K")  # 27 (41 %)
+    # ... K long enough: 128 x 128 at the narrowest, whole tiles where they keep 80 % busy, else
+    # shared out by K slices.
+    assert plan(256, 4096, 32 * 64) == ("128x128", "stream-K")  # 16 (24 %), 32 (48 %)
+    assert plan(200, 4096, 4096) == ("128x128", "stream-K")
+    assert plan(512, 4096, 4096) == ("128x128", "whole tiles")  # 32 (48 %), 64 (97 %), 64 K-slices
+    assert plan(768, 2304, 16384) == ("128x128", "whole tiles")  # 27 (41 %), 54 (82 %)
+    assert plan(1024, 1024, 4096) == ("128x128", "stream-K")  # 16 (24 %), 32 (48 %), 64 K-slices
     # ... half the clusters busy or more: 128 x 256, stream-K only where K is long.
+    assert plan(192, 18944, 3584) == ("128x256", "stream-K")  # 37 (56 %)
     assert plan(1536, 1536, 1536) == ("128x256", "whole tiles")  # 36 (55 %), 24 K-slices
     assert plan(2048, 2304, 768) == ("128x256", "whole tiles")  # 72 (55 %), 12 K-slices
     assert plan(1536, 1536, 4096) == ("128x256", "stream-K")
@@ -269,10 +272,10 @@ def test_stage6_plan_takes_what_is_forced():
     assert plan(1024, 1024, 1024, block_n=256) == ("128x256", "whole tiles")
     assert plan(1024, 1024, 1024, block_n=128, schedule="stream-K") == ("128x128", "stream-K")
     assert plan(4096, 4096, 4096, schedule="stream-K") == ("128x256", "stream-K")  # the tile by the rule
-    assert plan(200, 4096, 4096, schedule="whole tiles") == ("128x256", "whole tiles")  # the tile by the rule: K is long
+    assert plan(200, 4096, 4096, schedule="whole tiles") == ("128x128", "whole tiles")  # the tile by the rule
     assert plan(200, 4096, 4096, block_n=256) == ("128x256", "stream-K")  # 16 cluster tiles: the schedule by the rule
     assert plan(1000, 1008, 520, schedule="swapped", block_n=256) == ("128x64", "swapped")  # tiles of 128 tokens
-    assert plan(64, 4096, 4096, schedule="whole tiles") == ("128x256", "whole tiles")
+    assert plan(64, 4096, 4096, schedule="whole tiles") == ("128x128", "whole tiles")  # the tile by the rule
     assert plan(1024, 1024, 1024, block_n=64) == ("128x64", "whole tiles")
     assert plan(512, 2304, 16384, block_n=64) == ("128x64", "stream-K")  # 72 cluster tiles for 66: the schedule by the rule
     with pytest.raises(ValueError, match="block_n must be 0 .by the shape. or one of .64, 128, 256., not 32"):

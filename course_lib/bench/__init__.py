@@ -70,16 +70,21 @@ def measure(gemm: str | Stage | Callable | Target, dtype: str | CourseDtype, sha
     """Time one stage and cuBLAS on the same inputs in alternating rounds; return one record.
 
     ``gemm`` in ``dtype`` (and, for FP8, ``scaling``: cuBLAS then scales its operands the same way)
-    as :func:`course_lib.target.resolve` takes them. The record's ``ms`` is GPU time (the host's time
+    as :func:`course_lib.target.resolve` takes them; FP8's cuBLAS is ``torch._scaled_mm`` with the
+    scales laid out for it once, as a caller who keeps them so calls it (``Target.reference``: the
+    course's ``cublas_fp8`` lays them out again in every call, with block scales a copy on the GPU
+    that GPU time would count). The record's ``ms`` is GPU time (the host's time
     to call kept out). With ``as_called``, both are also timed as a caller gets them - one call on an
     idle GPU, host time included (``time_fn(host=True)``) - in AS_CALLED_ROUNDS more alternating
     rounds: ``ms_as_called``, ``cublas_ms_as_called`` and ``ratio_to_cublas_as_called`` (and
     cuBLAS's rounds, which a recording pools: :func:`course_lib.bench.recording.pool_cublas_as_called`)."""
     _require_gpu("measure")
     t = gemm if isinstance(gemm, Target) else resolve(gemm, dtype, scaling)
-    label, fn, cublas = t.label, t.fn, t.reference()
     M, N, K = shape
     a, b = t.inputs(M, N, K)
+    label, fn, cublas = t.label, t.fn, t.reference((a, b))
+    if t.fp8 and t.stage is not None and t.stage.name == "cublas":
+        fn = cublas  # cuBLAS's own FP8 row: the library call, as it is every FP8 stage's yardstick
     c, ref = fn(a, b), cublas(a, b)
     err = relative_error(c, ref)
     # Loose on purpose (check() is the strict test): a fast wrong kernel is not a result.

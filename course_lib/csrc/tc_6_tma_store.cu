@@ -250,12 +250,16 @@ constexpr int cluster_tiles(int M, int N, int block_n) {
 // experiments/JOURNAL.md, stage 6's 128 x 64 tile): 512^3 65 against 59, 768^3 73 against 66,
 // 1024^3 67 against 61, 1000^3 77 both. Recorded on the H200 with this rule: 768^3 75 %, 1024^3
 // 74 %, 1000^3 70 % (128 x 128 in the recording before: 58, 66, 76; two recordings, not one run).
+// Where K is long the step stops at 128 x 128, whole tiles or stream-K by the rule above (stream-K
+// spreads the work however few the tiles; a 128 x 64 tile only adds bytes per multiply-add). With
+// the shorter K loop of the ring cursor, on an H100 (GPU time, % of cuBLAS, experiments/runs/
+// 2026-12-06_0545_h100_rule): llama3 o at 512 tokens (512 x 4096 x 4096) 128 x 128 whole tiles 90
+// against 128 x 256 stream-K 71; llama3 down at 256 tokens 128 x 128 stream-K 93 against 86.
 constexpr int auto_block_n(int M, int N, int k_slices, int clusters) {
-  if (k_slices >= STREAM_K_MIN_SLICES) return BLOCK_N;
   const double wide = whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters);
   if (wide >= NARROW_TILE_BELOW) return BLOCK_N;
   const double narrow = whole_tile_efficiency(cluster_tiles(M, N, NARROW_BLOCK_N), clusters);
-  return narrow >= NARROW_TILE_BELOW ? NARROW_BLOCK_N : NARROWEST_BLOCK_N;
+  return k_slices >= STREAM_K_MIN_SLICES || narrow >= NARROW_TILE_BELOW ? NARROW_BLOCK_N : NARROWEST_BLOCK_N;
 }
 // [/excerpt which-tile]
 

@@ -14,13 +14,13 @@ of the tensor core's narrow adder in :mod:`course_lib.model.fp8_accumulator`, an
 checks any FP8 GEMM with ``dtype="e4m3"`` and a ``scaling``.
 """
 
-from course_lib.fp8.cublas import SCALED_MM_BLOCK_SHAPE_MULTIPLE, SCALED_MM_SHAPE_MULTIPLE, cublas_fp8, scaled_mm_scales
+from course_lib.fp8.cublas import SCALED_MM_BLOCK_SHAPE_MULTIPLE, SCALED_MM_SHAPE_MULTIPLE, cublas_fp8, cublas_fp8_for, scaled_mm_scales
 from course_lib.fp8.formats import FORMATS, SCALINGS, Fp8Format, Quantized, get_format, quantize, round_to, scaling_block
 from course_lib.fp8.operands import BLOCK_SCALES, OPERAND_SCALING, check_gemm_operands, fp8_inputs, fp8_plan_key, scaling_of
 from course_lib.fp8.outliers import OUTLIER_CHANNELS, outlier_activations, outlier_error
 
 __all__ = [
     "BLOCK_SCALES", "FORMATS", "SCALED_MM_BLOCK_SHAPE_MULTIPLE", "SCALED_MM_SHAPE_MULTIPLE", "OPERAND_SCALING", "OUTLIER_CHANNELS", "SCALINGS", "Fp8Format", "Quantized",
-    "check_gemm_operands", "cublas_fp8", "fp8_inputs", "fp8_plan_key", "get_format", "outlier_activations", "outlier_error",
+    "check_gemm_operands", "cublas_fp8", "cublas_fp8_for", "fp8_inputs", "fp8_plan_key", "get_format", "outlier_activations", "outlier_error",
     "quantize", "round_to", "scaled_mm_scales", "scaling_block", "scaling_of",
 ]

@@ -174,8 +174,9 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
     """How stage 6 covers an M x N x K product with ``clusters`` resident 2-CTA clusters (66 on the
     H200), as its launcher does (``plan`` in tc_6_tma_store.cu, held to this by a test that compiles
     both): "swapped" for M <= DECODE_MAX_M (C^T = B^T A^T, token tiles of 16-128 rows); else the
-    128 x 128 tile where whole 128 x 256 tiles keep the clusters less than NARROW_TILE_BELOW busy and
-    K has fewer than STREAM_K_MIN_SLICES slices, the 128 x 256 tile otherwise; then "stream-K" where
+    128 x 128 tile where whole 128 x 256 tiles keep the clusters less than NARROW_TILE_BELOW busy, and
+    the 128 x 64 tile where 128 x 128 tiles do too and K has fewer than STREAM_K_MIN_SLICES slices,
+    the 128 x 256 tile otherwise; then "stream-K" where
     whole tiles of that size keep them less than STREAM_K_BELOW busy and K has at least
     STREAM_K_MIN_SLICES slices, "whole tiles" otherwise.
     ``block_n`` (256, 128 or 64; the shape alone never takes 64) and ``schedule`` (one of
@@ -190,10 +191,11 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
         token_tile = next((t for t in (16, 32, 64) if M <= t), DECODE_MAX_M)
         return Stage6Plan(f"{token_tile}x{c['DECODE_COLS']}", "swapped")
     long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES
-    if block_n == TILE_AUTO:  # the widest tile that keeps half the clusters busy, while K is short
+    if block_n == TILE_AUTO:  # the widest tile that keeps half the clusters busy; 128 x 128 at most if K is long
         block_n = c["BLOCK_N"]
         for narrower in (c["NARROW_BLOCK_N"], c["NARROWEST_BLOCK_N"]):
-            if long_k or whole_tile_efficiency(stage6_cluster_tiles(M, N, block_n), clusters) >= NARROW_TILE_BELOW:
+            if whole_tile_efficiency(stage6_cluster_tiles(M, N, block_n), clusters) >= NARROW_TILE_BELOW or (
+                    long_k and block_n == c["NARROW_BLOCK_N"]):
                 break
             block_n = narrower
     few = whole_tile_efficiency(stage6_cluster_tiles(M, N, block_n), clusters) < STREAM_K_BELOW
