@@ -24,10 +24,9 @@ from course_lib.model import hardware, schedules
 # a cluster's share spans several tiles or none.
 SCHEDULES = [(144, 66, 47), (27, 66, 256), (16, 66, 128), (7, 5, 9), (3, 8, 5), (11, 4, 3)]
 INTERLEAVINGS = 20
-# Stage 6's 128 x 128 tile shared out by K slices, which the plan never takes by the shape (it takes
-# 128 x 128 with whole tiles only) but an experiment or a caller may force: M = 200 and 256 with long K
-# (32 or 48 cluster tiles for 66 clusters), 1024^3 (fewer tiles than clusters, each split in two or
-# three), 1536^3 (72 tiles, one whole wave and 6 split), 3000^3.
+# Stage 6's 128 x 128 tile shared out by K slices: the plan's own at M = 200 and 256 with long K (32
+# or 48 cluster tiles for 66 clusters); forced, as an experiment or a caller may, at 1024^3 (fewer tiles
+# than clusters, each split in two or three), 1536^3 (72 tiles, one whole wave and 6 split), 3000^3.
 NARROW_FORCED = [(200, 4096, 4096), (256, 4096, 2048), (256, 6144, 4096),
                  (1024, 1024, 1024), (1536, 1536, 1536), (3000, 3000, 3000)]
 NARROW_BLOCK_N = tc.STAGE6_TILES["128x128"]

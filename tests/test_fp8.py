@@ -159,6 +159,25 @@ def test_check_in_e4m3_names_a_wrong_output_type_and_cublas_refuses_mixed_scalin
         fp8.fp8_inputs(4, 8, 16, "channel")
 
 
+def test_the_cublas_yardstick_laid_out_once_refuses_other_operands():
+    """course_lib.bench times cuBLAS's FP8 GEMM as ``cublas_fp8_for(qa, qw)``: the operands checked and
+    the scales laid out once. Called with other operands it would multiply the first ones: it refuses,
+    and its checks are cublas_fp8's."""
+    qa, qw = fp8.fp8_inputs(4, 16, 512, "block", seed=0)
+    other_a, other_w = fp8.fp8_inputs(4, 16, 512, "block", seed=1)
+    call = fp8.cublas_fp8_for(qa, qw)
+    for a, w in ((other_a, qw), (qa, other_w)):
+        with pytest.raises(ValueError, match="made for other operands"):
+            call(a, w)
+    with pytest.raises(ValueError, match="M in multiples of 4 and K of 512"):
+        fp8.cublas_fp8_for(*fp8.fp8_inputs(3, 16, 512, "block", seed=0))
+    from course_lib.target import resolve
+    t = resolve("tc_7_fp8", "e4m3", "block")
+    assert t.reference() is fp8.cublas_fp8  # without operands: the per-call wrapper
+    with pytest.raises(ValueError, match="made for other operands"):
+        t.reference((qa, qw))(other_a, qw)
+
+
 # ---- notebook 12's exercises ----------------------------------------------------------------------
 
 def _blocks(x, *, divide_by=448.0, zero_scale=1.0, per_matrix_row=False, skip_divide=False, guard=None):

@@ -233,33 +233,29 @@ constexpr bool use_stream_k(int k_slices, int cluster_tiles, int clusters) {
 
 // [excerpt which-tile]
 // The 128 x 128 tile where whole 128 x 256 tiles would leave more than half the clusters idle
-// and K is too short for stream-K above (1024^3: 16 cluster tiles of 128 x 256 for 66
-// clusters, 24 % busy, 16 K-slices; 32 of 128 x 128, twice the CTAs at work). On the H200
-// (GPU time, % of cuBLAS; experiments/JOURNAL.md, stage 6's second tile): 1024^3 60 against 51,
-// 1000^3 70 against 59, 768^3 67 against 57. Not where K is long: there 128 x 256 with
-// stream-K won at every shape tried (768 x 2304 x 16384: 85 against 69; 3072^3: 84 against
-// 64); nor where the wide tiles keep half the clusters busy or more (1536^3, 55 %: 71 against
-// 53): a 128 x 128 tile does three quarters of the multiply-adds per byte it loads (64 against 85
-// FLOP/byte).
+// (1024^3: 16 cluster tiles of 128 x 256 for 66 clusters, 24 % busy; 32 of 128 x 128, twice the
+// CTAs at work). On the H200 (GPU time, % of cuBLAS; experiments/JOURNAL.md, stage 6's second
+// tile): 1024^3 60 against 51, 1000^3 70 against 59, 768^3 67 against 57. Not where the wide
+// tiles keep half the clusters busy or more (1536^3, 55 %: 71 against 53): a 128 x 128 tile does
+// three quarters of the multiply-adds per byte it loads (64 against 85 FLOP/byte).
 constexpr double NARROW_TILE_BELOW = 0.5;  // busy share of 128 x 256 tiles below which: 128 x 128
 constexpr int cluster_tiles(int M, int N, int block_n) {
   return ceil_div(ceil_div(M, BLOCK_M), CLUSTER) * ceil_div(N, block_n);
 }
 // The same step once more, to 128 x 64, where even 128 x 128 tiles keep fewer than half the
-// clusters busy (1024^3: 32 of 66; 128 x 64 tiles: 64). On an H100 (GPU time, % of cuBLAS;
-// experiments/JOURNAL.md, stage 6's 128 x 64 tile): 512^3 65 against 59, 768^3 73 against 66,
-// 1024^3 67 against 61, 1000^3 77 both. Recorded on the H200 with this rule: 768^3 75 %, 1024^3
-// 74 %, 1000^3 70 % (128 x 128 in the recording before: 58, 66, 76; two recordings, not one run).
-// Where K is long the step stops at 128 x 128, whole tiles or stream-K by the rule above (stream-K
-// spreads the work however few the tiles; a 128 x 64 tile only adds bytes per multiply-add). With
-// the shorter K loop of the ring cursor, on an H100 (GPU time, % of cuBLAS, experiments/runs/
-// 2026-12-06_0545_h100_rule): llama3 o at 512 tokens (512 x 4096 x 4096) 128 x 128 whole tiles 90
-// against 128 x 256 stream-K 71; llama3 down at 256 tokens 128 x 128 stream-K 93 against 86.
+// clusters busy and K is short (1024^3: 32 of 66; 128 x 64 tiles: 64). On an H100 (GPU time, %
+// of cuBLAS; experiments/JOURNAL.md, stage 6's 128 x 64 tile): 512^3 65 against 59, 768^3 73
+// against 66, 1024^3 67 against 61, 1000^3 77 both. Where K is long the step stops at 128 x 128,
+// whole tiles or stream-K by the rule above: stream-K spreads the work however few the tiles.
+// With the ring cursor's shorter K loop, on an H100 (experiments/runs/2026-12-06_0520_h100_rule),
+// 128 x 128 against 128 x 256 with stream-K: 512 x 4096 x 4096 93 against 71, 768 x 2304 x 16384
+// 87 against 74, 256 x 4096 x 14336 93 against 85 (before the cursor 128 x 256 had won there).
 constexpr int auto_block_n(int M, int N, int k_slices, int clusters) {
   const double wide = whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters);
   if (wide >= NARROW_TILE_BELOW) return BLOCK_N;
   const double narrow = whole_tile_efficiency(cluster_tiles(M, N, NARROW_BLOCK_N), clusters);
-  return k_slices >= STREAM_K_MIN_SLICES || narrow >= NARROW_TILE_BELOW ? NARROW_BLOCK_N : NARROWEST_BLOCK_N;
+  const bool long_k = k_slices >= STREAM_K_MIN_SLICES;
+  return long_k || narrow >= NARROW_TILE_BELOW ? NARROW_BLOCK_N : NARROWEST_BLOCK_N;
 }
 // [/excerpt which-tile]
 
