@@ -219,6 +219,37 @@ def test_triton_split_k_counters_reset_and_are_per_stream():
     assert "stream_buffer(\"descriptors\"" in inspect.getsource(common.ensure_allocator)
 
 
+def test_the_descriptor_allocator_keeps_a_buffer_per_stream_and_none_for_a_capture(monkeypatch):
+    """Triton asks the allocator for descriptor memory on every launch: it looks the buffer up by
+    (device, raw stream), asks stream_buffer only for a stream it has not seen or a larger size, and
+    during a capture asks every time and keeps nothing (a graph must not share the eager buffer)."""
+    asked, capturing, device = [], [False], [0]
+    monkeypatch.setattr(common, "_allocator_set", False)
+    monkeypatch.setattr(common.backend, "get", lambda: type("GPU", (), {"is_gpu": True})())
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: device[0])
+    monkeypatch.setattr(common, "stream_buffer", lambda kind, n, dev, zeroed=False: (
+        asked.append((kind, n, dev.index)), torch.zeros(n, dtype=torch.int8))[1])
+    monkeypatch.setattr(common.triton, "set_allocator", lambda fn: allocators.append(fn))
+    allocators = []
+    common.ensure_allocator()
+    (alloc,) = allocators
+    first = alloc(128, 64, 11)
+    assert alloc(128, 64, 11) is first and alloc(64, 64, 11) is first and len(asked) == 1
+    assert alloc(128, 64, 12) is not first and len(asked) == 2  # another stream
+    device[0] = 1
+    alloc(128, 64, 11)
+    assert asked[-1] == ("descriptors", 128, 1) and len(asked) == 3  # the same handle on another device
+    device[0] = 0
+    bigger = alloc(256, 64, 11)
+    assert len(asked) == 4 and alloc(256, 64, 11) is bigger and len(asked) == 4
+    capturing[0] = True
+    in_graph = [alloc(128, 64, 11) for _ in range(2)]
+    assert len(asked) == 6 and all(t is not bigger for t in in_graph)
+    capturing[0] = False
+    assert alloc(128, 64, 11) is bigger and len(asked) == 6  # the capture left the eager buffer alone
+
+
 def test_zeroed_counters_on_the_cpu_are_zero_and_the_size_asked():
     t = common.zeroed_counters(37, torch.device("cpu"))
     assert t.dtype == torch.int32 and t.numel() == 37 and int(t.abs().sum()) == 0
