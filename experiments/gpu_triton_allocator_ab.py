@@ -1,0 +1,32 @@
+"""triton_fast's host time per call with its descriptor allocator as it is (a look-up by device and raw
+stream) against the allocator before (every launch through ``common.stream_buffer``, which queries the
+current stream and device), and ``torch.matmul``: a 64 x 64 x 64 bf16 product called back to back, 2000
+calls a round, the three alternating for 7 rounds in one process (``triton.set_allocator`` switches).
+
+    source tools/gpu_env.sh && python3 experiments/gpu_triton_allocator_ab.py
+
+Raw output, never edited (runs/2026-12-06_0520_h100_rule: the journal quotes it).
+"""
+
+import time, statistics, torch, triton
+import course_lib
+from course_lib import registry
+from course_lib.kernels.coalescing_and_triton import common
+from triton.runtime import _allocation
+a, b = course_lib.random_inputs(64, 64, 64, "bf16", seed=0)
+fn = registry.get_stage("triton_fast").gemm("bf16")
+for _ in range(200): fn(a, b)
+torch.cuda.synchronize()
+new = _allocation._allocator.get()
+old = lambda size, align, stream: common.stream_buffer("descriptors", size, torch.device("cuda", torch.cuda.current_device()))
+def per_call(f, n=2000):
+    torch.cuda.synchronize(); t0 = time.perf_counter()
+    for _ in range(n): f(a, b)
+    torch.cuda.synchronize(); return (time.perf_counter() - t0) / n * 1e6
+res = {"new": [], "old": [], "torch.matmul": []}
+for _ in range(7):
+    triton.set_allocator(new); res["new"].append(per_call(fn))
+    triton.set_allocator(old); res["old"].append(per_call(fn))
+    res["torch.matmul"].append(per_call(torch.matmul))
+print(torch.cuda.get_device_name(), "64^3 bf16, us per call, 7 alternating rounds of 2000 calls")
+for k, v in res.items(): print(f"{k:14} median {statistics.median(v):.2f} min {min(v):.2f}  {[round(x, 1) for x in v]}")
