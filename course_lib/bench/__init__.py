@@ -71,8 +71,8 @@ def measure(gemm: str | Stage | Callable | Target, dtype: str | CourseDtype, sha
 
     ``gemm`` in ``dtype`` (and, for FP8, ``scaling``: cuBLAS then scales its operands the same way)
     as :func:`course_lib.target.resolve` takes them; FP8's cuBLAS is ``torch._scaled_mm`` with the
-    scales laid out for it once, as a caller who keeps them so calls it (``Target.reference``: the
-    course's ``cublas_fp8`` lays them out again in every call, with block scales a copy on the GPU
+    scales already in its layout, as a caller who stores them that way gets it (``Target.reference``;
+    the course's ``cublas_fp8`` lays them out in every call, with block scales a copy on the GPU
     that GPU time would count). The record's ``ms`` is GPU time (the host's time
     to call kept out). With ``as_called``, both are also timed as a caller gets them - one call on an
     idle GPU, host time included (``time_fn(host=True)``) - in AS_CALLED_ROUNDS more alternating
