@@ -247,9 +247,9 @@ constexpr int cluster_tiles(int M, int N, int block_n) {
 // of cuBLAS; experiments/JOURNAL.md, stage 6's 128 x 64 tile): 512^3 65 against 59, 768^3 73
 // against 66, 1024^3 67 against 61, 1000^3 77 both. Where K is long the step stops at 128 x 128,
 // whole tiles or stream-K by the rule above: stream-K spreads the work however few the tiles.
-// With the ring cursor's shorter K loop, on an H100 (experiments/runs/2026-12-06_0520_h100_rule),
+// On an H100 (GPU time, % of cuBLAS; experiments/JOURNAL.md, stage 6's rule with the shorter loop),
 // 128 x 128 against 128 x 256 with stream-K: 512 x 4096 x 4096 93 against 71, 768 x 2304 x 16384
-// 87 against 74, 256 x 4096 x 14336 93 against 85 (before the cursor 128 x 256 had won there).
+// 87 against 74, 256 x 4096 x 14336 93 against 85.
 constexpr int auto_block_n(int M, int N, int k_slices, int clusters) {
   const double wide = whole_tile_efficiency(cluster_tiles(M, N, BLOCK_N), clusters);
   if (wide >= NARROW_TILE_BELOW) return BLOCK_N;
