@@ -157,6 +157,35 @@ def test_replace_stages_can_keep_the_recordings_cublas_rows(tmp_path):
     assert merged.provenance["rerecorded"][0]["cublas_rows"] == "kept from the recording"
 
 
+def test_fp8_stages_are_not_merged_beside_cublas_rows_timed_another_way(tmp_path):
+    """FP8's cuBLAS was once timed through the per-call wrapper (scales laid out in every call): an FP8
+    re-recording may not keep those rows beside its own stages' new yardstick; without keep_cublas
+    its cuBLAS rows replace them and the provenance says which yardstick the file holds."""
+    def fp8_rows(ms):
+        row = {"dtype": "e4m3", "scaling": "block", "M": 4096, "N": 4096, "K": 4096, "ms": ms, "tflops": 1.37 / ms,
+               "cublas_ms": ms, "cublas_tflops": 1.37 / ms, "ratio_to_cublas": 1.0}
+        return [dict(row, stage="cublas"), dict(row, stage="tc_7_fp8", ms=1.2 * ms, tflops=1.37 / ms / 1.2,
+                                                ratio_to_cublas=1 / 1.2)]
+    old = _sample()
+    old["records"] += fp8_rows(0.12)
+    new = copy.deepcopy(_sample())
+    new["records"] = fp8_rows(0.115)
+    new["provenance"]["fp8_cublas"] = recording.FP8_CUBLAS
+    results.save(results.validate(old), tmp_path / "rec.json")
+    results.save(results.validate(new), tmp_path / "upd.json")
+    with pytest.raises(ValueError, match="merge without keep_cublas"):
+        recording.replace_stages(tmp_path / "rec.json", tmp_path / "upd.json", "cmd", keep_cublas=True)
+    merged = results.load(recording.replace_stages(tmp_path / "rec.json", tmp_path / "upd.json", "cmd"))
+    assert merged.provenance["fp8_cublas"] == recording.FP8_CUBLAS
+    (cublas,) = merged.select("cublas", "e4m3", scaling="block")
+    assert cublas["ms"] == 0.115
+    # From then on an FP8 stage may be re-recorded beside those rows.
+    again = copy.deepcopy(new)
+    again["records"] = [r for r in fp8_rows(0.11) if r["stage"] != "cublas"]
+    results.save(results.validate(again), tmp_path / "again.json")
+    recording.replace_stages(tmp_path / "rec.json", tmp_path / "again.json", "cmd", keep_cublas=True)
+
+
 def test_replace_stages_leaves_the_cublas_rows_of_other_dtypes(tmp_path):
     """Re-recording an fp32 stage times cuBLAS at the squares of every dtype too: its bf16 row must not
     replace the one the recording's bf16 stages were measured beside."""

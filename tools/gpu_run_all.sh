@@ -7,7 +7,8 @@
 # Sections:
 #   record     python -m course_lib.bench --record -> $OUT/nvidia_h200.json (+ log); with
 #              STAGES=a,b only those stages, merged into a copy of the committed recording
-#              (--replace-in; KEEP_CUBLAS=1 keeps its cuBLAS rows) -> $OUT/nvidia_h200.json
+#              (--replace-in; KEEP_CUBLAS=1 keeps its cuBLAS rows, refused for FP8 stages while the
+#              recording's e4m3 cuBLAS rows were timed another way: provenance "fp8_cublas") -> $OUT/nvidia_h200.json
 #   hosttime   experiments/gpu_host_time.py: host time per call, and the final kernels on the model
 #              shapes timed as called and in GPU time -> $OUT/host_time.json (+ log)
 #   notebooks  every notebook (or those named in $NOTEBOOKS, e.g. "01 02") executed top to bottom on

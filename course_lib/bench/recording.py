@@ -105,6 +105,7 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
     backend.require_gpu("record", "times kernels")
     b = backend.get()
     prov = bench.provenance(command)
+    prov["fp8_cublas"] = FP8_CUBLAS
     suffix = f"_as_{backend.arch_name(b.capability).replace('_', '')}" if b.assumed else ""
     out = out or RESULTS_DIR / f"{slug(prov['gpu'])}{suffix}.json"
     ceilings: dict[str, Any] = {"copy_bandwidth_gbs": bench.copy_bandwidth_gbs()}
@@ -155,6 +156,11 @@ def record(out: Path | None = None, selected: Sequence[str] | None = None, *, sw
     return path
 
 
+# What the FP8 rows' cuBLAS is, in the provenance of a recording that times FP8 (``bench.measure``):
+# recordings before it timed ``fp8.cublas_fp8``, which lays out the scales again in every call.
+FP8_CUBLAS = "torch._scaled_mm with the scales laid out once (fp8.cublas_fp8_for)"
+
+
 def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas: bool = False) -> Path:
     """Put the records of ``update`` (a recording of some stages, ``--stages``) into ``recording`` in
     place of that recording's rows of the same stages, and of cuBLAS at the same (dtype, shape) in
@@ -166,6 +172,12 @@ def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas
     (``rerecorded``)."""
     old, new = load(recording), load(update)
     stage_dtypes = {r["dtype"] for r in new.records if r["stage"] != "cublas"}
+    fp8 = {d for d in stage_dtypes if dtypes.get(d).operands == "fp8"}
+    if fp8 and keep_cublas and old.provenance.get("fp8_cublas") != new.provenance.get("fp8_cublas"):
+        raise ValueError(f"{recording.name}'s {', '.join(sorted(fp8))} cuBLAS rows were timed as "
+                         f"{old.provenance.get('fp8_cublas') or 'fp8.cublas_fp8, scales laid out in every call'}, "
+                         f"{update.name}'s stages against {new.provenance.get('fp8_cublas')}: merge without "
+                         "keep_cublas (--keep-cublas), so that the update's cuBLAS rows replace them")
     new = Results(new.path, new.provenance, new.ceilings, tuple(
         r for r in new.records if r["stage"] != "cublas" or (r["dtype"] in stage_dtypes and not keep_cublas)))
     if old.provenance["gpu"] != new.provenance["gpu"]:
@@ -179,6 +191,8 @@ def replace_stages(recording: Path, update: Path, command: str = "", keep_cublas
     keep = [r for r in old.records if r["stage"] not in stages_new
             and not (r["stage"] == "cublas" and key(r) in replaced)]
     prov = dict(old.provenance)
+    if fp8 and not keep_cublas:
+        prov["fp8_cublas"] = new.provenance.get("fp8_cublas")
     tuning = {f"{st}_tuning" for st in stages_new}
     for key in tuning:
         prov.pop(key, None)  # the re-recording's tuning replaces it (below)
