@@ -176,12 +176,11 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
     both): "swapped" for M <= DECODE_MAX_M (C^T = B^T A^T, token tiles of 16-128 rows); else the
     128 x 128 tile where whole 128 x 256 tiles keep the clusters less than NARROW_TILE_BELOW busy, and
     the 128 x 64 tile where 128 x 128 tiles do too and K has fewer than STREAM_K_MIN_SLICES slices,
-    the 128 x 256 tile otherwise; then "stream-K" where
-    whole tiles of that size keep them less than STREAM_K_BELOW busy and K has at least
-    STREAM_K_MIN_SLICES slices, "whole tiles" otherwise.
-    ``block_n`` (256, 128 or 64; the shape alone never takes 64) and ``schedule`` (one of
-    SCHEDULE_CODES) force a choice, as the extension's arguments of those names do. A swapped plan's
-    tile "128x64" is 128 tokens x 64 columns of C, not the 128 x 64 tile: read it with its schedule."""
+    the 128 x 256 tile otherwise; then "stream-K" where whole tiles of that size keep them less than
+    STREAM_K_BELOW busy and K has at least STREAM_K_MIN_SLICES slices, "whole tiles" otherwise.
+    ``block_n`` (256, 128 or 64) and ``schedule`` (one of SCHEDULE_CODES) force a choice, as the
+    extension's arguments of those names do. A swapped plan's tile "128x64" is 128 tokens x 64
+    columns of C, not the 128 x 64 tile: read it with its schedule."""
     c = STAGE6
     schedule_code(schedule)  # a ValueError for a name it does not know
     if block_n != TILE_AUTO and block_n not in STAGE6_TILES.values():
