@@ -13,7 +13,7 @@ Two measurements, both with cuBLAS (``torch.matmul``) measured the same way in t
   wrapper's checks, its choice of configuration, the launch. ``torch.matmul`` in the same dtype
   (with TF32 allowed for tf32) is the yardstick. FP8 (e4m3 in, bf16 out) at ``SMALL_FP8`` (cuBLAS's
   block-scaled GEMM takes K in multiples of 512 only) in each scaling: the FP8 stages and the course's
-  ``cublas`` wrapper against ``torch._scaled_mm`` called directly with its scales laid out once.
+  ``cublas`` wrapper against ``torch._scaled_mm`` with its scales laid out once (``fp8.cublas_fp8_for``).
 * **as called vs GPU time**, on the decode shapes of ``course_lib/model_shapes.py``: ``triton.testing.do_bench``
   (each call after an L2 flush; when the host is slower than the GPU, its time shows: what a loop
   of calls gets) and ``triton.testing.do_bench_cudagraph`` (the calls captured in a CUDA graph and
@@ -37,7 +37,6 @@ import triton.testing
 
 import course_lib
 from course_lib import fp8, registry
-from course_lib.fp8.cublas import scaled_mm_scales
 from course_lib.target import resolve
 from course_lib.model_shapes import MODEL_SHAPES
 
@@ -115,11 +114,7 @@ def main() -> int:
     for _ in range(REPEATS):
         for scaling in fp8.OPERAND_SCALING:
             qa, qw = resolve("cublas", "e4m3", scaling).inputs(*SMALL_FP8, seed=0)
-            sa, sw = scaled_mm_scales(qa, qw)
-            at, wt = qa.values, qw.values.t()
-
-            def scaled_mm(_a, _b, at=at, wt=wt, sa=sa, sw=sw):  # the library call, scales laid out once
-                return torch._scaled_mm(at, wt, scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)
+            scaled_mm = fp8.cublas_fp8_for(qa, qw)  # the library call, scales laid out once (bench's yardstick)
             for stage in ("torch._scaled_mm",) + FP8_STAGES:
                 t = resolve(stage if stage != "torch._scaled_mm" else "cublas", "e4m3", scaling)
                 if t.why_not_here:
