@@ -551,7 +551,22 @@ def test_stage6_decode_kernels_swap_the_operands(compiled):
         assert mix["UTMASTG"] == 0 and mix["STG"] > 0 and mix["LDL"] + mix["STL"] == 0, name
     source = (tc.CSRC / "tc_6_tma_store.cu").read_text()
     assert ", p, 1, 1, 1, 0;" in (tc.CSRC / "tc_hopper.cuh").read_text()  # imm-trans-a = 1, imm-trans-b = 0
-    assert "wgmma_swapped<T>(acc, b_descriptor(" in source  # B's box is A', A's rows are B'
+    assert "wgmma_swapped<T>(acc, ring.b_desc(" in source  # B's box is A', A's rows are B'
+
+
+@pytest.mark.parametrize("t", [16, 32, 64, 128])
+def test_stage6_decode_slice_runs_few_instructions(compiled, t):
+    """The decode kernels carry the ring's place from slice to slice with the main kernel's cursor
+    (tc_hopper.cuh's RingCursor). Before, they rebuilt the slot, its barrier's address (S2UR
+    SR_CgaCtaId) and the descriptors every slice: 99-102 instructions a slice with nvcc 13.0, 60-63
+    with the cursor. The 16 R2UR a slice stay (the descriptors pass through vector registers). Neither
+    count moved the decode rows' GPU time on an H100 (experiments/JOURNAL.md, "2026-12-06 (third
+    session)"): a slice there waits on an 8 KB box of W, not on its instructions."""
+    results, _ = compiled
+    path = tc.mainloop_slice_path(tc.sass_by_kernel(results["tc_6_tma_store"].cubin)[f"tc::stage6::decode_kernel<{t}>"])
+    assert sum("HGMMA" in text for text in path) == 4
+    assert not [text for text in path if "SR_CgaCtaId" in text], path
+    assert len(path) <= 66, f"{len(path)} instructions per slice:\n" + "\n".join(path)
 
 
 @pytest.mark.parametrize("bn", [64, 128, 256])

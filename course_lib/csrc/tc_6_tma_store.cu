@@ -332,20 +332,26 @@ decode_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__
   float acc[T / 2];
 #pragma unroll
   for (int i = 0; i < T / 2; ++i) acc[i] = 0.f;
-  int previous_slot = -1;
-  for (int ks = k_begin, it = 0; ks < k_end; ++ks, ++it) {
-    const int slot = it % STAGES;
-    mbar_wait(&s.full[slot], (it / STAGES) % 2);
+  // The ring's place carried from slice to slice (tc_hopper.cuh's RingCursor, as in the main kernel).
+  RingCursor<STAGES, sizeof(s.a[0]) / 16, sizeof(s.b[0]) / 16> ring(s.full, a_descriptor(s.a[0], 0),
+                                                                     b_descriptor(s.b[0], 0));
+  static_assert(offsetof(DecodeSmem<T>, empty) == offsetof(DecodeSmem<T>, full) + STAGES * 8,
+                "the cursor's barrier layout");
+  constexpr uint32_t A_K16 = WGMMA_K * 2 / 16, B_K16 = WGMMA_K * SWIZZLE_BYTES / 16;  // as a/b_descriptor
+  uint32_t previous_empty = 0;  // 0: none yet (no barrier lies at shared address 0)
+  for (int ks = k_begin; ks < k_end; ++ks) {
+    mbar_wait(ring.full, ring.phase);
     // [excerpt swapped-slice]
     wgmma_fence();
 #pragma unroll
     for (int k16 = 0; k16 < TILE_K / WGMMA_K; ++k16)  // B's box as A', A's rows as B'
-      wgmma_swapped<T>(acc, b_descriptor(s.b[slot], k16), a_descriptor(s.a[slot], k16), true);
+      wgmma_swapped<T>(acc, ring.b_desc(k16 * B_K16), ring.a_desc(k16 * A_K16), true);
     wgmma_commit();
     // [/excerpt swapped-slice]
     wgmma_wait<1>();  // as in the main kernel: the previous slice is done, this one keeps running
-    if (threadIdx.x == 0 && previous_slot >= 0) mbar_arrive(&s.empty[previous_slot]);
-    previous_slot = slot;
+    if (threadIdx.x == 0 && previous_empty != 0) mbar_arrive(previous_empty);
+    previous_empty = ring.empty();
+    ring.advance();
   }
   wgmma_wait<0>();
   fence_accumulators(acc);
