@@ -12,7 +12,7 @@ from course_lib import backend, correctness, fp8
 from course_lib.instruments import guard
 from course_lib.gemm import new_output, relative_error
 from course_lib.instruments import guarded
-from course_lib.kernels.coalescing_and_triton import fast_fp8, fast_launch
+from course_lib.kernels.coalescing_and_triton import fast_fp8
 from course_lib.kernels.coalescing_and_triton.fast_fp8 import Fp8Config, fp8_config, fp8_matmul
 from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import (
     BLOCKSCALED_CONFIGS,
@@ -21,6 +21,7 @@ from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import (
     fp8_blockscaled_config,
     shape_class,
 )
+from fake_compiled import FakeCompiled, launched_as_on_a_gpu
 
 DEVICE = backend.get().torch_device
 # C is rounded once to bf16 (8 significant bits): to nearest, each element moves by at most 2^-8 of
@@ -559,42 +560,6 @@ def test_bad_input_after_a_plan_is_still_refused():
     assert len(fp8_matmul.plans) == 1 and len(fast_fp8.triton_fp8.plans) == 1
 
 
-class _FakeCompiled:
-    """Stands for Triton's CompiledKernel, as in tests/test_launch_plans.py: ``self[grid]`` is a runner
-    that takes every parameter of the kernel positionally in its signature's order, constexprs too,
-    and hands them to the interpreter by name (a parameter in the wrong place computes a wrong C)."""
-
-    runs = 0
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    def __getitem__(self, grid):
-        assert len(grid) == 3
-
-        def runner(*args):
-            assert len(args) == len(self.kernel.arg_names), (args, self.kernel.arg_names)
-            _FakeCompiled.runs += 1
-            self.kernel[grid](**dict(zip(self.kernel.arg_names, args)))
-
-        return runner
-
-
-class _Jit:
-    """A kernel whose launch through the JIT returns a (fake) compiled kernel, as on a GPU."""
-
-    def __init__(self, kernel, launches: list):
-        self.kernel, self.launches, self.arg_names = kernel, launches, kernel.arg_names
-
-    def __getitem__(self, grid):
-        def launch(*args, **meta):
-            self.launches.append(grid)
-            self.kernel[grid](*args, **meta)
-            return _FakeCompiled(self.kernel)
-
-        return launch
-
-
 @pytest.mark.skipif(backend.get().is_gpu, reason="plays the GPU's part on the CPU backend")
 @pytest.mark.parametrize("scaling, config", [
     ("tensor", Fp8Config(32, 64, 64)), ("row", Fp8Config(32, 64, 64, descriptors=True, fast_accumulation=True)),
@@ -605,18 +570,16 @@ class _Jit:
 def test_later_launches_go_through_the_compiled_kernel_with_every_parameter_in_order(monkeypatch, scaling, config):
     """Where Triton's JIT returns a compiled kernel (a GPU), the plan launches it directly from the
     second call on (fast_launch.KernelLaunch), with every parameter in the kernel's signature order."""
-    launches = []
-    for name in ("fp8_matmul_kernel", "fp8_matmul_tma_kernel", "fp8_blockscaled_kernel", "fp8_blockscaled_tma_kernel"):
-        monkeypatch.setattr(fast_fp8, name, _Jit(getattr(fast_fp8, name), launches))
-    monkeypatch.setattr(fast_launch, "CompiledKernel", _FakeCompiled)
+    launches = launched_as_on_a_gpu(monkeypatch, fast_fp8, ("fp8_matmul_kernel", "fp8_matmul_tma_kernel",
+                                                            "fp8_blockscaled_kernel", "fp8_blockscaled_tma_kernel"))
     fn = fast_fp8.fp8_matmul_blockscaled if scaling == "block" else fp8_matmul
     qa, qw = fp8.fp8_inputs(37, 80, 272, scaling, seed=1)
     fn(qa, qw, config)
     for seed in (2, 3):
         x, y = _fresh(qa, seed), _fresh(qw, seed + 10)
-        runs = _FakeCompiled.runs
+        before = FakeCompiled.launches()
         c = fn(x, y, config)
-        assert _FakeCompiled.runs == runs + 1 and len(launches) == 1  # the runner, not the JIT
+        assert FakeCompiled.launches() == before + 1 and len(launches) == 1  # the compiled kernel, not the JIT
         assert relative_error(c, exact(x, y)) < TOLERANCE
 
 

@@ -226,8 +226,7 @@ def test_the_descriptor_allocator_keeps_a_buffer_per_stream_and_none_for_a_captu
     asked, capturing, device = [], [False], [0]
     monkeypatch.setattr(common, "_allocator_set", False)
     monkeypatch.setattr(common.backend, "get", lambda: type("GPU", (), {"is_gpu": True})())
-    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: device[0])
+    monkeypatch.setattr(common, "cuda_queries", lambda: (lambda: capturing[0], lambda: device[0]))
     monkeypatch.setattr(common, "stream_buffer", lambda kind, n, dev, zeroed=False: (
         asked.append((kind, n, dev.index)), torch.zeros(n, dtype=torch.int8))[1])
     monkeypatch.setattr(common.triton, "set_allocator", lambda fn: allocators.append(fn))

@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pytest
 import torch
+import triton
+from triton.compiler import CompiledKernel
 
 import course_lib
 from course_lib import backend, check, features, registry
@@ -20,6 +22,7 @@ from course_lib.kernels import tensor_cores as tc
 from course_lib.kernels.coalescing_and_triton import autotune, common, fast_launch
 from course_lib.kernels.coalescing_and_triton.fast_configs import FastConfig
 from course_lib.kernels.coalescing_and_triton.autotune import fast_matmul_autotuned
+from fake_compiled import FakeCompiled, launched_as_on_a_gpu
 
 # Tests that play a GPU's part on the CPU, or compare bits with a process that autotunes anew.
 cpu_only = pytest.mark.skipif(backend.get().is_gpu, reason="plays the GPU's part on the CPU backend")
@@ -198,54 +201,10 @@ def test_a_plan_that_skips_tiles_is_caught_by_check(fresh_triton_plans):
 
 
 # ---- Triton's internal calling convention (FastPlan's runner; Triton 3.6.0 and 3.7.1) -------------
-# The one place the tests depend on how Triton launches a compiled kernel inside: what FastPlan's later
-# launches rely on, read in Triton 3.6.0 (the H200's) and 3.7.1 (the lock) and named in
-# fast_launch.TRITON_CHECKED_AGAINST. Played on the CPU by the interpreter; on a GPU the real runner
-# runs under every test that calls triton_fast twice with operands of one key.
-class _FakeCompiled:
-    """Stands for Triton's CompiledKernel: ``self[grid]`` is a runner that takes every parameter of
-    the kernel positionally, in its signature's order (constexprs too), as the real one does; it
-    hands them to the interpreter by name, so a parameter in the wrong place computes a wrong C."""
-
-    runs = 0
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    def __getitem__(self, grid):
-        assert len(grid) == 3
-
-        def runner(*args):
-            assert len(args) == len(self.kernel.arg_names), (args, self.kernel.arg_names)
-            _FakeCompiled.runs += 1
-            self.kernel[grid](**dict(zip(self.kernel.arg_names, args)))
-
-        return runner
-
-
-class _Jit:
-    """A kernel whose launch through the JIT returns a (fake) compiled kernel, as on a GPU."""
-
-    def __init__(self, kernel, launches: list):
-        self.kernel, self.launches, self.arg_names, self.fn = kernel, launches, kernel.arg_names, kernel.fn
-
-    def __getitem__(self, grid):
-        def launch(*args, **meta):
-            self.launches.append(grid)
-            self.kernel[grid](*args, **meta)
-            return _FakeCompiled(self.kernel)
-
-        return launch
-
-
+# Played on the CPU by the interpreter (tests/fake_compiled.py).
 def _launched_as_on_a_gpu(monkeypatch) -> list:
-    """The fast kernels, as fast_launch sees them, return a compiled kernel from their first launch;
-    returns the list of the JIT's launches."""
-    launches = []
-    for name in ("fast_matmul_kernel", "persistent_matmul_kernel", "split_k_matmul_kernel", "grouped_matmul_kernel"):
-        monkeypatch.setattr(fast_launch, name, _Jit(getattr(fast_launch, name), launches))
-    monkeypatch.setattr(fast_launch, "CompiledKernel", _FakeCompiled)
-    return launches
+    return launched_as_on_a_gpu(monkeypatch, fast_launch, ("fast_matmul_kernel", "persistent_matmul_kernel",
+                                                           "split_k_matmul_kernel", "grouped_matmul_kernel"))
 
 
 @pytest.mark.parametrize("cfg, shape", [
@@ -266,12 +225,25 @@ def test_the_runner_gets_every_parameter_in_signature_order(monkeypatch, cfg, sh
     plan = fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=(dtype,)), dtype, cfg, c)
     assert plan.runner is not None and len(launches) == 1
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == "fp32" else dict(rtol=2e-3, atol=2e-3)
-    for seed in (8, 9):  # new operands of the same key, into new outputs
+    hooks = triton.knobs.runtime.launch_enter_hook
+
+    def hook(metadata):
+        pass
+
+    for seed, with_hook in ((8, False), (9, True)):  # new operands of the same key, into new outputs
         a, b = random_inputs(M, N, K, dtype, seed=seed)
         c = torch.full((M, N), math.nan)
-        runs = _FakeCompiled.runs
-        plan(a, b, c)
-        assert _FakeCompiled.runs == runs + 1 and len(launches) == 1  # the runner, not the JIT
+        runs, direct = FakeCompiled.runs, FakeCompiled.direct
+        if with_hook:  # a profiler's hook: the launch goes through the runner, which calls it
+            hooks.add(hook)
+        try:
+            assert fast_launch.no_launch_hooks() is not with_hook
+            plan(a, b, c)
+        finally:
+            hooks.remove(hook)
+        # the launcher directly without a hook, the runner with one; never the JIT
+        assert (FakeCompiled.runs - runs, FakeCompiled.direct - direct) == ((1, 0) if with_hook else (0, 1))
+        assert len(launches) == 1
         torch.testing.assert_close(c.double(), a.double() @ b.double(), **tol)
     if cfg.split_k > 1:
         assert int(common.zeroed_counters(1, a.device).abs().sum()) == 0
@@ -293,6 +265,23 @@ def test_a_changed_triton_internal_stops_the_plan_and_names_the_versions_checked
                        match=r"JITFunction\.run no longer .*checked against Triton 3\.6\.0 .* and 3\.7\.1"):
         fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=("fp32",)), "fp32", FastConfig(32, 32, 32),
                              torch.full((40, 72), math.nan))
+
+
+def _runner_that_passes_metadata_by_keyword(self, grid):
+    def runner(*args, stream=None):
+        self.run(grid[0], grid[1], grid[2], stream, self.function, self.packed_metadata,
+                 launch_metadata=None, *args)
+
+    return runner
+
+
+@cpu_only
+def test_a_runner_that_calls_the_launcher_differently_is_a_problem(monkeypatch):
+    """The direct launch passes the launcher what the runner passes it, in the same order: a Triton
+    whose runner calls it otherwise is named as a changed internal (checked fresh, as in a new process)."""
+    monkeypatch.setattr(CompiledKernel, "__getitem__", _runner_that_passes_metadata_by_keyword)
+    problems = fast_launch.triton_runner_problems.__wrapped__()
+    assert problems and "no longer calls self.run(grid[0]" in problems[0]
 
 
 # ---- cuBLAS --------------------------------------------------------------------------------------

@@ -101,6 +101,14 @@ def descriptor_problem(t: torch.Tensor, name: str) -> str | None:
 _allocator_set = False
 
 
+def cuda_queries() -> tuple[Callable[[], bool], Callable[[], int]]:
+    """(is the current stream capturing?, the current device's index): ``torch.cuda``'s two queries
+    without the check that CUDA is initialised, which each makes in Python first (PyTorch's own C
+    functions, where this PyTorch has them). For code that runs per launch, when CUDA is initialised."""
+    return (getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing,
+            getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device)
+
+
 def ensure_allocator() -> None:
     """Descriptors made inside a kernel need a little global memory per program for the TMA
     descriptor; Triton asks for it through the allocator set with ``triton.set_allocator``, on every
@@ -124,10 +132,11 @@ def ensure_allocator() -> None:
     if _allocator_set or not backend.get().is_gpu:
         return
     known: dict[tuple[int, int], torch.Tensor] = {}
+    is_capturing, current_device = cuda_queries()
 
     def alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
-        capturing = torch.cuda.is_current_stream_capturing()
-        key = (torch.cuda.current_device(), stream)
+        capturing = is_capturing()
+        key = (current_device(), stream)
         have = None if capturing else known.get(key)
         if have is not None and have.numel() >= size:
             return have

@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+from pathlib import Path
+
 import torch
 import triton
 from triton.compiler import CompiledKernel
@@ -57,14 +59,28 @@ def triton_runner_problems() -> tuple[str, ...]:
       given;
     * ``JITFunction.run`` launches a compiled kernel with ``*bound_args.values()``: every parameter of
       the kernel in its signature's order, constexprs included - what the runner must be given too;
-    * a JIT kernel's ``arg_names`` lists its parameters in that order.
+    * a JIT kernel's ``arg_names`` lists its parameters in that order;
+    * for the direct launch (:meth:`KernelLaunch.launch`): the runner calls ``self.run(grid[0], grid[1],
+      grid[2], stream, self.function, self.packed_metadata, launch_metadata, <enter hook>, <exit hook>,
+      *args)``, and the CUDA launcher (its C source in ``backends/nvidia``) calls a hook only when it
+      is not None.
     """
     from triton.runtime.jit import JITFunction  # noqa: PLC0415
 
     problems = []
     getitem = getattr(triton.compiler.CompiledKernel, "__getitem__", None)
-    if getitem is None or "def runner(*args" not in inspect.getsource(getitem):
+    runner = " ".join(inspect.getsource(getitem).split()) if getitem is not None else ""
+    if "def runner(*args" not in runner:
         problems.append("triton.compiler.CompiledKernel[grid] no longer gives runner(*args, stream=None)")
+    elif _RUNNER_RUNS not in runner:
+        problems.append("triton.compiler.CompiledKernel's runner no longer calls self.run(grid[0], grid[1], grid[2], "
+                        "stream, self.function, self.packed_metadata, launch_metadata, ...)")
+    # The launcher's C source: backends/nvidia/driver.c (3.7), or a template in driver.py (3.6).
+    nvidia = Path(triton.__file__).parent / "backends" / "nvidia"
+    launcher = "".join(p.read_text() for p in (nvidia / "driver.c", nvidia / "driver.py") if p.is_file())
+    if "hook != Py_None" not in launcher:
+        problems.append("Triton's CUDA launcher (backends/nvidia/driver.c or .py) no longer skips a launch hook "
+                        "that is None")
     run = getattr(JITFunction, "run", None)
     if run is None or "*bound_args.values())" not in inspect.getsource(run):
         problems.append("triton.runtime.jit.JITFunction.run no longer launches with *bound_args.values()")
@@ -72,6 +88,30 @@ def triton_runner_problems() -> tuple[str, ...]:
     if names != list(inspect.signature(fast_matmul_kernel.fn).parameters):
         problems.append("a JIT kernel's arg_names is no longer its parameters in their order")
     return tuple(problems)
+
+
+# What the runner runs, whitespace collapsed (Triton 3.6.0 and 3.7.1); the direct launch does the same.
+_RUNNER_RUNS = ("self.run(grid[0], grid[1], grid[2], stream, self.function, self.packed_metadata, launch_metadata, "
+                "knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *args)")
+
+
+def no_launch_hooks() -> bool:
+    """True when no launch hook is set (``triton.knobs.runtime.launch_enter_hook`` / ``_exit_hook``: a
+    profiler such as Proton sets them; Triton 3.6 and 3.7 keep each as a chain of hooks, empty by
+    default, older Tritons as a function or None)."""
+    runtime = triton.knobs.runtime
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook  # read on every launch: a profiler may set them
+    return not (getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
+
+
+@functools.cache
+def _stream_queries():
+    """(current device, current raw stream of a device): what Triton's runner asks its driver for, the
+    device query without ``torch.cuda.current_device``'s lazy-init check (:func:`common.cuda_queries`;
+    a plan exists only after a launch, so CUDA is initialised)."""
+    from triton.runtime.driver import driver  # noqa: PLC0415 - a GPU's driver, never the interpreter's
+
+    return common.cuda_queries()[1], driver.active.get_current_stream
 
 
 def require_triton_runner() -> None:
@@ -102,6 +142,11 @@ class KernelLaunch:
     only with front tensors of the same element types and alignment (a plan's key holds them). The
     interpreter (the CPU backend) returns no compiled kernel: there every launch is ``kernel[grid]``.
     The kernel's parameters after ``front`` and ``rest`` must all be constexprs given in ``meta``.
+
+    While no launch hook is set (:func:`no_launch_hooks`), a launch does what the runner does without
+    its per-call Python: the current stream, then the compiled kernel's launcher with no launch metadata
+    and no hooks (the runner builds the metadata only for a hook, and the launcher skips a hook that
+    is None); with a hook set it goes through the runner.
     """
 
     def __init__(self, kernel, grid: tuple, front: tuple, rest: tuple, meta: dict) -> None:
@@ -110,15 +155,22 @@ class KernelLaunch:
         self.runner = None
         if isinstance(self.compiled, CompiledKernel):  # a GPU
             require_triton_runner()
-            self.runner = self.compiled[grid + (1,) * (3 - len(grid))]  # the runner reads three axes
+            grid3 = grid + (1,) * (3 - len(grid))  # the runner reads three axes
+            self.runner = self.compiled[grid3]
             self.tail = self.rest + tuple(meta[name] for name in kernel.arg_names[len(front) + len(self.rest):])
+            self.direct = (self.compiled.run, *grid3, self.compiled.function, self.compiled.packed_metadata)
+            self.queries = _stream_queries()
 
     def launch(self, *front) -> None:
         """Launch again with ``front`` in place of the first launch's front arguments."""
-        if self.runner is not None:
-            self.runner(*front, *self.tail)
-        else:
+        if self.runner is None:
             self.kernel[self.grid](*front, *self.rest, **self.meta)
+        elif no_launch_hooks():
+            run, gx, gy, gz, function, metadata = self.direct
+            get_device, get_stream = self.queries
+            run(gx, gy, gz, get_stream(get_device()), function, metadata, None, None, None, *front, *self.tail)
+        else:
+            self.runner(*front, *self.tail)
 
 
 # ---- B^T: the transpose kernel's launch ----------------------------------------------------------
@@ -196,6 +248,9 @@ class FastPlan(KernelLaunch):
         self.workspace_shape = rest[0].shape if self.split_k else None
         front_count = 5 if self.split_k else 3
         super().__init__(kernel, grid, args[:3] + rest[:front_count - 3], rest[front_count - 3:], meta)
+        # A, B and C go to the kernel as given: a later launch needs no view, copy or workspace, and
+        # may be ``self.launch(a, b, c)`` (autotune's planned path takes it).
+        self.as_given = not (self.widen or self.split_k or cfg.b_layout == "nk")
 
     def b_arg(self, b: torch.Tensor) -> torch.Tensor:
         """B as the kernel reads it: as given ("kn"), or B^T, N x K row-major ("nk")."""
