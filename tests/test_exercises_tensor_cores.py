@@ -12,7 +12,9 @@ import statistics
 import pytest
 
 from course_lib import results
+import course_lib.exercises as ex
 from course_lib.exercises import hopper_tensor_cores as ex_hopper
+from course_lib.exercises import mma_sync_kernels as ex_mma
 from course_lib.exercises import summary as ex_summary
 from course_lib.exercises import tensor_cores as ex_tc
 from course_lib.kernels import tensor_cores as tc
@@ -202,11 +204,16 @@ def test_swizzle_checks_every_row_of_the_box_and_names_the_first_wrong_one(mine,
 # ---- 08: the questions ---------------------------------------------------------------------------
 
 def test_swizzled_offset_question(capsys):
-    assert ex_hopper.swizzled_offset.expected() == layout.tma_box_offset(5, 20) == 760
-    for answer, words in [(680, "without the swizzle"), (685, "not the byte offset"), (640, "4 bytes"),
-                          (752, "start of the right chunk"), (120, "5 rows of 128 bytes earlier")]:
+    assert ex_hopper.swizzled_offset.expected() == layout.tma_box_offset(3, 44) == 3 * 128 + 16 * (5 ^ 3) + 8 == 488
+    for answer, words in [(472, "without the swizzle"), (475, "not the byte offset"), (512, "4 bytes"),
+                          (480, "start of the right chunk"), (104, "3 rows of 128 bytes earlier"),
+                          (244, "counts elements"), (392, "not a rotation"), (424, "not a rotation"),
+                          (504, "ORs the chunk")]:
         ok, out = _answer(ex_hopper.swizzled_offset, answer, capsys)
         assert not ok and words in out, (answer, out)
+    # the element tells the XOR from the other operations a learner may hold: each gives another chunk
+    row, chunk = 3, 2 * 44 // 16
+    assert len({chunk ^ row, (chunk + row) % 8, (chunk - row) % 8, chunk | row, chunk & row, chunk}) == 6
 
 
 def test_box_lbo_question_names_answers_and_counts_misread_elements(capsys):
@@ -214,23 +221,27 @@ def test_box_lbo_question_names_answers_and_counts_misread_elements(capsys):
     assert ex_hopper.right_lbo(64) == tc.B_LBO  # the same search finds the kernels' LBO for their boxes
     ok, out = _answer(ex_hopper.box_lbo, 4096, capsys)
     assert ok and "with LBO" not in out
-    for answer, words in [(8192, "boxes of 64 rows"), (1024, "that is SBO"), (128, "one row of a box"),
-                          (2048, "16 rows of one wgmma's slice")]:
+    for answer, words in [(8192, "boxes of 64 rows"), (8192, "4 bytes an element"), (1024, "that is SBO"),
+                          (128, "one row of a box"), (2048, "without their 2 bytes"),
+                          (2048, "16 rows of one wgmma's slice"), (256, "units of 16 bytes")]:
         ok, out = _answer(ex_hopper.box_lbo, answer, capsys)
         assert not ok and words in out and f"with LBO = {answer}: {ex_hopper.lbo_mismatches(answer)} of 4096" in out
+    for answer in (float("nan"), float("inf"), -float("inf")):  # told it is not it, never an error
+        ok, out = _answer(ex_hopper.box_lbo, answer, capsys)
+        assert not ok and "with LBO" not in out
     ok, out = _answer(ex_hopper.box_lbo, "4096", capsys)
     assert not ok and "with LBO" not in out  # no count for something that is not a number
     assert "give a number (bytes), not the text '4096'" in out
 
 
-@pytest.mark.parametrize("answer, kind", [("760", "the text '760'"), (lambda: 760, "a function"),
-                                          ([760], "a list"), (True, "a bool")])
+@pytest.mark.parametrize("answer, kind", [("488", "the text '488'"), (lambda: 488, "a function"),
+                                          ([488], "a list"), (True, "a bool")])
 def test_08_questions_ask_for_a_number(answer, kind, capsys):
     for question in (ex_hopper.swizzled_offset, ex_hopper.box_lbo):
         ok, out = _answer(question, answer, capsys)
         assert not ok and f"give a number ({question.unit}), not {kind}" in out, out
         assert "Hint" not in out
-    assert _answer(ex_hopper.swizzled_offset, 760.0, capsys)[0]
+    assert _answer(ex_hopper.swizzled_offset, 488.0, capsys)[0]
 
 
 # ---- 10: a plan per shape -------------------------------------------------------------------------
@@ -598,3 +609,47 @@ def test_an_lbo_that_is_no_multiple_of_16_is_told_so(capsys):
 def test_a_swizzle_that_divides_into_floats_gets_the_floor_division_hint(capsys):
     assert not ex_hopper.swizzle.check(lambda r, c: 128 * r + 16 * ((2 * c / 16) ^ (r % 8)) + 2 * c % 16)
     assert "// keeps whole numbers" in _said(capsys)
+
+
+# ---- a fresh adversarial learner's findings (06-08, the third session of 2026-12-06) ---------------
+
+def test_a_function_that_counts_its_calls_is_not_right_by_the_order_of_the_cases():
+    """The cases are asked in a shuffled order: answers replayed in row-major order are wrong."""
+    answers = iter([ex_tc._owner("A", r, c) for r in range(16) for c in range(16)])
+    assert not ex_tc.a_fragment.check(lambda row, col: next(answers))
+
+
+def test_a_learner_cannot_change_the_answers_the_check_reads(capsys):
+    def overwrites_the_reference(row, col):
+        ex_tc._fragment_map("A").owner[row, col] = 0
+        return 0, 0
+
+    assert not ex_tc.a_fragment.check(overwrites_the_reference)
+    assert "read-only" in _said(capsys)
+    assert ex_tc.a_fragment.check(ex_tc.a_owner)  # the next learner's right answer still passes
+
+
+def test_b_owner_reads_the_figures_labels_and_names_a_swapped_pair(capsys):
+    lane, i = ex_tc._owner("B", *ex_tc.B_ELEMENT)
+    for answer in ((lane, f"b{i}"), (f"T{lane}", f"b{i}"), [f"lane {lane}", i]):
+        assert ex_tc.b_owner.check(answer), answer
+    assert not ex_tc.b_owner.check((f"b{i}", f"T{lane}"))  # each label in its own place
+    capsys.readouterr()
+    assert not ex_tc.b_owner.check((i, lane))
+    assert "in the wrong order: give (lane, i)" in _said(capsys)
+
+
+def test_the_fp8_ridge_is_named_as_such(capsys):
+    assert not ex_tc.bf16_ridge.check(ex.recorded_ridge("e4m3"))
+    said = _said(capsys)
+    assert "FP8's ridge" in said and "doubles it" not in said
+
+
+def test_stage0_roof_agrees_with_the_intensity_question(capsys):
+    bw = ex.recorded_copy_gbs() / 1000
+    for intensity in (5.33, 16 / 3):
+        assert ex_mma.stage0_roof.check(intensity * bw)
+    assert ex_mma.stage0_roof.check(23)  # the solution's "about 23"
+    assert not ex_mma.stage0_intensity.check(5.4) and not ex_mma.stage0_roof.check(5.4 * bw)
+    for unit_slip in (16 / 3 * bw * 1.024, 16 / 3 * bw / 1.024):  # TB/s read as 1024 GB/s
+        assert not ex_mma.stage0_roof.check(unit_slip)

@@ -23,6 +23,7 @@ top to bottom whatever you entered.
 from __future__ import annotations
 
 import numbers
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -308,17 +309,27 @@ def nothing_yet(title: str, answer: Any, what: str = "function") -> bool:
 
 
 def call_on_every_case(title: str, fn: Callable, cases: Sequence[tuple], where: Callable[[tuple], str]) -> dict | None:
-    """``fn(*case)`` for every case, or None after saying why not: the function raised (``where``
-    says for which case), or it returns None everywhere (the starter, as committed)."""
-    got = {}
-    for case in cases:
+    """``fn(*case)`` for every case, asked in a shuffled order (the same every time: a function that
+    counts its calls instead of reading its arguments is not right by the order of the cases) and
+    returned in the cases' order; or None after saying why not: the function raised (``where`` says
+    for which case, the first in the cases' order), or it returns None everywhere (the starter, as
+    committed)."""
+    order = list(cases)
+    random.Random(len(order)).shuffle(order)
+    results, raised = {}, {}
+    for case in order:
         try:
-            got[case] = plain_result(fn(*case))
+            results[case] = plain_result(fn(*case))
         except Exception as e:  # noqa: BLE001 - a learner's function may raise anything
-            floats = (" (a / gives a float in Python; // keeps whole numbers, as C++'s / on ints)"
-                      if isinstance(e, TypeError) and "'float'" in str(e) else "")
-            say(f"{title}: your function raised {type(e).__name__} {where(case)}: {e}{floats}")
-            return None
+            raised[case] = e
+    first = next((case for case in cases if case in raised), None)
+    if first is not None:
+        e = raised[first]
+        floats = (" (a / gives a float in Python; // keeps whole numbers, as C++'s / on ints)"
+                  if isinstance(e, TypeError) and "'float'" in str(e) else "")
+        say(f"{title}: your function raised {type(e).__name__} {where(first)}: {e}{floats}")
+        return None
+    got = {case: results[case] for case in cases}
     if all(v is None for v in got.values()):
         say(f"{title}: not solved yet: your function returns None — fill in the TODO lines.")
         return None

@@ -9,6 +9,7 @@ Every expected answer comes from the course's Python model of TMA and ``wgmma``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -141,10 +142,18 @@ swizzle = _BoxPuzzle(
 
 # ---- exercise 1: one swizzled address -------------------------------------------------------------
 
-ELEMENT = (5, 20)
+# Row 3, chunk 5 (byte 88 of the row): the XOR (5 ^ 3 = 6), a rotation either way (0, 2), an OR (7) and
+# an AND (1) each give another chunk, so a learner with the wrong operation cannot land on the answer
+# (at (5, 20), chunk 2 and row 5 share no bit: XOR, OR and a rotation all gave chunk 7).
+ELEMENT = (3, 44)
+
+
+def _or_instead_of_xor(row, col):
+    return ROW_BYTES * row + CHUNK * ((2 * col // CHUNK) | (row % 8)) + 2 * col % CHUNK
+
 
 swizzled_offset = NumberQuestion(
-    what="offset of element (5, 20)",
+    what=f"offset of element {ELEMENT}",
     unit="bytes from the box's start",
     expected=lambda: layout.tma_box_offset(*ELEMENT),
     hint="find the 16-byte chunk of the unswizzled offset, XOR it with the row mod 8",
@@ -155,8 +164,13 @@ swizzled_offset = NumberQuestion(
         (_four_bytes(*ELEMENT), "that counts 4 bytes an element; bf16 is 2."),
         (_chunk_start_only(*ELEMENT), "that is the start of the right chunk; add the element's byte "
                                       "inside it."),
-        (layout.tma_box_offset(*ELEMENT) - ROW_BYTES * ELEMENT[0], "that is the offset inside row 5; the "
-                                                                "box's start is 5 rows of 128 bytes earlier."),
+        (layout.tma_box_offset(*ELEMENT) - ROW_BYTES * ELEMENT[0],
+         f"that is the offset inside row {ELEMENT[0]}; the box's start is {ELEMENT[0]} rows of 128 bytes earlier."),
+        (layout.tma_box_offset(*ELEMENT) / 2, "that counts elements; the question asks for bytes (bf16: 2 each)."),
+        (_rotated(*ELEMENT), _NOT_A_ROTATION),
+        (_rotated_back(*ELEMENT), _NOT_A_ROTATION),
+        (_or_instead_of_xor(*ELEMENT), "that ORs the chunk with row % 8; the swizzle XORs them (5 ^ 3 = 6, "
+                                       "5 | 3 = 7)."),
     ],
 )
 
@@ -196,7 +210,7 @@ class _LboQuestion(NumberQuestion):
     def check(self, answer) -> Verdict:
         verdict = super().check(answer)
         lbo = as_number(answer)
-        if not verdict and lbo is not None and lbo == int(lbo) and 0 <= lbo < 1 << 18:
+        if not verdict and lbo is not None and math.isfinite(lbo) and lbo == int(lbo) and 0 <= lbo < 1 << 18:
             if int(lbo) % 16:  # the descriptor holds LBO >> 4: the low four bits are lost
                 say(f"  a descriptor holds LBO in units of 16 bytes (LBO >> 4), so {int(lbo)} cannot be written "
                     f"in one: the answer is a multiple of 16.")
@@ -211,9 +225,15 @@ box_lbo = _LboQuestion(
     expected=right_lbo,
     hint="LBO is the byte step from one group of 64 columns of B to the next: where does TMA put them?",
     wrong=[
-        (tc.B_LBO, "that is the kernels' LBO, for boxes of 64 rows; these boxes have 32."),
+        # 8192 is both the kernels' LBO and 32 x 64 elements of 4 bytes; 2048 both 16 rows of 128 bytes
+        # and the box's 32 x 64 elements counted without their 2 bytes: each message names both.
+        (tc.B_LBO, "that is the kernels' LBO, for boxes of 64 rows (these have 32), or this box counted "
+                   "with 4 bytes an element (bf16 has 2)."),
         (tc.B_SBO, "that is SBO, the step to the next 8 rows of K; LBO steps to the next 64 columns."),
         (ROW_BYTES, "that is one row of a box; LBO steps over a whole box."),
-        (16 * ROW_BYTES, "that is the 16 rows of one wgmma's slice; LBO steps over a whole box (32 rows)."),
+        (16 * ROW_BYTES, "that is half the box: its 32 x 64 elements without their 2 bytes each, or the 16 "
+                         "rows of one wgmma's slice; LBO steps over the whole box, in bytes."),
+        (SLICE_ROWS * ROW_BYTES // 16, "that is LBO in the descriptor's units of 16 bytes (LBO >> 4); the "
+                                       "question asks for bytes."),
     ],
 )

@@ -8,6 +8,7 @@ Every expected answer comes from the course's models: the PTX fragment layout
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Callable
 
@@ -24,7 +25,10 @@ from course_lib.model.fragments import fragment_map
 
 @lru_cache(maxsize=None)
 def _fragment_map(operand: str):
-    return fragment_map("mma.m16n8k16", operand)
+    fm = fragment_map("mma.m16n8k16", operand)
+    for table in (fm.owner, fm.reg):  # kept for every check: a learner's function cannot change the answers
+        table.setflags(write=False)
+    return fm
 
 
 def _owner(operand: str, row: int, col: int) -> tuple[int, int]:
@@ -61,6 +65,8 @@ bf16_ridge = NumberQuestion(
                                                               "over bandwidth, so a higher peak moves it right."),
         (lambda want: _peak_ratio(), "that is the factor the peak grew by; the ridge is the fp32 ridge "
                                      "times it."),
+        (lambda want: recorded_ridge("e4m3"), "that is FP8's ridge (e4m3, whose peak is about twice "
+                                              "bf16's); the question asks for bf16."),
         (lambda want: 2 * want, "that doubles it again for bf16's 2-byte elements; the ridge counts bytes "
                                 "of bandwidth, which did not change."),
     ],
@@ -149,9 +155,19 @@ def _b_i(k, n):
     return k % 2 + 2 * (k // 8)
 
 
+def _lane_and_element(answer):
+    """The answer as (lane, i): a list or an array as a tuple, and the figure's labels read as their
+    numbers ("T25" for lane 25, "b3" for element 3)."""
+    answer = tuple(answer) if isinstance(answer, list) else plain_result(answer)
+    if isinstance(answer, tuple) and len(answer) == 2:
+        return tuple(int(m.group(1)) if isinstance(x, str) and (m := re.fullmatch(rf"\s*{label}\s*(\d+)\s*", x))
+                     else x for x, label in zip(answer, (r"(?:T|lane)?", r"b?")))
+    return answer
+
+
 b_owner = Question(
     what="(lane, element) of B[11][6]",
-    normalize=lambda answer: tuple(answer) if isinstance(answer, list) else plain_result(answer),
+    normalize=_lane_and_element,
     expected=lambda: _owner("B", *B_ELEMENT),
     hint="the column is g; the row 11 = 2t + (i % 2) + 8 * (i // 2) gives t and i; the lane is 4g + t",
     wrong=[
@@ -163,5 +179,7 @@ b_owner = Question(
                                                 "add 2 to i (b2, b3)."),
         (_b_wrong(lambda k, n: a_owner(k, n)[0], lambda k, n: a_owner(k, n)[1]),
          "that reads B with A's layout, the row giving g; in B the column gives g (the lane's group)."),
+        (_b_wrong(_b_i, _b_lane), "your lane and element are in the wrong order: give (lane, i), the lane "
+                                  "first."),
     ],
 )

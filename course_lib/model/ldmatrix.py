@@ -4,7 +4,7 @@ which lane receives which element.
     from course_lib.model.ldmatrix import address_role, received, ldmatrix_positions
     address_role(lane=13)                    # -> (1, 5): lane 13 gives the address of row 5 of matrix 1
     received(lane=5, matrix=0)               # -> ((1, 2), (1, 3)): row g = 1, columns 2t, 2t + 1
-    ldmatrix_positions(lambda lane: (lane % 16, 8 * (lane // 16)))   # stage 1's A: every lane's fragment
+    ldmatrix_positions(my_a_row)             # a row address per lane -> every lane's fragment
 
 ``ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16`` is executed by a whole warp. It loads one,
 two or four 8 x 8 matrices of 16-bit values from shared memory; a row of one is eight values, 16
