@@ -237,7 +237,7 @@ def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0,
     if answer is None:
         say(f"{what}: no answer yet — set it in the cell above and run this cell again.")
         return Verdict(False)
-    within = f" (within {rel_tol:.0%})" if rel_tol >= 0.01 else ""
+    within = f" (within {100 * rel_tol:g} %)" if rel_tol >= 0.01 else ""
     if _matches(answer, expected, rel_tol):
         say(f"{what}: {fmt(answer)} is right{within}.")
         return Verdict(True)
@@ -248,6 +248,6 @@ def check_answer(answer: Any, expected: Any, *, what: str, rel_tol: float = 0.0,
         say(f"{what}: {answer!r} is not it: it prints as {fmt(answer)} but is not exactly that; the answer is "
             f"exact, so work it out without rounding.")
     else:
-        counts = f" (answers within {rel_tol:.0%} of it count)" if within else ""
+        counts = f" (answers within {100 * rel_tol:g} % of it count)" if within else ""
         say(f"{what}: {fmt(answer)} is not it yet{counts}." + (f" Hint: {hint}" if hint else ""))
     return Verdict(False)

@@ -208,7 +208,7 @@ def test_swizzled_offset_question(capsys):
     for answer, words in [(472, "without the swizzle"), (475, "not the byte offset"), (512, "4 bytes"),
                           (480, "start of the right chunk"), (104, "3 rows of 128 bytes earlier"),
                           (244, "counts elements"), (392, "not a rotation"), (424, "not a rotation"),
-                          (504, "ORs the chunk")]:
+                          (504, "as an OR (5 | 3)")]:
         ok, out = _answer(ex_hopper.swizzled_offset, answer, capsys)
         assert not ok and words in out, (answer, out)
     # the element tells the XOR from the other operations a learner may hold: each gives another chunk
@@ -653,3 +653,20 @@ def test_stage0_roof_agrees_with_the_intensity_question(capsys):
     assert not ex_mma.stage0_intensity.check(5.4) and not ex_mma.stage0_roof.check(5.4 * bw)
     for unit_slip in (16 / 3 * bw * 1.024, 16 / 3 * bw / 1.024):  # TB/s read as 1024 GB/s
         assert not ex_mma.stage0_roof.check(unit_slip)
+
+
+def test_a_number_beyond_a_floats_range_is_told_it_is_not_it(capsys):
+    """A check never raises: an int or a fraction past a float's range compares as infinity would."""
+    from fractions import Fraction  # noqa: PLC0415
+
+    for question in (ex_hopper.swizzled_offset, ex_hopper.box_lbo, ex_mma.stage0_intensity, ex_mma.stage0_roof):
+        for answer in (10 ** 400, -10 ** 400, Fraction(10 ** 400, 3)):
+            ok, out = _answer(question, answer, capsys)
+            assert not ok and "not it" in out, (question.what, out)
+
+
+def test_a_tolerance_is_printed_as_it_is(capsys):
+    want = ex_mma.stage0_roof.expected()
+    ok, out = _answer(ex_mma.stage0_roof, want * 1.019, capsys)
+    assert not ok and "answers within 1.2 % of it count" in out
+    assert ex_tc.b_owner.check((25, "B3"))

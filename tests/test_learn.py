@@ -43,7 +43,7 @@ def test_numbers_are_echoed_as_the_learner_wrote_them(capsys):
     learn.check_answer(0.375, 2.67, what="reuse")
     assert "0.375 is not it yet" in capsys.readouterr().out
     learn.check_answer(50352128, 50352128, what="bytes", rel_tol=0.02)
-    assert "50352128 is right (within 2%)" in capsys.readouterr().out
+    assert "50352128 is right (within 2 %)" in capsys.readouterr().out
     learn.check_answer(2.6667, 8 / 3, what="reuse", rel_tol=0.02)
     learn.check_answer({"a", "d"}, {"a", "b", "d"}, what="shapes")
     out = capsys.readouterr().out
@@ -59,7 +59,7 @@ def test_a_likely_wrong_answer_is_diagnosed(capsys):
     assert "upside down" in capsys.readouterr().out
     assert not learn.check_answer(1.0, 8 / 3, what="reuse", rel_tol=0.02, wrong=wrong, hint="count reads")
     out = capsys.readouterr().out
-    assert "not it yet (answers within 2% of it count). Hint: count reads" in out
+    assert "not it yet (answers within 2 % of it count). Hint: count reads" in out
     assert learn.check_answer(8 / 3, 8 / 3, what="reuse", rel_tol=0.02, wrong=wrong)
 
 

@@ -22,6 +22,7 @@ top to bottom whatever you entered.
 
 from __future__ import annotations
 
+import math
 import numbers
 import random
 from dataclasses import dataclass, field
@@ -126,7 +127,13 @@ def as_number(answer: Any) -> int | float | None:
             return None
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
         return None
-    return answer if isinstance(answer, (int, float)) else float(answer)
+    if isinstance(answer, float):
+        return answer
+    try:  # an int (or a Fraction) beyond a float's range compares as an infinite float would
+        float(answer)
+    except OverflowError:
+        return math.inf if answer > 0 else -math.inf
+    return answer if isinstance(answer, int) else float(answer)
 
 
 def _not_a_number(answer: Any) -> str:

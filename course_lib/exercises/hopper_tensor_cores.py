@@ -169,8 +169,8 @@ swizzled_offset = NumberQuestion(
         (layout.tma_box_offset(*ELEMENT) / 2, "that counts elements; the question asks for bytes (bf16: 2 each)."),
         (_rotated(*ELEMENT), _NOT_A_ROTATION),
         (_rotated_back(*ELEMENT), _NOT_A_ROTATION),
-        (_or_instead_of_xor(*ELEMENT), "that ORs the chunk with row % 8; the swizzle XORs them (5 ^ 3 = 6, "
-                                       "5 | 3 = 7)."),
+        (_or_instead_of_xor(*ELEMENT), "that puts the element in chunk 7, as an OR (5 | 3) or an XOR with "
+                                       "the row before (5 ^ 2) would: chunk 5 XOR row % 8 = 3 is 6."),
     ],
 )
 

@@ -160,7 +160,7 @@ def _lane_and_element(answer):
     numbers ("T25" for lane 25, "b3" for element 3)."""
     answer = tuple(answer) if isinstance(answer, list) else plain_result(answer)
     if isinstance(answer, tuple) and len(answer) == 2:
-        return tuple(int(m.group(1)) if isinstance(x, str) and (m := re.fullmatch(rf"\s*{label}\s*(\d+)\s*", x))
+        return tuple(int(m.group(1)) if isinstance(x, str) and (m := re.fullmatch(rf"\s*{label}\s*([0-9]+)\s*", x, re.I))
                      else x for x, label in zip(answer, (r"(?:T|lane)?", r"b?")))
     return answer
 
