@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-
 from pathlib import Path
 
 import torch
