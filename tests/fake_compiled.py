@@ -2,48 +2,102 @@
 (``fast_launch.KernelLaunch``) call on a GPU, for the tests of triton_fast's and Triton FP8's plans.
 
 The one place the tests depend on how Triton launches a compiled kernel inside, read in Triton 3.6.0
-(the H200's) and 3.7.1 (the lock) and named in ``fast_launch.TRITON_CHECKED_AGAINST``. On a GPU the
-real runner and launcher run under every test that calls a Triton stage twice with operands of one key.
+(the H200's) and 3.7.1 (the lock) and named in ``fast_launch.TRITON_CHECKED_AGAINST``. The launcher
+object is the installed Triton's own class (its ``__call__`` runs as on a GPU); only its C function is
+played here, in the argument order of the installed version. On a GPU the real runner and launcher run
+under every test that calls a Triton stage twice with operands of one key.
 """
 
 from __future__ import annotations
 
+import contextvars
+
+from triton.backends.nvidia.driver import CudaLauncher
+
 from course_lib.kernels.coalescing_and_triton import fast_launch
 
 FAKE_STREAM = 7  # the raw stream the fake GPU's device 0 is on
+SCRATCH_BYTES = 128  # global scratch per program the fake kernels ask for (in-kernel descriptors)
+
+
+class FakeLauncher(CudaLauncher):
+    """Triton's launcher object (``CompiledKernel.run``) with its own ``__call__``, made without its
+    ``__init__`` (which compiles C); its C function (``launch``) is :meth:`c_function`."""
+
+    def __init__(self, compiled: "FakeCompiled") -> None:  # noqa: D107 - what CudaLauncher.__init__ sets
+        self.compiled = compiled
+        self.num_ctas, self.launch_cooperative_grid, self.launch_pdl = 1, False, False
+        self.global_scratch_size, self.global_scratch_align = SCRATCH_BYTES, 64
+        self.profile_scratch_size, self.profile_scratch_align = 0, 1
+        self.arg_annotations, self.kernel_signature = object(), object()
+        self.launch = self.c_function
+
+    def c_function(self, *args) -> None:
+        """The C launcher: checks what it is given, calls a hook that is not None (as Triton's C code
+        does), and launches the kernel with the interpreter."""
+        layout = fast_launch.c_launch_layout(CudaLauncher)
+        if layout == "3.7":
+            (gx, gy, gz, stream, function, coop, pdl, metadata, launch_metadata, enter, leave, scratch, profile,
+             annotations, types, kernel_args) = args
+            assert (annotations, types) == (self.arg_annotations, self.kernel_signature)
+        else:
+            assert layout == "3.6", "fake_compiled plays the C launcher of Triton 3.6 and 3.7 only"
+            gx, gy, gz, stream, function, coop, pdl, scratch, profile, metadata, launch_metadata, enter, leave, \
+                *kernel_args = args
+        assert (stream, function, metadata, coop, pdl, profile) == (
+            FAKE_STREAM, self.compiled.function, self.compiled.packed_metadata, False, False, None)
+        assert scratch == ("scratch", gx * gy * gz * SCRATCH_BYTES, 64, FAKE_STREAM), scratch
+        if FakeCompiled.in_runner:
+            FakeCompiled.runs += 1
+            assert launch_metadata is FakeCompiled.LAUNCH_METADATA
+        else:
+            FakeCompiled.direct += 1
+            assert launch_metadata is None and enter is None and leave is None  # no hooks: none passed
+        if enter is not None:
+            enter(launch_metadata)
+        self.compiled.launch_interpreted((gx, gy, gz), kernel_args)
+        if leave is not None:
+            leave(launch_metadata)
+
+
+def _scratch(size: int, alignment: int, stream: int) -> tuple:
+    """The allocator Triton's launcher asks for scratch (``triton.set_allocator``'s), played."""
+    return ("scratch", size, alignment, stream)
 
 
 class FakeCompiled:
     """Stands for Triton's CompiledKernel: ``self[grid]`` is a runner that takes every parameter of
-    the kernel positionally, in its signature's order (constexprs too), as the real one does, and
-    ``self.run`` the launcher the runner calls (grid, stream, function, metadata, launch metadata, two
-    hooks, then those parameters). Both hand the parameters to the interpreter by name, so a parameter
-    in the wrong place computes a wrong C. ``runs`` counts the runner's launches, ``direct`` the
-    launcher's called without the runner."""
+    the kernel positionally, in its signature's order (constexprs too), and calls ``self.run`` (a
+    :class:`FakeLauncher`) with the grid, stream, function, metadata, launch metadata, both hooks and
+    those parameters, as the real runner does. The C launcher hands the parameters to the interpreter
+    by name, so a parameter in the wrong place computes a wrong C. ``runs`` counts launches through the
+    runner, ``direct`` those without it."""
 
     runs = direct = 0
+    in_runner = False
+    LAUNCH_METADATA = object()  # what the runner builds for a launch hook
 
     def __init__(self, kernel):
         self.kernel = kernel
         self.function, self.packed_metadata = object(), object()
+        self.run = FakeLauncher(self)
 
-    def _launch(self, grid, args):
+    def launch_interpreted(self, grid, args):
         assert len(grid) == 3
         assert len(args) == len(self.kernel.arg_names), (args, self.kernel.arg_names)
         self.kernel[grid](**dict(zip(self.kernel.arg_names, args)))
 
     def __getitem__(self, grid):
         def runner(*args):
-            FakeCompiled.runs += 1
-            self._launch(grid, args)
+            runtime = fast_launch.triton.knobs.runtime
+            FakeCompiled.in_runner = True
+            try:
+                self.run(grid[0], grid[1], grid[2], FAKE_STREAM, self.function, self.packed_metadata,
+                         FakeCompiled.LAUNCH_METADATA, runtime.launch_enter_hook, runtime.launch_exit_hook, *args)
+            finally:
+                FakeCompiled.in_runner = False
 
         return runner
-
-    def run(self, gx, gy, gz, stream, function, metadata, launch_metadata, enter_hook, exit_hook, *args):
-        assert (stream, function, metadata) == (FAKE_STREAM, self.function, self.packed_metadata)
-        assert launch_metadata is None and enter_hook is None and exit_hook is None
-        FakeCompiled.direct += 1
-        self._launch((gx, gy, gz), args)
 
     @staticmethod
     def launches() -> int:
@@ -69,10 +123,12 @@ class Jit:
 
 def launched_as_on_a_gpu(monkeypatch, module, names) -> list:
     """The kernels ``names`` of ``module``, as the plans see them, return a compiled kernel from their
-    first launch, launched again on the fake GPU's stream; returns the list of the JIT's launches."""
+    first launch, launched again on the fake GPU's stream with scratch from a played allocator; returns
+    the list of the JIT's launches."""
     launches = []
     for name in names:
         monkeypatch.setattr(module, name, Jit(getattr(module, name), launches))
     monkeypatch.setattr(fast_launch, "CompiledKernel", FakeCompiled)
     monkeypatch.setattr(fast_launch, "_stream_queries", lambda: (lambda: 0, {0: FAKE_STREAM}.__getitem__))
+    monkeypatch.setattr(fast_launch._allocation, "_allocator", contextvars.ContextVar("fake", default=_scratch))
     return launches

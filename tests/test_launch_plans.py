@@ -223,12 +223,14 @@ def test_the_runner_gets_every_parameter_in_signature_order(monkeypatch, cfg, sh
     a, b = random_inputs(M, N, K, dtype, seed=7)
     c = torch.full((M, N), math.nan)
     plan = fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=(dtype,)), dtype, cfg, c)
-    assert plan.runner is not None and len(launches) == 1
+    # the installed Triton's launcher is one whose work the plan does itself (its C function called)
+    assert plan.runner is not None and plan.c_launch is not None and len(launches) == 1
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == "fp32" else dict(rtol=2e-3, atol=2e-3)
     hooks = triton.knobs.runtime.launch_enter_hook
+    hooked = []
 
     def hook(metadata):
-        pass
+        hooked.append(metadata)
 
     for seed, with_hook in ((8, False), (9, True)):  # new operands of the same key, into new outputs
         a, b = random_inputs(M, N, K, dtype, seed=seed)
@@ -243,7 +245,8 @@ def test_the_runner_gets_every_parameter_in_signature_order(monkeypatch, cfg, sh
             hooks.remove(hook)
         # the launcher directly without a hook, the runner with one; never the JIT
         assert (FakeCompiled.runs - runs, FakeCompiled.direct - direct) == ((1, 0) if with_hook else (0, 1))
-        assert len(launches) == 1
+        assert len(launches) == 1 and hooked == ([FakeCompiled.LAUNCH_METADATA] if with_hook else [])
+        hooked.clear()
         torch.testing.assert_close(c.double(), a.double() @ b.double(), **tol)
     if cfg.split_k > 1:
         assert int(common.zeroed_counters(1, a.device).abs().sum()) == 0
@@ -265,6 +268,22 @@ def test_a_changed_triton_internal_stops_the_plan_and_names_the_versions_checked
                        match=r"JITFunction\.run no longer .*checked against Triton 3\.6\.0 .* and 3\.7\.1"):
         fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=("fp32",)), "fp32", FastConfig(32, 32, 32),
                              torch.full((40, 72), math.nan))
+
+
+@cpu_only
+def test_the_installed_tritons_launcher_is_one_the_plans_call_inside():
+    """The lock's Triton (and the H200's, 3.6) has a launcher whose call :class:`KernelLaunch` does itself;
+    a launcher class whose call is another (a newer Triton) is not called inside (the launch then
+    calls the launcher object)."""
+    from triton.backends.nvidia.driver import CudaLauncher  # noqa: PLC0415
+
+    assert fast_launch.c_launch_layout(CudaLauncher) in ("3.6", "3.7")
+
+    class Changed(CudaLauncher):
+        def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+            self.launch(gridX, gridY, gridZ, stream, function, *args)
+
+    assert fast_launch.c_launch_layout(Changed) is None
 
 
 def _runner_that_passes_metadata_by_keyword(self, grid):

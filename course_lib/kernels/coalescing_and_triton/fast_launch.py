@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 import triton
 from triton.compiler import CompiledKernel
+from triton.runtime import _allocation
 
 from course_lib import backend
 from course_lib import dtypes
@@ -113,6 +114,38 @@ def _stream_queries():
     return common.cuda_queries()[1], driver.active.get_current_stream
 
 
+# What Triton's CUDA launcher object (``CompiledKernel.run``, a ``CudaLauncher`` of
+# backends/nvidia/driver.py) does when called, whitespace collapsed: it asks Triton's allocator for the
+# kernel's global scratch (grid size x CTAs x the kernel's scratch bytes; the profiler's scratch the
+# same way, which only a profiled compile has), then calls its C launcher. The C launcher's argument
+# order differs between the versions; each version's call, as its source has it:
+_SCRATCH_LINES = ("alloc_size = grid_size * self.num_ctas * size", "alloc_fn = allocator.get()",
+                  "return alloc_fn(alloc_size, align, stream)",
+                  "global_scratch = allocate_scratch(self.global_scratch_size, self.global_scratch_align, "
+                  "_allocation._allocator)")
+_C_LAUNCH_CALLS = {
+    "3.6": "self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid, self.launch_pdl, "
+           "global_scratch, profile_scratch, *args)",
+    "3.7": "self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid, self.launch_pdl, "
+           "kernel_metadata, launch_metadata, launch_enter_hook, launch_exit_hook, global_scratch, profile_scratch, "
+           "self.arg_annotations, self.kernel_signature, args)",
+}
+
+
+@functools.cache
+def c_launch_layout(launcher_type: type) -> str | None:
+    """Which of :data:`_C_LAUNCH_CALLS` the launcher class's ``__call__`` makes ("3.6", "3.7"), if it
+    also allocates its scratch as :data:`_SCRATCH_LINES` say; None otherwise (the direct launch then
+    calls the launcher object, which is correct for any Triton whose runner passes the check)."""
+    try:
+        source = " ".join(inspect.getsource(launcher_type.__call__).split())
+    except (OSError, TypeError, AttributeError):
+        return None
+    if not all(line in source for line in _SCRATCH_LINES):
+        return None
+    return next((version for version, call in _C_LAUNCH_CALLS.items() if call in source), None)
+
+
 def require_triton_runner() -> None:
     """Raise :class:`TritonRunnerChanged` if :func:`triton_runner_problems` finds any (checked once)."""
     problems = triton_runner_problems()
@@ -145,7 +178,10 @@ class KernelLaunch:
     While no launch hook is set (:func:`no_launch_hooks`), a launch does what the runner does without
     its per-call Python: the current stream, then the compiled kernel's launcher with no launch metadata
     and no hooks (the runner builds the metadata only for a hook, and the launcher skips a hook that
-    is None); with a hook set it goes through the runner.
+    is None); with a hook set it goes through the runner. Where the launcher object is one whose call
+    :func:`c_launch_layout` knows (Triton 3.6 and 3.7), a launch does that call's work too: the scratch
+    from Triton's allocator, then the launcher's C function, with what the launcher object would pass
+    it (its ``__call__`` defines a function and asks for two scratch buffers on every launch).
     """
 
     def __init__(self, kernel, grid: tuple, front: tuple, rest: tuple, meta: dict) -> None:
@@ -159,17 +195,41 @@ class KernelLaunch:
             self.tail = self.rest + tuple(meta[name] for name in kernel.arg_names[len(front) + len(self.rest):])
             self.direct = (self.compiled.run, *grid3, self.compiled.function, self.compiled.packed_metadata)
             self.queries = _stream_queries()
+            self.c_launch = self._c_launch(self.compiled.run, grid3)
 
     def launch(self, *front) -> None:
         """Launch again with ``front`` in place of the first launch's front arguments."""
         if self.runner is None:
             self.kernel[self.grid](*front, *self.rest, **self.meta)
-        elif no_launch_hooks():
+        elif not no_launch_hooks():
+            self.runner(*front, *self.tail)
+        elif self.c_launch is None:
             run, gx, gy, gz, function, metadata = self.direct
             get_device, get_stream = self.queries
             run(gx, gy, gz, get_stream(get_device()), function, metadata, None, None, None, *front, *self.tail)
         else:
-            self.runner(*front, *self.tail)
+            layout, launch, gx, gy, gz, function, coop, pdl, metadata, size, align, annotations, types = self.c_launch
+            get_device, get_stream = self.queries
+            stream = get_stream(get_device())
+            scratch = _allocation._allocator.get()(size, align, stream) if size else None
+            if layout == "3.7":
+                launch(gx, gy, gz, stream, function, coop, pdl, metadata, None, None, None, scratch, None,
+                       annotations, types, front + self.tail)
+            else:
+                launch(gx, gy, gz, stream, function, coop, pdl, scratch, None, metadata, None, None, None,
+                       *front, *self.tail)
+
+    def _c_launch(self, launcher, grid3: tuple) -> tuple | None:
+        """What :meth:`launch` needs to call the launcher's C function itself, as the launcher object
+        would (:func:`c_launch_layout`); None where the layout is not known or the kernel was compiled
+        for the profiler (its own scratch), when ``launch`` calls the launcher object instead."""
+        layout = c_launch_layout(type(launcher))
+        if layout is None or getattr(launcher, "profile_scratch_size", 1) != 0:
+            return None
+        size = grid3[0] * grid3[1] * grid3[2] * launcher.num_ctas * launcher.global_scratch_size
+        return (layout, launcher.launch, *grid3, self.compiled.function, launcher.launch_cooperative_grid,
+                launcher.launch_pdl, self.compiled.packed_metadata, size, launcher.global_scratch_align,
+                getattr(launcher, "arg_annotations", None), getattr(launcher, "kernel_signature", None))
 
 
 # ---- B^T: the transpose kernel's launch ----------------------------------------------------------
