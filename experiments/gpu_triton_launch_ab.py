@@ -18,6 +18,7 @@ once (``fp8.cublas_fp8_for``) and ``triton_fp8`` (issue 37's bar: <= 1.25 x). Ra
 import gc
 import statistics
 import time
+import warnings
 
 import torch
 
@@ -39,7 +40,9 @@ def per_call(f, *args) -> float:
 
 
 def plans() -> list:
-    return [o for o in gc.get_objects() if isinstance(o, fast_launch.KernelLaunch)]
+    with warnings.catch_warnings():  # isinstance on some of PyTorch's objects warns (a FutureWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        return [o for o in gc.get_objects() if isinstance(o, fast_launch.KernelLaunch)]
 
 
 def rounds(label: str, fns: dict, args: tuple, reference: str) -> None:
