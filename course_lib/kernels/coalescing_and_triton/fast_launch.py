@@ -187,7 +187,7 @@ class KernelLaunch:
     def __init__(self, kernel, grid: tuple, front: tuple, rest: tuple, meta: dict) -> None:
         self.kernel, self.grid, self.rest, self.meta = kernel, grid, tuple(rest), meta
         self.compiled = kernel[grid](*front, *self.rest, **meta)
-        self.runner = None
+        self.runner = self.c_launch = None
         if isinstance(self.compiled, CompiledKernel):  # a GPU
             require_triton_runner()
             grid3 = grid + (1,) * (3 - len(grid))  # the runner reads three axes
