@@ -286,6 +286,25 @@ def test_the_installed_tritons_launcher_is_one_the_plans_call_inside():
     assert fast_launch.c_launch_layout(Changed) is None
 
 
+@cpu_only
+def test_a_launcher_of_unknown_layout_is_called_as_an_object(monkeypatch):
+    """Where :func:`fast_launch.c_launch_layout` does not know the launcher, a later launch calls the
+    launcher object (its own ``__call__`` allocates the scratch and calls C), still without the runner."""
+    _launched_as_on_a_gpu(monkeypatch)
+    monkeypatch.setattr(fast_launch, "c_launch_layout", lambda launcher_type: None)
+    M, N, K = 40, 72, 48
+    a, b = random_inputs(M, N, K, "fp32", seed=7)
+    plan = fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=("fp32",)), "fp32", FastConfig(32, 32, 32),
+                                torch.full((M, N), math.nan))
+    assert plan.runner is not None and plan.c_launch is None
+    a, b = random_inputs(M, N, K, "fp32", seed=8)
+    c = torch.full((M, N), math.nan)
+    runs, direct = FakeCompiled.runs, FakeCompiled.direct
+    plan(a, b, c)
+    assert (FakeCompiled.runs - runs, FakeCompiled.direct - direct) == (0, 1)
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+
+
 def _runner_that_passes_metadata_by_keyword(self, grid):
     def runner(*args, stream=None):
         self.run(grid[0], grid[1], grid[2], stream, self.function, self.packed_metadata,
