@@ -56,7 +56,10 @@ from course_lib.timing import time_fn
 import runlog  # this folder is on sys.path
 
 BINDING = Path(__file__).resolve().parent / "kernels" / "tc_7_variants_binding.cu"
-VARIANTS = {"base": [], "fast n128": ["-DTC7_FAST_BLOCK_N=128"]}
+VARIANTS = {"base": [], "fast n128": ["-DTC7_FAST_BLOCK_N=128"],
+            # two accumulator sets, a slice promoted while the next one's wgmmas run, in groups of G slices
+            # with nothing in flight between groups (tc_fp8.cuh, promoted_sum_overlapped)
+            "group 2": ["-DTC7_GROUP=2"], "group 4": ["-DTC7_GROUP=4"], "group 8": ["-DTC7_GROUP=8"]}
 BEFORE = os.environ.get("BEFORE_CSRC")
 if BEFORE:
     VARIANTS.update({"before": [], "before fast n128": ["-DTC7_FAST_BLOCK_N=128"]})

@@ -24,15 +24,17 @@ ACC = N // 2
 
 PROGRAM = r"""
 #include "tc_fp8.cuh"
+#include <cmath>
 #include <cstdio>
+#include <utility>
 #include <vector>
-// stdin: M row0 k_slices blocks, scale_a[M][k_slices], scale_w[k_slices],
+// stdin: M row0 k_slices blocks group first_grouped, scale_a[M][k_slices], scale_w[k_slices],
 //        parts[k_slices][64][128] (each slice's exact sums for the warpgroup's 64 rows),
 //        layout[128 threads][64][2] (row, column of accumulator i; the Python model's)
 // stdout: per thread, total[0..63] and then the two rows whose scales it reads
 int main() {
-  int M, row0, k_slices, blocks;
-  if (scanf("%d %d %d %d", &M, &row0, &k_slices, &blocks) != 4) return 2;
+  int M, row0, k_slices, blocks, group, first_grouped;
+  if (scanf("%d %d %d %d %d %d", &M, &row0, &k_slices, &blocks, &group, &first_grouped) != 6) return 2;
   std::vector<float> sa(size_t(M) * k_slices), sw(k_slices), parts(size_t(k_slices) * 64 * 128);
   std::vector<int> layout(128 * 64 * 2);
   for (auto& x : sa) scanf("%f", &x);
@@ -43,18 +45,44 @@ int main() {
   for (int t = 0; t < 128; ++t) {
     const int warp = t / 32, lane = t % 32;
     const tc::fp8::ThreadRows rows = tc::fp8::thread_rows(row0, warp, lane, M);
-    float total[64], acc[64];
-    const auto slice = [&](int ks) {  // the tensor cores' part: slice ks's sums from zero
+    float total[64], acc[64], acc1[64];
+    const auto sums = [&](int ks, float (&d)[64]) {  // the tensor cores' part: slice ks's sums from zero
       for (int i = 0; i < 64; ++i) {
         const int r = layout[(t * 64 + i) * 2], c = layout[(t * 64 + i) * 2 + 1];
-        acc[i] = parts[(size_t(ks) * 64 + r) * 128 + c];
+        d[i] = parts[(size_t(ks) * 64 + r) * 128 + c];
       }
     };
+    const auto slice = [&](int ks) { sums(ks, acc); };
+    // The overlapped sum's wgmmas, modelled as asynchronous: issuing fills the set with NaN, and the
+    // sums land only when a wait retires the batch (all but the newest `in_flight`). Slots must be
+    // freed once each, in order, and only once their batch has landed.
+    std::vector<std::pair<int, float*>> running;
+    int freed = 0;
+    bool order_ok = true;
+    const auto issue = [&](int ks, float (&d)[64]) {
+      for (auto& x : d) x = NAN;
+      running.push_back({ks, d});
+      return ks;  // the token: the slot to free
+    };
+    const auto retire = [&](float (&)[64], int token, auto in_flight) {
+      while (int(running.size()) > decltype(in_flight)::value) {
+        float(&d)[64] = *reinterpret_cast<float(*)[64]>(running.front().second);
+        sums(running.front().first, d);
+        running.erase(running.begin());
+      }
+      for (auto& r : running) order_ok &= r.first != token;
+      order_ok &= token == freed++;
+    };
     const auto where = tc::fp8::block_scale_rows(scales, rows, 0);
-    if (blocks)
-      tc::fp8::promoted_sum<true>(total, acc, k_slices, where, slice);
-    else
-      tc::fp8::promoted_sum<false>(total, acc, k_slices, where, slice);
+#define SUM(B)                                                                                                \
+  switch (group) {                                                                                            \
+    case 0: tc::fp8::promoted_sum<B>(total, acc, k_slices, where, slice); freed = k_slices; break;            \
+    case 2: tc::fp8::promoted_sum_overlapped<B, 2>(total, acc, acc1, k_slices, first_grouped, where, issue, issue, retire); break; \
+    case 4: tc::fp8::promoted_sum_overlapped<B, 4>(total, acc, acc1, k_slices, first_grouped, where, issue, issue, retire); break; \
+    default: return 3;                                                                                        \
+  }
+    if (blocks) { SUM(true) } else { SUM(false) }
+    if (!order_ok || freed != k_slices || !running.empty()) return 4;
     for (int i = 0; i < 64; ++i) printf("%.9g\n", total[i]);
     printf("%d %d\n", rows.lo, rows.hi);
   }
@@ -98,8 +126,8 @@ def _problem(M: int, row0: int, k_slices: int, seed: int):
     return sa, sw, parts, layout
 
 
-def _run(exe, M, row0, k_slices, blocks, sa, sw, parts, layout) -> np.ndarray:
-    stdin = " ".join(map(str, (M, row0, k_slices, int(blocks)))) + "\n" + "\n".join(
+def _run(exe, M, row0, k_slices, blocks, sa, sw, parts, layout, group=0, first_grouped=0) -> np.ndarray:
+    stdin = " ".join(map(str, (M, row0, k_slices, int(blocks), group, first_grouped))) + "\n" + "\n".join(
         " ".join(f"{x:.9g}" for x in a.ravel()) for a in (sa, sw, parts)) + "\n" + " ".join(map(str, layout.ravel()))
     r = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -175,4 +203,54 @@ def test_a_planted_bug_is_caught(tmp_path, what, before, after):
             stored = _stored(M, row0, layout)
             caught |= not np.array_equal(got[stored], _expected(M, row0, blocks, sa, sw, parts, layout)[stored])
             caught |= not np.array_equal(rows, _rows(M, row0))
+    assert caught, f"planted bug not caught: {what}"
+
+
+# promoted_sum_overlapped (the two-set experiment): groups of G slices after `first_grouped` single ones
+OVERLAPPED = [(2, 0, 5), (2, 3, 9), (4, 0, 9), (4, 3, 12), (4, 2, 1), (4, 0, 3)]  # (G, first_grouped, k slices)
+
+PLANTED_OVERLAPPED = [
+    ("a set promoted before its wait", "    retire(acc, Pick<J>::from(tokens[0], tokens[1]), InFlight<(J + 1 < G ? 1 : 0)>{});\n"
+     "    const auto& s = Pick<J>::from(sc[0], sc[1]);\n    promote<BLOCKS>(total, acc, s.lo, s.hi);",
+     "    const auto& s = Pick<J>::from(sc[0], sc[1]);\n    promote<BLOCKS>(total, acc, s.lo, s.hi);\n"
+     "    retire(acc, Pick<J>::from(tokens[0], tokens[1]), InFlight<(J + 1 < G ? 1 : 0)>{});"),
+    ("the next slice issued into the set being promoted", "= issue(ks + J + 1, Pick<J + 1>::from(acc0, acc1));",
+     "= issue(ks + J + 1, Pick<J>::from(acc0, acc1));"),
+    ("the group's last wait leaves one batch running", "InFlight<(J + 1 < G ? 1 : 0)>", "InFlight<1>"),
+    ("a slice's block scales taken for the next", "Pick<J + 1>::from(sc[0], sc[1]).load(scales, ks + J + 1);",
+     "Pick<J + 1>::from(sc[0], sc[1]).load(scales, ks + J);"),
+    ("the slices after the last group dropped", "  for (; ks < k_slices; ++ks) one(ks, issue);\n}", "}"),
+]
+
+
+@pytest.mark.parametrize("blocks", [False, True], ids=["per tensor or row", "block scales"])
+@pytest.mark.parametrize("group,first_grouped,k_slices", OVERLAPPED)
+def test_the_overlapped_sum_promotes_every_slice_once_after_its_wait(program, group, first_grouped, k_slices, blocks):
+    M, row0 = 200, 128
+    sa, sw, parts, layout = _problem(M, row0, k_slices, seed=group + k_slices)
+    got, rows = _run(program, M, row0, k_slices, blocks, sa, sw, parts, layout, group, first_grouped)
+    one_at_a_time, _ = _run(program, M, row0, k_slices, blocks, sa, sw, parts, layout)
+    stored = _stored(M, row0, layout)
+    assert np.array_equal(got[stored], one_at_a_time[stored])  # the same additions in the same order
+    assert np.allclose(got[stored], _expected(M, row0, blocks, sa, sw, parts, layout)[stored], rtol=1e-6, atol=1e-4)
+    assert np.array_equal(rows, _rows(M, row0))
+
+
+@pytest.mark.parametrize("what,before,after", PLANTED_OVERLAPPED, ids=[p[0] for p in PLANTED_OVERLAPPED])
+def test_a_planted_bug_in_the_overlapped_sum_is_caught(tmp_path, what, before, after):
+    text = HEADER.read_text()
+    assert text.count(before) == 1, f"tc_fp8.cuh no longer contains {before!r}: plant '{what}' afresh"
+    exe = _build(tmp_path, text.replace(before, after), "planted")
+    caught = False
+    for blocks in (False, True):
+        for group, first_grouped, k_slices in OVERLAPPED:
+            sa, sw, parts, layout = _problem(200, 128, k_slices, seed=group + k_slices)
+            try:
+                got, _ = _run(exe, 200, 128, k_slices, blocks, sa, sw, parts, layout, group, first_grouped)
+            except AssertionError:
+                caught = True  # the program refused (a slot freed out of order, a batch left running)
+                continue
+            stored = _stored(200, 128, layout)
+            caught |= not np.allclose(got[stored], _expected(200, 128, blocks, sa, sw, parts, layout)[stored],
+                                      rtol=1e-6, atol=1e-4)
     assert caught, f"planted bug not caught: {what}"

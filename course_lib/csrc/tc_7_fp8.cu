@@ -47,6 +47,9 @@ constexpr int BLOCK_M = 128, BLOCK_K = SWIZZLE_BYTES;  // a slice: 128 e4m3 of K
 #endif
 constexpr int BLOCK_N = TC7_FAST_BLOCK_N;              // fast accumulation: the sums stay in wgmma's accumulator
                                                        // (experiments build it with 128: the promoted tile)
+#ifndef TC7_GROUP
+#define TC7_GROUP 1  // > 1: the experiment of promoted_sum_overlapped (tc_fp8.cuh)
+#endif
 constexpr int BLOCK_N_PROMOTED = 128;                  // promoted sums (and one 128 x 128 block of W per tile)
 constexpr int SCALE_K = 128;                           // K covered by one block scale
 static_assert(SCALE_K == BLOCK_K, "one block scale per slice of K");
@@ -158,6 +161,43 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
           staged_waiting = false;
         }
       };
+#if TC7_GROUP > 1
+      if constexpr (PROMOTE) {
+        // EXPERIMENT: two accumulator sets, a slice promoted while the next one's wgmmas run
+        // (tc_fp8.cuh, promoted_sum_overlapped); the slices that store the last tile go one at a time,
+        // so that `staged` is not live beside both sets.
+        float acc1[BN / 2];
+        const auto start = [&](int ks, float (&d)[BN / 2]) {
+          mbar_wait(ring.full, ring.phase);
+          wgmma_fence();
+#pragma unroll
+          for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32)
+            wgmma_fp8<BN>(d, ring.a_desc(k32 * FP8_WGMMA_K / 16), ring.b_desc(k32 * FP8_WGMMA_K / 16), k32 > 0);
+          wgmma_commit();
+          const uint32_t empty = ring.empty();
+          ring.advance();
+          return empty;
+        };
+        const auto start_and_store = [&](int ks, float (&d)[BN / 2]) {
+          const uint32_t empty = start(ks, d);
+          if (staged_waiting && ks == store_at)
+            store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+          if (staged_waiting && ks == store_at2) {
+            store_tile_tma<HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
+            staged_waiting = false;
+          }
+          return empty;
+        };
+        const auto retire = [&](float (&d)[BN / 2], uint32_t empty, auto in_flight) {
+          wgmma_wait<decltype(in_flight)::value>();
+          fence_accumulators(d);
+          if (leader) mbar_arrive_all_ctas<CLUSTER>(empty);
+        };
+        fp8::promoted_sum_overlapped<BLOCKS, TC7_GROUP>(total, acc, acc1, k_slices, staged_waiting ? store_at2 + 1 : 0,
+                                                        fp8::block_scale_rows(scales, rows, n0 / BN), start_and_store,
+                                                        start, retire);
+      } else
+#endif
       if constexpr (PROMOTE) {
         // [excerpt promote]
         // Each slice from zero; once its wgmmas are done, the slot is free and the sums are promoted

@@ -81,5 +81,82 @@ __host__ __device__ __forceinline__ void promoted_sum(float (&total)[R], float (
 }
 // [/excerpt promoted-sum]
 
+// The same sum with a second accumulator set, so that a slice's promotion runs while the next
+// slice's wgmmas do (TC7_GROUP > 1, an experiment). `issue(ks, acc)` (`issue_first` before
+// `first_grouped`, which may do more, e.g. store the last tile) waits for slice ks's slot and
+// starts its wgmmas into acc from zero, returning a token (the slot to free); `retire(acc, token,
+// in_flight)` waits until at most `in_flight` (a std::integral_constant) batches still run, then frees
+// the token's slot. Slices before `first_grouped` go one at a time as in promoted_sum; from there, in
+// groups of G, slice j of a group goes into set j % 2 and is promoted while slice j + 1 runs. Each
+// group ends with nothing in flight: across a loop's back edge ptxas cannot tell which set a wait
+// retired and serialises every wgmma (C7514, journal: "two accumulator sets"). Slices left over
+// (fewer than G) go one at a time.
+template <int J>
+struct Pick {  // set J % 2, chosen at compile time (a runtime choice would put both sets in memory)
+  template <class T>
+  __host__ __device__ __forceinline__ static T& from(T& s0, T& s1) {
+    if constexpr (J % 2 == 0) return s0; else return s1;
+  }
+};
+template <int N>
+struct InFlight { static constexpr int value = N; };
+
+template <bool BLOCKS>
+struct SliceScale {
+  float lo = 1.f, hi = 1.f;
+  __host__ __device__ __forceinline__ void load(const BlockScaleRows& s, int ks) {
+    if constexpr (BLOCKS) {
+      const float w = s.w[ks];
+      lo = s.lo[ks] * w, hi = s.hi[ks] * w;
+    }
+  }
+};
+
+template <bool BLOCKS, int G, int J, int R, class Token, class Issue, class Retire>
+__host__ __device__ __forceinline__ void promote_group_from(float (&total)[R], float (&acc0)[R], float (&acc1)[R], int ks,
+                                                            const BlockScaleRows& scales, Token (&tokens)[2],
+                                                            SliceScale<BLOCKS> (&sc)[2], Issue& issue, Retire& retire) {
+  if constexpr (J < G) {
+    // slice ks + J is running in set J % 2; start ks + J + 1 in the other set, then promote ks + J
+    if constexpr (J + 1 < G) {
+      Pick<J + 1>::from(sc[0], sc[1]).load(scales, ks + J + 1);
+      Pick<J + 1>::from(tokens[0], tokens[1]) = issue(ks + J + 1, Pick<J + 1>::from(acc0, acc1));
+    }
+    auto& acc = Pick<J>::from(acc0, acc1);
+    retire(acc, Pick<J>::from(tokens[0], tokens[1]), InFlight<(J + 1 < G ? 1 : 0)>{});
+    const auto& s = Pick<J>::from(sc[0], sc[1]);
+    promote<BLOCKS>(total, acc, s.lo, s.hi);
+    promote_group_from<BLOCKS, G, J + 1>(total, acc0, acc1, ks, scales, tokens, sc, issue, retire);
+  }
+}
+
+template <bool BLOCKS, int G, int R, class IssueFirst, class Issue, class Retire>
+__host__ __device__ __forceinline__ void promoted_sum_overlapped(float (&total)[R], float (&acc0)[R], float (&acc1)[R],
+                                                                 int k_slices, int first_grouped,
+                                                                 const BlockScaleRows& scales, IssueFirst&& issue_first,
+                                                                 Issue&& issue, Retire&& retire) {
+  static_assert(G >= 2, "a group overlaps at least two slices");
+  using Token = decltype(issue(0, acc0));
+#pragma unroll
+  for (auto& x : total) x = 0.f;
+  const auto one = [&](int ks, auto& start) {
+    SliceScale<BLOCKS> s;
+    s.load(scales, ks);
+    const Token token = start(ks, acc0);
+    retire(acc0, token, InFlight<0>{});
+    promote<BLOCKS>(total, acc0, s.lo, s.hi);
+  };
+  int ks = 0;
+  for (; ks < k_slices && ks < first_grouped; ++ks) one(ks, issue_first);
+  for (; ks + G <= k_slices; ks += G) {
+    Token tokens[2];
+    SliceScale<BLOCKS> sc[2];
+    sc[0].load(scales, ks);
+    tokens[0] = issue(ks, acc0);
+    promote_group_from<BLOCKS, G, 0>(total, acc0, acc1, ks, scales, tokens, sc, issue, retire);
+  }
+  for (; ks < k_slices; ++ks) one(ks, issue);
+}
+
 }  // namespace fp8
 }  // namespace tc
