@@ -9,7 +9,10 @@ then adds them into fp32). Hypothesis: both consumer warpgroups wait for the sam
 together and promote together, so the tensor cores idle while both promote. Variants, each
 course_lib/csrc/tc_7_fp8.cu built with other -D values (its own extension):
 
-* ``base``: as the course builds it (promote every slice, consumers free-running);
+* ``base``: as the course builds it (promote every slice, consumers free-running; since
+  2026-12-06 two accumulator sets in groups of 4 slices, a slice promoted while the next one runs);
+* ``group 1`` / ``group 2`` / ``group 8``: the promoted loop with other group sizes (-DTC7_GROUP; 1 =
+  one slice at a time, each promoted after its own wgmmas: the course's loop before);
 * ``fast n128``: fast accumulation on the promoted kernels' 128 x 128 tile (no promotion at all), to
   part the tile's cost from the promotion's (``ONLY="base,fast n128"``);
 * ``before`` / ``before fast n128``: the same two built from another copy of course_lib/csrc, named by
@@ -57,9 +60,9 @@ import runlog  # this folder is on sys.path
 
 BINDING = Path(__file__).resolve().parent / "kernels" / "tc_7_variants_binding.cu"
 VARIANTS = {"base": [], "fast n128": ["-DTC7_FAST_BLOCK_N=128"],
-            # two accumulator sets, a slice promoted while the next one's wgmmas run, in groups of G slices
-            # with nothing in flight between groups (tc_fp8.cuh, promoted_sum_overlapped)
-            "group 2": ["-DTC7_GROUP=2"], "group 4": ["-DTC7_GROUP=4"], "group 8": ["-DTC7_GROUP=8"]}
+            # slices per group of the overlapped promotion (tc_fp8.cuh, promoted_sum_overlapped; the
+            # course's is 4): 1 = one slice at a time, each promoted after its own wgmmas
+            "group 1": ["-DTC7_GROUP=1"], "group 2": ["-DTC7_GROUP=2"], "group 8": ["-DTC7_GROUP=8"]}
 BEFORE = os.environ.get("BEFORE_CSRC")
 if BEFORE:
     VARIANTS.update({"before": [], "before fast n128": ["-DTC7_FAST_BLOCK_N=128"]})

@@ -12,6 +12,7 @@ import torch
 
 from course_lib import backend, compiler, correctness, fp8
 from course_lib.kernels import tensor_cores as tc
+from course_lib.kernels.tensor_cores import csrc
 
 SHAPES = tc.FP8_SHAPES  # shapes the stage takes that cut its tiles and the K blocks
 # tc_launch.h's schedules, by name (stage 7 takes AUTO, WHOLE_TILES and SWAPPED).
@@ -98,13 +99,15 @@ def test_each_whole_tile_kernel_multiplies_e4m3_on_the_tensor_cores_and_stores_t
         if kind != "whole":
             continue
         mix = collections.Counter(compiler.SASS_LINE.findall(sass))
-        assert collections.Counter(re.findall(r"QGMMA\.(64x\d+x32)\.F32\.E4M3\.E4M3", sass)) == {f"64x{bn}x32": 4}
+        # promoted: a group of PROMOTE_GROUP slices, and two one-at-a-time loops (before and after the groups)
+        batches = csrc.constant(tc.CSRC / "tc_7_fp8.cu", "PROMOTE_GROUP") + 2 if promote else 1
+        assert collections.Counter(re.findall(r"QGMMA\.(64x\d+x32)\.F32\.E4M3\.E4M3", sass)) == {f"64x{bn}x32": 4 * batches}
         key = (bn, promote, blocks)
         assert mix["HGMMA"] == 0 and mix["UTMALDG"] > 0 and mix["STSM"] > 0 and mix["UTMASTG"] > 0, key
         assert mix["USETMAXREG"] > 0 and mix["LDL"] + mix["STL"] == 0, key
 
 
-@pytest.mark.parametrize("kernel, most", [((128, True, False), 64 + 64), ((128, True, True), 64 + 74),
+@pytest.mark.parametrize("kernel, most", [((128, True, False), 64 + 50), ((128, True, True), 64 + 70),
                                           ((256, False, False), 68)])
 def test_a_slice_of_the_mainloop_runs_few_instructions_besides_the_promotion(compiled, kernel, most):
     """Every instruction of the promoting loop runs 32 times a tile (tc_7_fp8.cu's header): per slice
@@ -116,6 +119,23 @@ def test_a_slice_of_the_mainloop_runs_few_instructions_besides_the_promotion(com
     assert sum("QGMMA" in text for text in path) == 4
     assert not [text for text in path if "SR_CgaCtaId" in text or text.startswith("R2UR")], path
     assert len(path) <= most, f"{len(path)} instructions per slice:\n" + "\n".join(path)
+
+
+@pytest.mark.parametrize("kernel, most", [((128, True, False), 64 + 46), ((128, True, True), 64 + 55)])
+def test_a_group_of_promoted_slices_keeps_one_batch_running_while_it_promotes(compiled, kernel, most):
+    """The promoting kernels' groups (tc_fp8.cuh, promoted_sum_overlapped): per slice of a group 4
+    QGMMAs that wait only as a batch (one gsb0 each: ptxas did not serialise them, C7514), a wait
+    that leaves the next batch running (DEPBAR.LE gsb0, 0x1) before every promotion but the group's
+    last, and few instructions besides the promotion's 64 (nvcc 13.0: 44 per tensor, 53 with block
+    scales)."""
+    group = csrc.constant(tc.CSRC / "tc_7_fp8.cu", "PROMOTE_GROUP")
+    path = tc.mainloop_slice_path(_sass_by_kernel(compiled[0].cubin)["whole", kernel], wgmmas=4 * group)
+    mmas = [text for text in path if "QGMMA" in text]
+    assert len(mmas) == 4 * group and sum("gsb0" in text for text in mmas) == group, mmas
+    waits = [text.split()[-1] for text in path if "WARPGROUP.DEPBAR" in text]
+    assert waits == ["0x1"] * (group - 1) + ["0x0"], waits
+    assert not [text for text in path if "SR_CgaCtaId" in text or text.startswith("R2UR")], path
+    assert len(path) <= group * most, f"{len(path)} instructions per group of {group} slices"
 
 
 def test_each_decode_kernel_swaps_the_operands_and_stores_element_by_element(compiled):
@@ -188,6 +208,18 @@ def test_is_correct_on_the_gpu(scaling):
     _hopper()
     report = correctness.check(tc.tc_7_fp8, "e4m3", SHAPES, scaling=scaling, label="tc_7_fp8")
     assert len(report.results) == len(SHAPES)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scaling", ["tensor", "block"])
+def test_the_promoted_groups_are_correct_behind_the_last_tiles_stores_on_the_gpu(scaling):
+    """One cluster (max_ctas=2), so each CTA computes several tiles and stores each during the next
+    one's first slices; 11 K slices (the last partial), so a first tile runs two groups of the
+    overlapped promotion and three slices left over, a later tile four slices one at a time, one
+    group and three left over (tc_fp8.cuh, promoted_sum_overlapped)."""
+    _hopper()
+    correctness.check(lambda qa, qw: tc.tc_7_fp8(qa, qw, max_ctas=2), "e4m3", [(300, 1000, 1296), (129, 264, 1040)],
+                      scaling=scaling, label="tc_7_fp8 one cluster")
 
 
 @pytest.mark.gpu

@@ -19,7 +19,8 @@ whole tiles (by the shape 128 x 128 at 264 x 520 x 200; 128 x 256 forced), strea
 
 ``--fp8`` runs stage 7 (tc_7_fp8) alone, every variant (per tensor promoted and with fast
 accumulation, per row, per block) at 256^3 and 264 x 520 x 208 (partial tiles, a partial K block),
-and on a single cluster at 300 x 1000 x 528 (several tiles per CTA, each stored during the next).
+and on a single cluster at 300 x 1000 x 1296 (several tiles per CTA, each stored during the next;
+11 K slices, so the promoted loop's groups run in both kinds of tile).
 Then every variant on its decode path (the operands swapped): 7 x 1000 x 1040 and 100 x 264 x 1536
 (K split into ranges, tokens past M in tiles of 16 and 128, partial column tiles and K slices),
 33 x 136 x 208 (one range), and the swapped schedule forced at 300 x 1000 x 1040 (three token tiles).
@@ -105,7 +106,9 @@ def check_fp8_runs() -> int:
     bad = 0
     variants = (("tensor", False), ("tensor", True), ("row", False), ("block", False))
     runs = [(scaling, fast, None, False, FP8_SHAPES) for scaling, fast in variants]
-    runs += [("tensor", False, 2, False, ((300, 1000, 528),)), ("block", False, 2, False, ((300, 1000, 528),))]
+    # one cluster: several tiles per CTA, each stored during the next; 11 slices a tile, so that the
+    # promoted loop's groups run both in a CTA's first tile and behind the stores of later ones
+    runs += [("tensor", False, 2, False, ((300, 1000, 1296),)), ("block", False, 2, False, ((300, 1000, 1296),))]
     runs += [(scaling, fast, None, False, FP8_DECODE_SHAPES) for scaling, fast in variants]
     runs += [(scaling, fast, None, True, FP8_SWAPPED_FORCED) for scaling, fast in variants]
     for scaling, fast, max_ctas, swapped, shapes in runs:

@@ -11,18 +11,22 @@
 //   below its largest exponent: course_lib/fp8.py's model, measured on the H200 in notebook 12), so
 //   a long sum left in wgmma's accumulator loses digits ("fast accumulation", cuBLAS's
 //   use_fast_accum). By default each slice's wgmmas start from zero, and once they are done the
-//   consumer adds the slice's sums into a second set of fp32 registers (`total`): promotion, every
-//   128 of K, as DeepGEMM does (tc_fp8.cuh). acc + total must fit a consumer's registers, so a
-//   promoting tile is 128 x 128 (64 + 64 accumulators per thread); fast accumulation keeps stage 6's
-//   128 x 256 tile and its one wgmma batch in flight.
-// * The promoting loop is short because every instruction in it runs 32 times per tile: `total`
-//   starts at zero once per tile (no test per slice), the slot's barrier address and descriptor
-//   words are carried from slice to slice (one add each, in uniform registers: the warpgroup index
-//   is read through a shuffle), block scales are loaded a slice ahead. Per slice, a promoting
-//   consumer warp runs 125 instructions per tensor or row (64 of them the FADDs of the promotion),
-//   134 with block scales (tc_7 SASS, nvcc 13.0; 164 and 186 before those two changes). The two consumers promote while the
-//   other's wgmmas run; keeping a consumer's own next slice in flight while it promotes would need a
-//   third set of 64 accumulators (or halves of the tile), and ptxas then serialises the wgmmas.
+//   consumer adds the slice's sums into a third set of fp32 registers (`total`): promotion, every
+//   128 of K, as DeepGEMM does (tc_fp8.cuh). Two sets of accumulators take turns, so that a slice is
+//   promoted while the next slice's wgmmas run: a consumer issues slice k + 1 into one set, waits
+//   for all but that batch (wait_group 1) and promotes slice k from the other. The sets and `total`
+//   (3 x 64 registers) must fit a consumer's 232, so a promoting tile is 128 x 128; fast
+//   accumulation keeps stage 6's 128 x 256 tile and its one wgmma batch in flight.
+// * ptxas keeps the wgmmas asynchronous only where no set is in flight across a loop's back edge
+//   (otherwise it serialises every wgmma: warning C7514). So slices go in groups of PROMOTE_GROUP,
+//   straight code that ends with nothing in flight; the slices that store the last tile (1 and 3),
+//   and any left over after the groups, go one at a time.
+// * Every instruction of the loop runs 32 times per tile at K = 4096: `total` starts at zero once
+//   per tile (no test per slice), the slot's barrier address and descriptor words are carried from
+//   slice to slice (one add each, in uniform registers: the warpgroup index is read through a
+//   shuffle), block scales are loaded while the slice's wgmmas run. Per slice one at a time, a
+//   promoting consumer warp runs 125 instructions per tensor or row (64 of them the promotion's
+//   FADDs), 134 with block scales (tc_7 SASS, nvcc 13.0; 164 and 186 before those two changes).
 // * Scales per tensor or per row (and column) of C do not change along K: the epilogue multiplies
 //   each sum by scale_a[row] * scale_w[column] as it converts it to bf16.
 // * Block scales (DeepSeek-V3's recipe: A per 1 x 128, W per 128 x 128 blocks) change every 128 of
@@ -47,10 +51,12 @@ constexpr int BLOCK_M = 128, BLOCK_K = SWIZZLE_BYTES;  // a slice: 128 e4m3 of K
 #endif
 constexpr int BLOCK_N = TC7_FAST_BLOCK_N;              // fast accumulation: the sums stay in wgmma's accumulator
                                                        // (experiments build it with 128: the promoted tile)
-#ifndef TC7_GROUP
-#define TC7_GROUP 1  // > 1: the experiment of promoted_sum_overlapped (tc_fp8.cuh)
-#endif
 constexpr int BLOCK_N_PROMOTED = 128;                  // promoted sums (and one 128 x 128 block of W per tile)
+#ifndef TC7_GROUP
+constexpr int PROMOTE_GROUP = 4;  // slices per group of the overlapped promotion (tc_fp8.cuh)
+#else
+constexpr int PROMOTE_GROUP = TC7_GROUP;  // experiments: 1 = one slice at a time
+#endif
 constexpr int SCALE_K = 128;                           // K covered by one block scale
 static_assert(SCALE_K == BLOCK_K, "one block scale per slice of K");
 constexpr int CLUSTER = 2;                             // CTAs sharing W's slices by multicast
@@ -143,17 +149,20 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
       const int store_at = k_slices > 1 ? 1 : 0;                 // as stage 6: the staged tile's halves
       const int store_at2 = k_slices > 3 ? 3 : k_slices - 1;     // go out behind slices 2 and 4
       // [excerpt fp8-slice]
-      // One slice of K: four wgmmas of k = 32, each 32 bytes further along the slot's rows.
-      // `from_zero`: the first overwrites acc (scale-d = 0) instead of adding to it.
-      const auto issue_slice = [&](int ks, bool from_zero) {
+      // One slice of K into the accumulators d: four wgmmas of k = 32, each 32 bytes further along
+      // the slot's rows. `from_zero`: the first overwrites d (scale-d = 0) instead of adding to it.
+      const auto issue_slice = [&](float (&d)[BN / 2], bool from_zero) {
         mbar_wait(ring.full, ring.phase);
         wgmma_fence();
 #pragma unroll
         for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32)
-          wgmma_fp8<BN>(acc, ring.a_desc(k32 * FP8_WGMMA_K / 16), ring.b_desc(k32 * FP8_WGMMA_K / 16),
+          wgmma_fp8<BN>(d, ring.a_desc(k32 * FP8_WGMMA_K / 16), ring.b_desc(k32 * FP8_WGMMA_K / 16),
                         !from_zero || k32 > 0);
         wgmma_commit();
-        // [/excerpt fp8-slice]
+      };
+      // [/excerpt fp8-slice]
+      // The last tile's halves go out behind this tile's slices 2 and 4 (as stage 6).
+      const auto store_staged = [&](int ks) {
         if (staged_waiting && ks == store_at)
           store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
         if (staged_waiting && ks == store_at2) {
@@ -161,31 +170,22 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
           staged_waiting = false;
         }
       };
-#if TC7_GROUP > 1
       if constexpr (PROMOTE) {
-        // EXPERIMENT: two accumulator sets, a slice promoted while the next one's wgmmas run
-        // (tc_fp8.cuh, promoted_sum_overlapped); the slices that store the last tile go one at a time,
-        // so that `staged` is not live beside both sets.
+        // [excerpt promote]
+        // A slice's wgmmas start from zero in one of two accumulator sets (acc, acc1); `start`
+        // returns the slot to free once they are done, which `retire` waits for (leaving the newest
+        // `in_flight` batches running) before freeing it. tc_fp8.cuh promotes each slice (total +=
+        // acc, times the slice's block scales if any) while the next slice's wgmmas run.
         float acc1[BN / 2];
-        const auto start = [&](int ks, float (&d)[BN / 2]) {
-          mbar_wait(ring.full, ring.phase);
-          wgmma_fence();
-#pragma unroll
-          for (int k32 = 0; k32 < BLOCK_K / FP8_WGMMA_K; ++k32)
-            wgmma_fp8<BN>(d, ring.a_desc(k32 * FP8_WGMMA_K / 16), ring.b_desc(k32 * FP8_WGMMA_K / 16), k32 > 0);
-          wgmma_commit();
+        const auto start = [&](int, float (&d)[BN / 2]) {
+          issue_slice(d, true);
           const uint32_t empty = ring.empty();
           ring.advance();
           return empty;
         };
         const auto start_and_store = [&](int ks, float (&d)[BN / 2]) {
           const uint32_t empty = start(ks, d);
-          if (staged_waiting && ks == store_at)
-            store_tile_tma<HALF_COLS, 0, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
-          if (staged_waiting && ks == store_at2) {
-            store_tile_tma<HALF_COLS, 1, 1>(staged, s.c[cw][0], &map_c, 1 + cw, staged_row0, staged_col0);
-            staged_waiting = false;
-          }
+          store_staged(ks);
           return empty;
         };
         const auto retire = [&](float (&d)[BN / 2], uint32_t empty, auto in_flight) {
@@ -193,29 +193,25 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
           fence_accumulators(d);
           if (leader) mbar_arrive_all_ctas<CLUSTER>(empty);
         };
-        fp8::promoted_sum_overlapped<BLOCKS, TC7_GROUP>(total, acc, acc1, k_slices, staged_waiting ? store_at2 + 1 : 0,
-                                                        fp8::block_scale_rows(scales, rows, n0 / BN), start_and_store,
-                                                        start, retire);
-      } else
-#endif
-      if constexpr (PROMOTE) {
-        // [excerpt promote]
-        // Each slice from zero; once its wgmmas are done, the slot is free and the sums are promoted
-        // (tc_fp8.cuh: total += acc, times the slice's block scales if any).
-        fp8::promoted_sum<BLOCKS>(total, acc, k_slices, fp8::block_scale_rows(scales, rows, n0 / BN),
-                                  [&](int ks) {
-                                    issue_slice(ks, true);
-                                    wgmma_wait<0>();  // this slice's sums are needed now
-                                    fence_accumulators(acc);
-                                    if (leader) mbar_arrive_all_ctas<CLUSTER>(ring.empty());
-                                    ring.advance();
-                                  });
+        const fp8::BlockScaleRows block_scales = fp8::block_scale_rows(scales, rows, n0 / BN);
+        if constexpr (PROMOTE_GROUP > 1) {
+          // The slices that store the last tile go one at a time, so that `staged` is never live
+          // beside both sets (192 + 32 registers).
+          fp8::promoted_sum_overlapped<BLOCKS, PROMOTE_GROUP>(total, acc, acc1, k_slices,
+                                                              staged_waiting ? store_at2 + 1 : 0, block_scales,
+                                                              start_and_store, start, retire);
+        } else {  // one slice at a time (experiments: -DTC7_GROUP=1)
+          fp8::promoted_sum<BLOCKS>(total, acc, k_slices, block_scales, [&](int ks) {
+            retire(acc, start_and_store(ks, acc), fp8::InFlight<0>{});
+          });
+        }
         // [/excerpt promote]
       } else {
         // Fast accumulation, as stage 6: one batch stays in flight; a slot is freed a slice later.
         uint32_t previous_empty = 0;  // 0: none yet (no barrier lies at shared address 0)
         for (int ks = 0; ks < k_slices; ++ks) {
-          issue_slice(ks, ks == 0);
+          issue_slice(acc, ks == 0);
+          store_staged(ks);
           wgmma_wait<1>();  // the previous slice is done, this one keeps running
           if (leader && previous_empty != 0) mbar_arrive_all_ctas<CLUSTER>(previous_empty);
           previous_empty = ring.empty();

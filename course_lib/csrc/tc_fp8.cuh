@@ -81,16 +81,7 @@ __host__ __device__ __forceinline__ void promoted_sum(float (&total)[R], float (
 }
 // [/excerpt promoted-sum]
 
-// The same sum with a second accumulator set, so that a slice's promotion runs while the next
-// slice's wgmmas do (TC7_GROUP > 1, an experiment). `issue(ks, acc)` (`issue_first` before
-// `first_grouped`, which may do more, e.g. store the last tile) waits for slice ks's slot and
-// starts its wgmmas into acc from zero, returning a token (the slot to free); `retire(acc, token,
-// in_flight)` waits until at most `in_flight` (a std::integral_constant) batches still run, then frees
-// the token's slot. Slices before `first_grouped` go one at a time as in promoted_sum; from there, in
-// groups of G, slice j of a group goes into set j % 2 and is promoted while slice j + 1 runs. Each
-// group ends with nothing in flight: across a loop's back edge ptxas cannot tell which set a wait
-// retired and serialises every wgmma (C7514, journal: "two accumulator sets"). Slices left over
-// (fewer than G) go one at a time.
+// The helpers of promoted_sum_overlapped (below).
 template <int J>
 struct Pick {  // set J % 2, chosen at compile time (a runtime choice would put both sets in memory)
   template <class T>
@@ -98,9 +89,12 @@ struct Pick {  // set J % 2, chosen at compile time (a runtime choice would put 
     if constexpr (J % 2 == 0) return s0; else return s1;
   }
 };
+// How many wgmma batches a wait may leave running (a type, so that it reaches wgmma.wait_group's
+// immediate through a lambda).
 template <int N>
 struct InFlight { static constexpr int value = N; };
 
+// One slice's block scales for a thread's two rows (1 with per-tensor or per-row scales).
 template <bool BLOCKS>
 struct SliceScale {
   float lo = 1.f, hi = 1.f;
@@ -112,6 +106,17 @@ struct SliceScale {
   }
 };
 
+// [excerpt promoted-sum-overlapped]
+// What stage 7 runs: the same sum with a second accumulator set, so that a slice's promotion runs
+// while the next slice's wgmmas do. `issue(ks, acc)` waits for slice ks's slot and starts its
+// wgmmas into acc from zero, returning a token (the slot to free); `retire(acc, token, in_flight)`
+// waits until at most `in_flight` batches still run, then frees the token's slot. Slices before
+// `first_grouped` go one at a time, as in promoted_sum (through `issue_first`, which may also store
+// the last tile); from there, in groups of G, slice j of a group goes into set j % 2 and is promoted
+// while slice j + 1 runs. Each group ends with nothing in flight: a set in flight across a loop's
+// back edge makes ptxas serialise every wgmma (warning C7514; experiments/runs/
+// 2026-12-06_sass_two_sets). Slices left over (fewer than G) go one at a time. A slice's block
+// scales are loaded as its wgmmas start.
 template <bool BLOCKS, int G, int J, int R, class Token, class Issue, class Retire>
 __host__ __device__ __forceinline__ void promote_group_from(float (&total)[R], float (&acc0)[R], float (&acc1)[R], int ks,
                                                             const BlockScaleRows& scales, Token (&tokens)[2],
@@ -157,6 +162,7 @@ __host__ __device__ __forceinline__ void promoted_sum_overlapped(float (&total)[
   }
   for (; ks < k_slices; ++ks) one(ks, issue);
 }
+// [/excerpt promoted-sum-overlapped]
 
 }  // namespace fp8
 }  // namespace tc

@@ -116,15 +116,19 @@ def sass_mix_by_kernel(cubin: Path) -> dict[str, collections.Counter]:
     return {name: collections.Counter(compiler.SASS_LINE.findall(sass)) for name, sass in sass_by_kernel(cubin).items()}
 
 
-def mainloop_slice_path(sass: str) -> list[str]:
+def mainloop_slice_path(sass: str, wgmmas: int = 4) -> list[str]:
     """The SASS instructions a consumer warp runs for one K slice of a whole-tile kernel (stages 6
-    and 7) in a slice that stores nothing: the innermost loop around its wgmmas (HGMMA / QGMMA), less
-    the blocks a forward branch skips that hold the staged tile's store (STSM, TMA store) or the
-    wait's slow path (clock reads). Each of them runs once per slice per consumer warp."""
+    and 7) in a slice that stores nothing: the innermost loop that holds `wgmmas` wgmmas (HGMMA /
+    QGMMA; 4 a slice; stage 7's promoted groups hold 4 per slice of the group), less the blocks a
+    forward branch skips that hold the staged tile's store (STSM, TMA store) or the wait's slow path
+    (clock reads). Each of them runs once per pass of the loop per consumer warp."""
     code = [(int(a, 16), text) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", sass)]
-    first_mma = min(a for a, text in code if "GMMA" in text)
+    mmas = [a for a, text in code if "GMMA" in text]
     loops = [(int(m.group(1), 16), a) for a, text in code
-             if (m := re.search(r"BRA\S*\s.*?(0x[0-9a-f]+)", text)) and int(m.group(1), 16) <= first_mma <= a]
+             if (m := re.search(r"BRA\S*\s.*?(0x[0-9a-f]+)", text)) and int(m.group(1), 16) <= a]
+    loops = [(lo, hi) for lo, hi in loops if sum(lo <= x <= hi for x in mmas) == wgmmas]
+    if not loops:
+        raise ValueError(f"no loop holds exactly {wgmmas} wgmmas")
     start, end = min(loops, key=lambda loop: loop[1] - loop[0])
     body = [(a, text) for a, text in code if start <= a <= end]
     skipped = set()
