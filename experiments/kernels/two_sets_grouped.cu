@@ -1,6 +1,5 @@
 // Two accumulator sets in a loop whose body leaves nothing in flight at its end: no C7514. experiments/runs/2026-12-06_sass_two_sets/README.md.
 #include <cstdint>
-#include <cuda_bf16.h>
 #include "tc_hopper.cuh"
 using namespace tc;
 __device__ __forceinline__ void issue(float (&d)[64], uint64_t da, uint64_t dw) {

@@ -1,7 +1,6 @@
 // Two accumulator sets, one promoted while the other's wgmmas run; -DLOOP=1 puts the pattern in a loop
 // with a set in flight across the back edge (ptxas: C7514, every wgmma serialised). experiments/runs/2026-12-06_sass_two_sets/README.md.
 #include <cstdint>
-#include <cuda_bf16.h>
 #include "tc_hopper.cuh"
 using namespace tc;
 __device__ __forceinline__ void issue(float (&d)[64], uint64_t da, uint64_t dw) {
