@@ -66,6 +66,9 @@ FP8_STAGE7_EVIDENCE = "2026-12-04_0940_fp8_stage7_loop"
 # Stage 7's loop cut again (barrier addresses and descriptor words carried from slice to slice):
 # timed against the loop before it, on an H100 (no H200 was lent that day).
 FP8_STAGE7_SHORTER = "2026-12-05_1540_h100_tc7_loop"
+# Stage 7 promoting a slice while the next one's wgmmas run (two accumulator sets in groups of slices),
+# against one slice at a time, on an H100; Nsight Compute's sampled stalls per SASS instruction.
+FP8_STAGE7_TWO_SETS = "2026-12-06_1620_h100_two_sets"
 # Both FP8 stages as bench records them, and the Triton FP8 sweep with its persistent candidates, on an
 # H100 (no H200 was lent): the stages' bars against cuBLAS with the same scaling, and the block-scaled
 # Triton default chosen from that sweep.
@@ -584,6 +587,7 @@ def _stage7() -> dict:
         "accumulation": run["accumulation"],
         "loop": {"shapes": _loop_rows(loop), "accumulation": loop["accumulation"]},
         "ncu_4096": pipes,
+        "two_sets": _two_sets(),
         "shorter_loop": {
             "what": "the loop cut again (the ring's barrier address and the descriptors' low words carried from "
                     "slice to slice, the warpgroup index read through a shuffle): base = that loop, before = the "
@@ -594,6 +598,64 @@ def _stage7() -> dict:
             "shapes": _loop_rows(shorter), "accumulation": shorter["accumulation"], "ncu_4096": shorter_pipes,
         },
     }
+
+
+def _two_sets() -> dict:
+    """Stage 7's promoted loop in groups of slices over two accumulator sets (the course's: 4) against one
+    slice at a time (group 1), and where the consumers' warps wait (Nsight Compute's stall samples)."""
+    d = RUNS / FP8_STAGE7_TWO_SETS
+    default = json.loads((d / "variants_default.json").read_text())
+    groups = json.loads((d / "variants_groups.json").read_text())
+    return {
+        "what": "base = the course's loop (two sets, groups of 4 slices), group 1 = one slice at a time, fast n128 = "
+                "the 128 x 128 tile without promotion; group_sizes: an earlier run on another H100 where base was "
+                "the one-at-a-time loop. Block rows are % of cuBLAS per tensor. stalls: % of the sampled warp "
+                "stalls at 4096^3 per tensor, less the warps parked at the kernel's last cluster barrier",
+        "gpu": default["provenance"]["gpu"], "date": default["provenance"]["date"],
+        "runs": [f"experiments/runs/{FP8_STAGE7_TWO_SETS}/{p}" for p in
+                 ("variants_default.json", "variants_groups.json", "ncu_source_group1_tensor.csv",
+                  "ncu_source_group4_tensor.csv", "ncu_source_cublas_tensor.csv")],
+        "shapes": _loop_rows(default), "group_sizes": _loop_rows(groups),
+        "stalls": {name: _stall_shares(d / f"ncu_source_{name}_tensor.csv") for name in ("group1", "group4", "cublas")},
+        "ncu_4096": {name: _ncu_speed_of_light(d / f"ncu_{name}_tensor.log") for name in ("group1", "group4", "cublas")},
+    }
+
+
+def _ncu_speed_of_light(path: Path) -> dict:
+    """Duration and L2 throughput (% of its peak) from Nsight Compute's text report."""
+    text = path.read_text()
+    return {"duration us": float(re.search(r"Duration\s+us\s+([\d.]+)", text).group(1)),
+            "l2 throughput pct": float(re.search(r"L2 Cache Throughput\s+%\s+([\d.]+)", text).group(1))}
+
+
+def _stall_shares(path: Path) -> dict:
+    """From Nsight Compute's source page (per SASS instruction, CSV): the % of sampled warp stalls a warp
+    spent waiting for its own wgmmas (WARPGROUP.DEPBAR), waiting for a slot's data (a branch held by the
+    long scoreboard: the mbarrier try-wait's result), or promoting (FADD / FFMA); out of all samples less
+    those of warps parked at the last cluster barrier (UCGABAR_WAIT: the producer warpgroup's idle warps)."""
+    import csv
+
+    rows = list(csv.reader(path.open()))
+    head = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
+    col = {name: i for i, name in enumerate(rows[head])}
+    shares = {"wgmma wait": 0.0, "slot wait": 0.0, "promotion": 0.0}
+    total = 0.0
+    for r in rows[head + 1:]:
+        if len(r) < len(col):
+            continue
+        op = r[col["Source"]].split()
+        op = op[1] if op and op[0].startswith("@") else (op[0] if op else "")
+        samples = float(r[col["Warp Stall Sampling (All Samples)"]] or 0)
+        if op == "UCGABAR_WAIT":
+            continue
+        total += samples
+        if op.startswith("WARPGROUP.DEPBAR"):
+            shares["wgmma wait"] += samples
+        elif op == "BRA":
+            shares["slot wait"] += float(r[col["stall_long_sb"]] or 0)
+        elif op.split(".")[0] in ("FADD", "FFMA"):
+            shares["promotion"] += samples
+    return {k: round(100 * v / total, 1) for k, v in shares.items()}
 
 
 def _loop_rows(run: dict) -> list[dict]:

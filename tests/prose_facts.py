@@ -820,7 +820,8 @@ def tc7_recorded_span(scaling: str, shapes=None) -> tuple[float, float]:
 
 
 def _tc7_loop(run: str = "loop") -> list[dict]:
-    """The loop experiment's rows: "loop" (the H200, 2026-12-04) or "shorter_loop" (the H100, 2026-12-05)."""
+    """The loop experiment's rows: "loop" (the H200, 2026-12-04), "shorter_loop" (the H100, 2026-12-05) or
+    "two_sets" (an H100, 2026-12-06: the course's groups of slices over two accumulator sets as base)."""
     return results.summary("fp8")["stage7"][run]["shapes"]
 
 
@@ -858,6 +859,21 @@ def tc7_busy(what: str, run: str = "loop") -> float:
 def tc7_instructions(what: str, run: str = "loop") -> float:
     """Instructions executed at 4096^3 (Nsight Compute), in millions, as :func:`tc7_busy`."""
     return _tc7_ncu(run)[what]["instructions"] / 1e6
+
+
+def tc7_stall(who: str, what: str) -> float:
+    """Stage 7's promoted loop at 4096^3 per tensor on the H100 of the two-sets run: the % of a warp's
+    sampled stalls spent on ``what`` ("wgmma wait", "slot wait", "promotion"), for ``who`` ("group1": one
+    slice at a time, "group4": the course's groups, "cublas")."""
+    return results.summary("fp8")["stage7"]["two_sets"]["stalls"][who][what]
+
+
+def tc7_l2_bytes_ratio() -> float:
+    """Bytes through L2 per call of stage 7's groups over cuBLAS's at 4096^3 per tensor (L2 throughput, %
+    of its peak, times the duration; Nsight Compute on the H100 of the two-sets run)."""
+    n = results.summary("fp8")["stage7"]["two_sets"]["ncu_4096"]
+    ours, theirs = n["group4"], n["cublas"]
+    return ours["l2 throughput pct"] * ours["duration us"] / (theirs["l2 throughput pct"] * theirs["duration us"])
 
 
 def tc7_accum(data: str, K: int, who: str = "tc_7", fast: bool = False) -> float:
