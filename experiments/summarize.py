@@ -69,6 +69,8 @@ FP8_STAGE7_SHORTER = "2026-12-05_1540_h100_tc7_loop"
 # Stage 7 promoting a slice while the next one's wgmmas run (two accumulator sets in groups of slices),
 # against one slice at a time, on an H100; Nsight Compute's sampled stalls per SASS instruction.
 FP8_STAGE7_TWO_SETS = "2026-12-06_1620_h100_two_sets"
+# Its L2 read sectors against cuBLAS's (Nsight Compute's counts), and the tile order's group_m, on an H100.
+FP8_STAGE7_L2 = "2026-12-06_1642_h100_l2"
 # Both FP8 stages as bench records them, and the Triton FP8 sweep with its persistent candidates, on an
 # H100 (no H200 was lent): the stages' bars against cuBLAS with the same scaling, and the block-scaled
 # Triton default chosen from that sweep.
@@ -618,7 +620,15 @@ def _two_sets() -> dict:
         "shapes": _loop_rows(default), "group_sizes": _loop_rows(groups),
         "stalls": {name: _stall_shares(d / f"ncu_source_{name}_tensor.csv") for name in ("group1", "group4", "cublas")},
         "ncu_4096": {name: _ncu_speed_of_light(d / f"ncu_{name}_tensor.log") for name in ("group1", "group4", "cublas")},
+        "l2_read_sectors": {name: _ncu_metric(RUNS / FP8_STAGE7_L2 / f"ncu_l2_{name}.txt",
+                                              "lts__t_sectors_srcunit_tex_op_read.sum") for name in ("tc7", "cublas")},
+        "l2_runs": [f"experiments/runs/{FP8_STAGE7_L2}/ncu_l2_{name}.txt" for name in ("tc7", "cublas")],
     }
+
+
+def _ncu_metric(path: Path, metric: str) -> float:
+    """One metric's value from an ``ncu --metrics`` text report (thousands separators dropped)."""
+    return float(re.search(rf"{re.escape(metric)}\s+\S+\s+([\d,.]+)", path.read_text()).group(1).replace(",", ""))
 
 
 def _ncu_speed_of_light(path: Path) -> dict:

@@ -868,12 +868,11 @@ def tc7_stall(who: str, what: str) -> float:
     return results.summary("fp8")["stage7"]["two_sets"]["stalls"][who][what]
 
 
-def tc7_l2_bytes_ratio() -> float:
-    """Bytes through L2 per call of stage 7's groups over cuBLAS's at 4096^3 per tensor (L2 throughput, %
-    of its peak, times the duration; Nsight Compute on the H100 of the two-sets run)."""
-    n = results.summary("fp8")["stage7"]["two_sets"]["ncu_4096"]
-    ours, theirs = n["group4"], n["cublas"]
-    return ours["l2 throughput pct"] * ours["duration us"] / (theirs["l2 throughput pct"] * theirs["duration us"])
+def tc7_l2_sector_ratio() -> float:
+    """L2 sectors read for the SMs by stage 7 (groups of 4) over cuBLAS's at 4096^3 per tensor (Nsight
+    Compute's lts__t_sectors_srcunit_tex_op_read, an H100)."""
+    n = results.summary("fp8")["stage7"]["two_sets"]["l2_read_sectors"]
+    return n["tc7"] / n["cublas"]
 
 
 def tc7_accum(data: str, K: int, who: str = "tc_7", fast: bool = False) -> float:

@@ -195,8 +195,8 @@ kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtens
         };
         const fp8::BlockScaleRows block_scales = fp8::block_scale_rows(scales, rows, n0 / BN);
         if constexpr (PROMOTE_GROUP > 1) {
-          // The slices that store the last tile go one at a time, so that `staged` is never live
-          // beside both sets (192 + 32 registers).
+          // The slices that store the last tile go one at a time, so that `staged` (32 registers) is
+          // never live beside both sets and `total` (192): 224 of the 232 before any address or scale.
           fp8::promoted_sum_overlapped<BLOCKS, PROMOTE_GROUP>(total, acc, acc1, k_slices,
                                                               staged_waiting ? store_at2 + 1 : 0, block_scales,
                                                               start_and_store, start, retire);
