@@ -10,6 +10,7 @@ A summary keeps only the rows a notebook shows, and names the runs it comes from
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import re
 import statistics
@@ -643,8 +644,6 @@ def _stall_shares(path: Path) -> dict:
     spent waiting for its own wgmmas (WARPGROUP.DEPBAR), waiting for a slot's data (a branch held by the
     long scoreboard: the mbarrier try-wait's result), or promoting (FADD / FFMA); out of all samples less
     those of warps parked at the last cluster barrier (UCGABAR_WAIT: the producer warpgroup's idle warps)."""
-    import csv
-
     rows = list(csv.reader(path.open()))
     head = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
     col = {name: i for i, name in enumerate(rows[head])}

@@ -186,24 +186,32 @@ def test_the_thread_rows_are_the_accumulator_layouts():
             assert row == 16 * warp + lane // 4 + (8 if high else 0)
 
 
-@pytest.mark.parametrize("what,before,after", PLANTED, ids=[p[0] for p in PLANTED])
-def test_a_planted_bug_is_caught(tmp_path, what, before, after):
+def _assert_caught(tmp_path, what, before, after, cases):
+    """Plant a bug (``before`` -> ``after`` in tc_fp8.cuh): on one of ``cases`` - (M, row0, k slices, group,
+    first_grouped, seed, exact) - the program must refuse, crash, or go wrong, per tensor or with blocks."""
     text = HEADER.read_text()
     assert text.count(before) == 1, f"tc_fp8.cuh no longer contains {before!r}: plant '{what}' afresh"
     exe = _build(tmp_path, text.replace(before, after), "planted")
-    caught = False
     for blocks in (False, True):
-        for M, row0, k_slices in CASES:
-            sa, sw, parts, layout = _problem(M, row0, k_slices, seed=M + k_slices)
+        for M, row0, k_slices, group, first_grouped, seed, exact in cases:
+            sa, sw, parts, layout = _problem(M, row0, k_slices, seed=seed)
             try:
-                got, rows = _run(exe, M, row0, k_slices, blocks, sa, sw, parts, layout)
+                got, rows = _run(exe, M, row0, k_slices, blocks, sa, sw, parts, layout, group, first_grouped)
             except AssertionError:
-                caught = True  # crashed: also caught
-                continue
+                return  # refused (a slot freed out of order, a batch left running) or crashed: caught
             stored = _stored(M, row0, layout)
-            caught |= not np.array_equal(got[stored], _expected(M, row0, blocks, sa, sw, parts, layout)[stored])
-            caught |= not np.array_equal(rows, _rows(M, row0))
-    assert caught, f"planted bug not caught: {what}"
+            want = _expected(M, row0, blocks, sa, sw, parts, layout)[stored]
+            same = (np.array_equal(got[stored], want) if exact
+                    else np.allclose(got[stored], want, rtol=1e-6, atol=1e-4))
+            if not same or not np.array_equal(rows, _rows(M, row0)):
+                return
+    pytest.fail(f"planted bug not caught: {what}")
+
+
+@pytest.mark.parametrize("what,before,after", PLANTED, ids=[p[0] for p in PLANTED])
+def test_a_planted_bug_is_caught(tmp_path, what, before, after):
+    _assert_caught(tmp_path, what, before, after,
+                   [(M, row0, k_slices, 0, 0, M + k_slices, True) for M, row0, k_slices in CASES])
 
 
 # promoted_sum_overlapped (the two-set experiment): groups of G slices after `first_grouped` single ones
@@ -238,19 +246,5 @@ def test_the_overlapped_sum_promotes_every_slice_once_after_its_wait(program, gr
 
 @pytest.mark.parametrize("what,before,after", PLANTED_OVERLAPPED, ids=[p[0] for p in PLANTED_OVERLAPPED])
 def test_a_planted_bug_in_the_overlapped_sum_is_caught(tmp_path, what, before, after):
-    text = HEADER.read_text()
-    assert text.count(before) == 1, f"tc_fp8.cuh no longer contains {before!r}: plant '{what}' afresh"
-    exe = _build(tmp_path, text.replace(before, after), "planted")
-    caught = False
-    for blocks in (False, True):
-        for group, first_grouped, k_slices in OVERLAPPED:
-            sa, sw, parts, layout = _problem(200, 128, k_slices, seed=group + k_slices)
-            try:
-                got, _ = _run(exe, 200, 128, k_slices, blocks, sa, sw, parts, layout, group, first_grouped)
-            except AssertionError:
-                caught = True  # the program refused (a slot freed out of order, a batch left running)
-                continue
-            stored = _stored(200, 128, layout)
-            caught |= not np.allclose(got[stored], _expected(200, 128, blocks, sa, sw, parts, layout)[stored],
-                                      rtol=1e-6, atol=1e-4)
-    assert caught, f"planted bug not caught: {what}"
+    _assert_caught(tmp_path, what, before, after,
+                   [(200, 128, k_slices, group, first, group + k_slices, False) for group, first, k_slices in OVERLAPPED])
