@@ -31,6 +31,15 @@ SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
 ROUNDS = 3
 
 
+def _env_ints(name: str, default: tuple) -> tuple:
+    """``$NAME`` as "4,8" (numbers) or "8192x8192x8192,4096x14336x4096" (shapes); ``default`` unset."""
+    v = os.environ.get(name)
+    if not v:
+        return default
+    items = [tuple(int(x) for x in part.split("x")) for part in v.split(",")]
+    return tuple(i[0] if len(i) == 1 else i for i in items)
+
+
 def probe(what: str) -> int:
     qa, qw = fp8.fp8_inputs(4096, 4096, 4096, "tensor", seed=0)
     call = fp8.cublas_fp8_for(qa, qw) if what == "cublas" else tc.tc_7_fp8
@@ -41,18 +50,20 @@ def probe(what: str) -> int:
 
 
 def main() -> int:
+    """$SHAPES, $GROUP_M, $ROUNDS and $SCALING ("tensor" or "block") override the defaults above."""
     out, save = runlog.start(__doc__, 2, speed=[])
-    for M, N, K in SHAPES:
-        qa, qw = fp8.fp8_inputs(M, N, K, "tensor", seed=0)
+    scaling, rounds = os.environ.get("SCALING", "tensor"), int(os.environ.get("ROUNDS", ROUNDS))
+    for M, N, K in _env_ints("SHAPES", SHAPES):
+        qa, qw = fp8.fp8_inputs(M, N, K, scaling, seed=0)
         cublas = fp8.cublas_fp8_for(qa, qw)
         calls = {"cublas": lambda: cublas(qa, qw)}
-        for g in GROUP_M:
+        for g in _env_ints("GROUP_M", GROUP_M):
             calls[f"tc_7 group_m={g}"] = (lambda g=g: tc.tc_7_fp8(qa, qw, group_m=g))
         times = {k: [] for k in calls}
-        for _ in range(ROUNDS):
+        for _ in range(rounds):
             for k, fn in calls.items():
                 times[k].append(time_fn(fn).median_ms)
-        row = {"shape": [M, N, K], **{f"{k} ms": statistics.median(v) for k, v in times.items()}}
+        row = {"shape": [M, N, K], "scaling": scaling, "rounds": rounds, **{f"{k} ms": statistics.median(v) for k, v in times.items()}}
         out["speed"].append(row)
         save()
         print(f"{(M, N, K)}: " + ", ".join(f"{k} {100 * row['cublas ms'] / row[k + ' ms']:.0f}%" for k in calls), flush=True)

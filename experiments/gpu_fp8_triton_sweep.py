@@ -10,7 +10,8 @@
   (``fp8_matmul``, descriptors on and off); per row, the per-tensor sweep's three best at the shape
   and the default. Tiles 64x128, 128x128, 128x64, 64x256, 128x256, 256x128 (at M <= DECODE_M the
   64-row ones, and 64x64, 64x32), 4 and 8 warps, pointer loads, descriptors, and descriptors with
-  one program per SM walking the tiles (``persistent``, since 2026-12-05), 4 stages; then 3 and 5 stages for the three best
+  one program per SM walking the tiles (``persistent``, since 2026-12-05), 4 stages, and the 4-warp
+  ones also with the stages at which two programs share an SM (``two_per_sm``); then 3 and 5 stages for the three best
   where K is longer than SHORT_K. Left out before timing: configurations whose pipeline does not fit
   227 KB of shared memory, or whose fp32 accumulators need more registers per thread than
   ``MAX_ACCUMULATOR_PER_THREAD`` (where ptxas spills). Each configuration is checked against float64
@@ -116,14 +117,35 @@ def default_config(kind: str, shape) -> Fp8Config:
     return fp8_blockscaled_config(*shape) if kind == "block" else fp8_config(*shape)
 
 
+def two_per_sm(cfg: Fp8Config) -> Fp8Config | None:
+    """``cfg`` with the most stages (at least 2) at which two of its programs fit one SM's shared
+    memory (each block also keeps 1 KB), where its warps are one warpgroup (4 warps: even at 255
+    registers a thread two fit the 65,536 registers); None otherwise or when it already fits. Two
+    one-warpgroup programs on an SM can overlap one's promotion with the other's wgmmas, the way
+    cuBLAS's and DeepGEMM's two consumer warpgroups do; Triton waits for each slice's wgmmas before
+    the fp32 add inside one program (``warp_group_dot_wait {pendings = 0}`` in the TTGIR of a
+    ``max_num_imprecise_acc`` dot, compiled for sm_90a)."""
+    if cfg.num_warps != 4 or cfg.persistent:
+        return None
+    half = (H200.smem_per_sm - 2 * 1024) // 2
+    for s in range(cfg.num_stages, 1, -1):
+        c = dataclasses.replace(cfg, num_stages=s)
+        if shared_bytes(c) <= half:
+            return None if s == cfg.num_stages else c
+    return None
+
+
 def first_round(kind: str, shape) -> list[Fp8Config]:
     """The configurations timed first at ``shape``: every tile, warp count and load style that fits,
-    at FIRST_STAGES stages (fewer where K has fewer slices), and the library's default."""
+    at FIRST_STAGES stages (fewer where K has fewer slices), the same one-warpgroup configurations
+    with as many stages as let two programs share an SM (:func:`two_per_sm`), and the library's
+    default."""
     M, N, K = shape
     tiles = TILES if M > DECODE_M else tuple(t for t in TILES if t[0] == 64) + DECODE_TILES
     stages = max(2, min(FIRST_STAGES, triton.cdiv(K, BLOCK_K)))
     out = [Fp8Config(bm, bn, BLOCK_K, num_warps=w, num_stages=stages, descriptors=d, persistent=p)
            for bm, bn in tiles for w in WARPS for d, p in ((False, False), (True, False), (True, True))]
+    out += [c2 for c in out if (c2 := two_per_sm(c)) is not None]
     return list(dict.fromkeys([c for c in out if fits(c, kind)] + [default_config(kind, shape)]))
 
 

@@ -102,14 +102,21 @@ def shape_class(M: int, N: int, K: int, sms: int | None = None) -> str:
 #   per tensor and not timed per row);
 # * few_tiles: 64 x 128 tiles, 8 warps, 4 stages: 76 % (64 x 64: 70 %) - more programs than 256 x 128
 #   tiles would make for too few SMs;
-# * large: 256 x 128 tiles, 8 warps, 4 stages, through tensor descriptors: 68 % per tensor, 70 % per row.
+# * large: 128 x 128 tiles on 4 warps (one warpgroup), 3 stages, through tensor descriptors, so that
+#   two programs share an SM (96 KB of shared memory and at most 255 registers a thread each). Triton
+#   waits for each slice's wgmmas before it adds them into fp32 (in one program the tensor cores idle
+#   while it promotes); a second program on the SM issues its wgmmas meanwhile. Measured on an H100
+#   (the sweep with two-per-SM candidates; the journal has the run): the same tile with 4 stages, one
+#   program per SM, 49 % of cuBLAS at 4096^3, with 3 stages 75 %; over the 12 large shapes per tensor
+#   70 % (worst 61 %) against 67 % (57 %) for 256 x 128 tiles on 8 warps, the H200 sweep's choice
+#   before (68 % per tensor, 70 % per row there); per row within two points of it either way.
 #   (128 x 256 tiles, the bf16 kernel's, keep a second fp32 tile of promoted sums that does not fit.)
 _SMALL = Fp8Config(64, 64, 128, num_warps=4, num_stages=4)
 SCALES_CONFIGS: dict[str, Fp8Config] = {
     "decode": Fp8Config(64, 32, 128, num_warps=4, num_stages=5),
     "short_k": _SMALL,
     "few_tiles": Fp8Config(64, 128, 128, num_warps=8, num_stages=4),
-    "large": Fp8Config(256, 128, 128, num_warps=8, num_stages=4, descriptors=True),
+    "large": Fp8Config(128, 128, 128, num_warps=4, num_stages=3, descriptors=True),
 }
 
 # ---- block scales (A per 1 x 128, W per 128 x 128): fp8_blockscaled_kernel / _tma_kernel -----------
