@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import re
 import statistics
 import sys
@@ -77,6 +78,12 @@ FP8_STAGE7_L2 = "2026-12-06_1642_h100_l2"
 # Triton default chosen from that sweep.
 FP8_H100_RECORD = "2026-12-05_1830_h100_fp8_sweep"
 TRITON_BLOCK_DEFAULTS = {"before": "64x128x128 g8 w4 s3 tma", "now": "128x128x128 g8 w8 s4 tma persistent"}
+# Triton FP8 per tensor with two one-warpgroup programs an SM, on an H100: the same tile with one and
+# with two programs an SM (a quick sweep), and the full sweep's large class for the default before and now.
+FP8_TRITON_TWO_PER_SM = "2026-12-06_1925_h100_triton_two_per_sm"
+FP8_TRITON_TWO_PER_SM_SWEEP = "2026-12-06_1935_h100_group_m_sweep"
+TRITON_TENSOR_LARGE = {"one per SM": "128x128x128 g8 w4 s4 tma", "two per SM": "128x128x128 g8 w4 s3 tma",
+                       "before": "256x128x128 g8 w8 s4 tma"}
 # Nsight Compute runs of the course's stages; a later run adds probes (or replaces a probe of the same name).
 STAGE_PROFILES = ("2026-12-01_0628_ncu_course_stages.csv", "2026-12-01_0709_ncu_course_stages.csv")
 
@@ -526,6 +533,39 @@ def fp8_summary() -> dict:
                    "blockscaled": [_blockscaled_row(r) for r in triton_run.get("blockscaled", [])]},
         "stage7": _stage7(),
         "h100_record": _fp8_h100_record(),
+        "triton_two_per_sm": _triton_two_per_sm(),
+    }
+
+
+def _triton_two_per_sm() -> dict:
+    """Triton FP8 per tensor at the large shapes: % of cuBLAS of the configurations of
+    TRITON_TENSOR_LARGE in a quick sweep (per shape), and over the full sweep's class "large" (geometric
+    mean and worst over the shapes where each was timed, first round)."""
+    quick = json.loads((RUNS / FP8_TRITON_TWO_PER_SM / "fp8_sweep_quick.json").read_text())
+    full = json.loads((RUNS / FP8_TRITON_TWO_PER_SM_SWEEP / "fp8_sweep.json").read_text())
+
+    def pcts(sweep: dict, config: str) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for m in sorted(sweep["measurements"], key=lambda m: m["phase"] != "first"):
+            if (m["scaling"], m["class"], m["config"]) == ("tensor", "large", config) and "pct_of_cublas" in m:
+                out.setdefault(" x ".join(map(str, m["shape"])), round(m["pct_of_cublas"], 1))
+        return out
+
+    def over(values) -> dict:
+        v = list(values)
+        return {"geomean": round(math.exp(statistics.fmean(math.log(x) for x in v)), 1), "worst": min(v), "shapes": len(v)}
+
+    large = {name: pcts(full, c) for name, c in TRITON_TENSOR_LARGE.items()}
+    return {
+        "what": "experiments/gpu_fp8_triton_sweep.py on an H100, one scale per tensor, % of cuBLAS (do_bench medians): "
+                "quick: the same 128 x 128 tile on 4 warps with one program an SM (4 stages) and two (3 stages), "
+                "and the default before; large: over the full sweep's class 'large'",
+        "gpu": quick["provenance"]["gpu"],
+        "runs": [f"experiments/runs/{FP8_TRITON_TWO_PER_SM}/fp8_sweep_quick.json",
+                 f"experiments/runs/{FP8_TRITON_TWO_PER_SM_SWEEP}/fp8_sweep.json"],
+        "configs": TRITON_TENSOR_LARGE,
+        "quick": {name: pcts(quick, c) for name, c in TRITON_TENSOR_LARGE.items()},
+        "large": {name: over(v.values()) for name, v in large.items() if v},
     }
 
 

@@ -813,6 +813,15 @@ def fp8_h100_block_default(which: str, shape) -> float:
     return results.summary("fp8")["h100_record"]["triton_block_large"][which]["pct"][" x ".join(map(str, _shape(shape)))]
 
 
+def fp8_triton_two_per_sm(which: str, shape=None) -> float:
+    """Triton FP8 per tensor on an H100, % of cuBLAS: the configuration ``which`` ("one per SM", "two per
+    SM", "before") at a quick sweep's ``shape``, or, without one, its geometric mean over the large class."""
+    d = results.summary("fp8")["triton_two_per_sm"]
+    if shape is None:
+        return d["large"][which]["geomean"]
+    return d["quick"][which][" x ".join(map(str, _shape(shape)))]
+
+
 # ---- stage 7: the CUDA FP8 kernel (bench's recording; results.summary("fp8")["stage7"]: the evidence) ----
 def tc7_recorded_span(scaling: str, shapes=None) -> tuple[float, float]:
     """Stage 7 as bench recorded it (its defaults: promoted), % of cuBLAS with the same scaling."""
