@@ -4,9 +4,10 @@ DeepSeek-V3's block scales (:func:`fp8_blockscaled_config`).
 
 The rule is a small table. A shape falls into one class (:func:`shape_class`; its thresholds are the
 named constants below), and each kernel has one configuration per class (:data:`SCALES_CONFIGS`,
-:data:`BLOCKSCALED_CONFIGS`). The configurations are the best of sweeps on the H200
-(``experiments/gpu_fp8_triton.py``, and per shape and scaling ``experiments/gpu_fp8_triton_sweep.py``,
-whose results file suggests a configuration per class; experiments/JOURNAL.md has the numbers).
+:data:`BLOCKSCALED_CONFIGS`). The configurations are the best of sweeps on the H200, the two at the
+large shapes of sweeps on an H100 (``experiments/gpu_fp8_triton.py``, and per shape and scaling
+``experiments/gpu_fp8_triton_sweep.py``, whose results file suggests a configuration per class;
+experiments/JOURNAL.md has the numbers).
 """
 
 from __future__ import annotations
