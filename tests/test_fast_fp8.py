@@ -611,3 +611,19 @@ def test_large_shapes_on_the_gpu():
         assert not torch.isnan(c).any()
         # K up to 4096: the fp32 sums' error stays ~sqrt(K) 2^-24, far below the rounding
         assert relative_error(c, exact(qa, qw)) < TOLERANCE, shape
+
+
+def test_the_graph_tests_replay_every_class_the_recorded_gpus_use():
+    """tests/test_gpu_graphs_and_streams.py replays the Triton FP8 kernels from CUDA graphs, on two
+    streams and under torch.compile; its shapes must reach each class whose configuration differs in
+    kind (a persistent walk, two programs an SM), on the H100's and the H200's 132 SMs and a GPU of
+    up to 144."""
+    from test_gpu_graphs_and_streams import FP8_PATH_SHAPES, FP8_SHAPES, TRITON_FP8_LARGE  # noqa: PLC0415
+
+    for sms in (114, 132, 144):
+        assert shape_class(*TRITON_FP8_LARGE, sms=sms) == "large", sms
+        assert fp8_blockscaled_config(*TRITON_FP8_LARGE, sms=sms).persistent
+        assert fp8_config(*TRITON_FP8_LARGE, sms=sms) == SCALES_CONFIGS["large"]
+    assert {shape_class(*s, sms=132) for s in FP8_SHAPES} == {"decode", "few_tiles"}
+    for name in ("triton fp8 tensor", "triton fp8 row", "triton fp8 block"):
+        assert TRITON_FP8_LARGE in FP8_PATH_SHAPES[name], name

@@ -326,10 +326,17 @@ def _fp8_paths():
 FP8_SHAPES = [(1000, 1032, 4096), (1, 4096, 4096), (2048, 2048, 2048)]
 DECODE_SPLIT_SHAPES = [(16, 2048, 7168), (7, 1000, 1040), (300, 1000, 1040)]
 DECODE_WHOLE_K_SHAPES = [(64, 14336, 512), (33, 136, 208)]
+# The Triton FP8 kernels' configuration depends on the shape's class (fast_fp8_configs.shape_class);
+# FP8_SHAPES reach only "few_tiles" and "decode". This one is "large" on a GPU of up to 144 SMs (9 x 16
+# tiles of 256 x 128), so the large class's configurations (per tensor / row: two programs an SM; block
+# scales: persistent) are replayed too; its M, N and K cut tiles and end in a partial K slice.
+TRITON_FP8_LARGE = (2300, 1928, 1040)
 FP8_PATH_SHAPES = {name: DECODE_SPLIT_SHAPES if "split-K" in name else DECODE_WHOLE_K_SHAPES
                    for name in ("tc_7 swapped + split-K tensor", "tc_7 swapped + split-K row",
                                 "tc_7 swapped + split-K block", "tc_7 swapped + split-K tensor fast",
                                 "tc_7 swapped block", "tc_7 swapped tensor fast")}
+FP8_PATH_SHAPES |= {name: [*FP8_SHAPES, TRITON_FP8_LARGE] for name in ("triton fp8 tensor", "triton fp8 row",
+                                                                       "triton fp8 block")}
 FP8_NAMES = ["tc_7 tensor", "tc_7 row", "tc_7 block", "tc_7 tensor fast", *FP8_PATH_SHAPES, "triton fp8 tensor",
              "triton fp8 row", "triton fp8 block"]
 
@@ -385,12 +392,13 @@ def test_fp8_split_k_replays_while_its_capture_stream_runs_it_eagerly(name, shap
 # 2026-12-04_1050_fp8_graphs_compile/graphs.log); common.outside_graph_pools now makes it.
 FP8_COMPILE_PATHS = [("tc_7 block", (1000, 1032, 1024)), ("tc_7 tensor", (16, 2048, 7168)),
                      ("triton fp8 tensor", (2048, 2048, 2048)), ("triton fp8 row", (2048, 2048, 2048)),
-                     ("triton fp8 block", (768, 2304, 4096))]
+                     ("triton fp8 block", (768, 2304, 4096)), ("triton fp8 tensor", TRITON_FP8_LARGE),
+                     ("triton fp8 block", TRITON_FP8_LARGE)]
 
 
 @pytest.mark.parametrize("name, shape", FP8_COMPILE_PATHS,
                          ids=["tc_7 block", "tc_7 tensor decode split-K", "triton fp8 tensor", "triton fp8 row",
-                              "triton fp8 block"])
+                              "triton fp8 block", "triton fp8 tensor large", "triton fp8 block large"])
 def test_fp8_paths_are_right_under_torch_compile_reduce_overhead(name, shape):
     if not fp8_available():
         pytest.skip("FP8 tensor cores need compute capability 8.9 or newer")
@@ -401,7 +409,7 @@ def test_fp8_paths_are_right_under_torch_compile_reduce_overhead(name, shape):
     make = _fp8_maker(M, N, K, scaling)
     qa0, qw0 = make(0)
 
-    @torch.library.custom_op(f"course_test::fp8_{name.replace(' ', '_')}", mutates_args=())
+    @torch.library.custom_op(f"course_test::fp8_{name.replace(' ', '_')}_{M}x{N}x{K}", mutates_args=())
     def op(av: torch.Tensor, sa: torch.Tensor, wv: torch.Tensor, sw: torch.Tensor) -> torch.Tensor:
         return call(dataclasses.replace(qa0, values=av, scales=sa), dataclasses.replace(qw0, values=wv, scales=sw))
 
