@@ -63,7 +63,8 @@ def main() -> int:
         for _ in range(rounds):
             for k, fn in calls.items():
                 times[k].append(time_fn(fn).median_ms)
-        row = {"shape": [M, N, K], "scaling": scaling, "rounds": rounds, **{f"{k} ms": statistics.median(v) for k, v in times.items()}}
+        row = {"shape": [M, N, K], "scaling": scaling, "rounds": rounds,
+               **{f"{k} ms": statistics.median(v) for k, v in times.items()}}
         out["speed"].append(row)
         save()
         print(f"{(M, N, K)}: " + ", ".join(f"{k} {100 * row['cublas ms'] / row[k + ' ms']:.0f}%" for k in calls), flush=True)
