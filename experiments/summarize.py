@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import re
 import statistics
 import sys
@@ -553,7 +552,7 @@ def _triton_two_per_sm() -> dict:
 
     def over(values) -> dict:
         v = list(values)
-        return {"geomean": round(math.exp(statistics.fmean(math.log(x) for x in v)), 1), "worst": min(v), "shapes": len(v)}
+        return {"geomean": round(statistics.geometric_mean(v), 1), "worst": min(v), "shapes": len(v)}
 
     large = {name: pcts(full, c) for name, c in TRITON_TENSOR_LARGE.items()}
     return {

@@ -616,8 +616,8 @@ def test_large_shapes_on_the_gpu():
 def test_the_graph_tests_replay_every_class_the_recorded_gpus_use():
     """tests/test_gpu_graphs_and_streams.py replays the Triton FP8 kernels from CUDA graphs, on two
     streams and under torch.compile; its shapes must reach each class whose configuration differs in
-    kind (a persistent walk, two programs an SM), on the H100's and the H200's 132 SMs and a GPU of
-    up to 144."""
+    kind (a persistent walk, two programs an SM), on GPUs of 114 SMs (an H100 PCIe) to 144, the H100
+    SXM's and the H200's 132 among them."""
     from test_gpu_graphs_and_streams import FP8_PATH_SHAPES, FP8_SHAPES, TRITON_FP8_LARGE  # noqa: PLC0415
 
     for sms in (114, 132, 144):
