@@ -1,6 +1,6 @@
 """Triton FP8's configurations per shape and scaling, against cuBLAS, and its host time per call.
 
-    python experiments/gpu_fp8_triton_sweep.py --out $OUT/fp8_triton_sweep.json [--quick]
+    python experiments/gpu_fp8_triton_sweep.py --out $OUT/fp8_triton_sweep.json [--quick] [--class C] [--label L]
     python experiments/gpu_fp8_triton_sweep.py --host --out $OUT/fp8_triton_host.json
     python experiments/gpu_fp8_triton_sweep.py --plan
 
@@ -179,12 +179,34 @@ def second_round(kind: str, shape, best: list[Fp8Config]) -> list[Fp8Config]:
     return [c for c in dict.fromkeys(out) if fits(c, kind) and c not in best]
 
 
-def sweep_shapes(quick: bool) -> dict[str, list[tuple[int, int, int]]]:
-    """Per scaling, the shapes the course records ``triton_fp8`` at (``--quick``: QUICK_SHAPES among them)."""
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """What one run sweeps: everything; ``quick`` (QUICK_SHAPES, one round, no rows); the shapes of one
+    class only (``shape_class``); only the first round's candidates whose label contains ``label``
+    (and the defaults), with no second round."""
+    quick: bool = False
+    shape_class: str | None = None
+    label: str | None = None
+
+    @property
+    def second_round(self) -> bool:
+        return not self.quick and self.label is None
+
+    def candidates(self, kind: str, shape) -> list[Fp8Config]:
+        first = first_round(kind, shape)
+        if self.label is None:
+            return first
+        return [c for c in first if self.label in c.label or c == default_config(kind, shape)]
+
+
+def sweep_shapes(scope: Scope) -> dict[str, list[tuple[int, int, int]]]:
+    """Per scaling, the shapes the course records ``triton_fp8`` at (``--quick``: QUICK_SHAPES among
+    them; ``--class``: those of that class)."""
     shapes: dict[str, list] = {}
     for p in record_plan(["triton_fp8"]):
-        shapes.setdefault(p.scaling, []).append(tuple(p.shape))
-    if quick:
+        if scope.shape_class in (None, shape_class(*p.shape)):
+            shapes.setdefault(p.scaling, []).append(tuple(p.shape))
+    if scope.quick:
         shapes = {s: [x for x in v if x in QUICK_SHAPES] for s, v in shapes.items() if s != "row"}
     return shapes
 
@@ -253,7 +275,7 @@ class Sweep:
             row["pct_of_cublas"] = 100 * cublas_ms / ms
         return row
 
-    def shape(self, kind: str, scaling: str, shape, candidates: list[Fp8Config] | None, quick: bool) -> list[dict]:
+    def shape(self, kind: str, scaling: str, shape, candidates: list[Fp8Config] | None, scope: Scope) -> list[dict]:
         """Every candidate at one shape and scaling, beside cuBLAS; the rows measured."""
         M, N, K = shape
         qa, qw = fp8.fp8_inputs(M, N, K, scaling, seed=0)
@@ -267,8 +289,8 @@ class Sweep:
         self.out["cublas"].append(cub)
         cublas_ms = cub.get("ms")
         rows = [self.measure(kind, scaling, shape, c, qa, qw, ref, cublas_ms, "first")
-                for c in (candidates if candidates is not None else first_round(kind, shape))]
-        if candidates is None and not quick:
+                for c in (candidates if candidates is not None else scope.candidates(kind, shape))]
+        if candidates is None and scope.second_round:
             best = [Fp8Config(**r["fields"]) for r in sorted((r for r in rows if "ms" in r), key=lambda r: r["ms"])]
             rows += [self.measure(kind, scaling, shape, c, qa, qw, ref, cublas_ms, "second")
                      for c in second_round(kind, shape, best[:SECOND_ROUND])]
@@ -334,21 +356,21 @@ def class_summary(out: dict) -> dict:
     return summary
 
 
-def sweep(out: dict, save, quick: bool) -> None:
+def sweep(out: dict, save, scope: Scope) -> None:
     backend.require_gpu("the sweep", "times kernels (--plan lists what it would time, on any machine)")
     started = time.time()
     s = Sweep(out, save, started)
-    shapes = sweep_shapes(quick)
+    shapes = sweep_shapes(scope)
     out |= {"shapes": {k: [list(x) for x in v] for k, v in shapes.items()}, "checks": [], "cublas": [],
-            "measurements": [], "best": [], "quick": quick}
+            "measurements": [], "best": [], "quick": scope.quick, "scope": dataclasses.asdict(scope)}
     for scaling, kind in (("block", "block"), ("tensor", "tensor")):
         for shape in shapes.get(scaling, []):
-            s.shape(kind, scaling, shape, None, quick)
+            s.shape(kind, scaling, shape, None, scope)
     for shape in shapes.get("row", []):  # the per-tensor kernel's best at the shape, with a scale per row
         tensor_rows = sorted((r for r in out["measurements"] if r["scaling"] == "tensor" and tuple(r["shape"]) == shape
                               and "ms" in r), key=lambda r: r["ms"])
         cands = [Fp8Config(**r["fields"]) for r in tensor_rows[:ROW_CANDIDATES]] + [fp8_config(*shape)]
-        s.shape("tensor", "row", shape, list(dict.fromkeys(cands)), quick)
+        s.shape("tensor", "row", shape, list(dict.fromkeys(cands)), scope)
     out["classes"] = class_summary(out)
     out["seconds"] = round(time.time() - started, 1)
     save()
@@ -448,19 +470,19 @@ def host(out: dict, save) -> None:
 
 
 # ---- what the sweep would time -----------------------------------------------------------------------
-def plan(quick: bool) -> None:
+def plan(scope: Scope) -> None:
     total = 0
-    for scaling, shapes in sweep_shapes(quick).items():
+    for scaling, shapes in sweep_shapes(scope).items():
         kind = "block" if scaling == "block" else "tensor"
         for shape in shapes:
             if scaling == "row":
                 n = ROW_CANDIDATES + 1
                 print(f"{scaling:<6} {str(shape):<22} {shape_class(*shape):<9} <= {n} (the per-tensor best and the default)")
             else:
-                first = first_round(kind, shape)
-                n = len(first) + (0 if quick else len(second_round(kind, shape, first[:SECOND_ROUND])))
+                first = scope.candidates(kind, shape)
+                n = len(first) + (len(second_round(kind, shape, first[:SECOND_ROUND])) if scope.second_round else 0)
                 print(f"{scaling:<6} {str(shape):<22} {shape_class(*shape):<9} {len(first)} first"
-                      + ("" if quick else f" + {n - len(first)} second") + ": "
+                      + (f" + {n - len(first)} second" if scope.second_round else "") + ": "
                       + ", ".join(c.label for c in first))
             total += n
     print(f"{total} timings at most")
@@ -472,9 +494,12 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="4096^3, 8192^3 and one decode shape; one round; no rows")
     p.add_argument("--host", action="store_true", help="host time per call instead of the sweep (GPU or CPU)")
     p.add_argument("--plan", action="store_true", help="list what the sweep would time, and stop")
+    p.add_argument("--class", dest="shape_class", choices=SHAPE_CLASSES, help="only the shapes of this class")
+    p.add_argument("--label", help="only the candidates whose label holds this (e.g. ws), and the defaults; one round")
     args = p.parse_args()
+    scope = Scope(args.quick, args.shape_class, args.label)
     if args.plan:
-        plan(args.quick)
+        plan(scope)
         return 0
     if args.out is None:
         p.error("--out PATH is needed (the raw log)")
@@ -487,7 +512,7 @@ def main() -> int:
     if args.host:
         host(out, save)
     else:
-        sweep(out, save, args.quick)
+        sweep(out, save, scope)
     print(f"wrote {args.out}")
     return 0
 
