@@ -270,22 +270,6 @@ def test_the_config_rule_and_its_checks():
         Fp8Config(64, 48, 64)
     with pytest.raises(ValueError, match="group_m"):
         Fp8Config(64, 64, 64, group_m=0)
-    with pytest.raises(ValueError, match="warp_specialize=True needs descriptors=True"):
-        Fp8Config(128, 128, 128, warp_specialize=True)
-    assert Fp8Config(128, 128, 128, descriptors=True, warp_specialize=True).label == "128x128x128 g8 w4 s4 tma ws"
-
-
-@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
-def test_a_warp_specialized_config_gives_the_same_product(scaling):
-    """Fp8Config(warp_specialize=True): the K loop as ``tl.range(..., warp_specialize=True)``, which on
-    Hopper Triton splits into a TMA producer and two consumer warpgroups; the interpreter runs the loop
-    as written, so this checks the kernel's arithmetic with the flag on (shapes that cut every tile and
-    end in a partial K slice); the GPU tests replay it from a CUDA graph."""
-    from course_lib.kernels.coalescing_and_triton.fast_fp8 import fp8_matmul_blockscaled
-
-    cfg = Fp8Config(16, 32, 128, num_warps=4, num_stages=3, descriptors=True, warp_specialize=True)
-    fn = fp8_matmul_blockscaled if scaling == "block" else fp8_matmul
-    correctness.check(lambda qa, qw: fn(qa, qw, cfg), "e4m3", [(37, 72, 200), (130, 300, 520)], scaling=scaling)
 
 
 @pytest.mark.parametrize("blocks", [False, True], ids=["per row", "blocks"])

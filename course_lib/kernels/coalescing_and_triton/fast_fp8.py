@@ -130,7 +130,6 @@ def fp8_matmul_tma_kernel(
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False,
-    WARP_SPECIALIZE: tl.constexpr = False,
 ):
     """fp8_matmul_kernel with A and W read through tensor descriptors (TMA on Hopper): one copy per
     tile and K-slice, the edges zero-filled by the copy engine instead of masks; C stored through
@@ -145,18 +144,16 @@ def fp8_matmul_tma_kernel(
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
             fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
-                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND, WARP_SPECIALIZE)
+                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND)
     else:
         fp8_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa,
-                      stride_sw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND,
-                      WARP_SPECIALIZE)
+                      stride_sw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND)
 
 
 @triton.jit
 def fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                  MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr,
-                  WARP_SPECIALIZE: tl.constexpr = False):
+                  MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr):
     """fp8_matmul_tma_kernel's work for one tile of C, the ``tile``-th in grouped order."""
     # ---- which tile ---------------------------------------------------------------------------------
     pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
@@ -164,7 +161,7 @@ def fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K
 
     # ---- mainloop -----------------------------------------------------------------------------------
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in tl.range(0, K, BLOCK_K, warp_specialize=WARP_SPECIALIZE):
+    for k0 in range(0, K, BLOCK_K):
         a = a_desc.load([row0, k0])
         w = w_desc.load([col0, k0])
         acc = tl.dot(a, w.T, acc, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
@@ -253,7 +250,7 @@ def fp8_blockscaled_tma_kernel(
     stride_am, stride_wn, stride_cm, stride_sam, stride_swn,
     # Meta-parameters (BLOCK_K is the scales' block along K: 128)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False,
+    ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False,
 ):
     """fp8_blockscaled_kernel with A and W read, and C written, through tensor descriptors (TMA on
     Hopper), as fp8_matmul_tma_kernel reads them (and, ``PERSISTENT``, walks the tiles as it
@@ -265,17 +262,16 @@ def fp8_blockscaled_tma_kernel(
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
             blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam,
-                                  stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND, WARP_SPECIALIZE)
+                                  stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND)
     else:
         blockscaled_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K,
-                              stride_sam, stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND,
-                              WARP_SPECIALIZE)
+                              stride_sam, stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND)
 
 
 @triton.jit
 def blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam, stride_swn,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                          ROUND_BF16_BY_HAND: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False):
+                          ROUND_BF16_BY_HAND: tl.constexpr):
     """fp8_blockscaled_tma_kernel's work for one tile of C, the ``tile``-th in grouped order."""
     pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     row0, col0 = pid_m * BLOCK_M, pid_n * BLOCK_N
@@ -284,7 +280,7 @@ def blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr,
 
     # ---- mainloop: one block of scales per K-slice -------------------------------------------------
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for kb in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WARP_SPECIALIZE):
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):
         a = a_desc.load([row0, kb * BLOCK_K])
         w = w_desc.load([col0, kb * BLOCK_K])
         part = tl.dot(a, w.T)
@@ -397,8 +393,7 @@ def _checked_scales(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
         if cfg.descriptors and _descriptors_fit(qa, qw, c):
             ensure_allocator()
             rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), int(rows_a), int(rows_w))
-            return Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc, PERSISTENT=cfg.persistent,
-                           WARP_SPECIALIZE=cfg.warp_specialize)
+            return Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc, PERSISTENT=cfg.persistent)
         rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), int(rows_a), int(rows_w))
         return Fp8Plan(fp8_matmul_kernel, qa, qw, c, rest, cfg, True, **acc)
 
@@ -418,8 +413,7 @@ def _checked_blocks(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
         if cfg.descriptors and _descriptors_fit(qa, qw, c):
             ensure_allocator()
             rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), "sa rows", "sw rows")
-            return Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False, PERSISTENT=cfg.persistent,
-                           WARP_SPECIALIZE=cfg.warp_specialize)
+            return Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False, PERSISTENT=cfg.persistent)
         rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), "sa rows", "sw rows")
         return Fp8Plan(fp8_blockscaled_kernel, qa, qw, c, rest, cfg, False)
 

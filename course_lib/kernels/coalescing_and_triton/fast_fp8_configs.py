@@ -46,7 +46,6 @@ class Fp8Config:
     fast_accumulation: bool = False
     descriptors: bool = False
     persistent: bool = False
-    warp_specialize: bool = False
 
     def __post_init__(self) -> None:
         for name, least in (("block_m", 16), ("block_n", 16), ("block_k", 32)):
@@ -59,9 +58,6 @@ class Fp8Config:
         if self.persistent and not self.descriptors:
             raise ValueError("Fp8Config: persistent=True needs descriptors=True (only the kernels that read "
                              "through tensor descriptors walk the tiles)")
-        if self.warp_specialize and not self.descriptors:
-            raise ValueError("Fp8Config: warp_specialize=True needs descriptors=True (Triton splits the K loop "
-                             "into a TMA producer and consumer warpgroups only where the loads are TMA copies)")
 
     @property
     def max_num_imprecise_acc(self) -> int | None:
@@ -72,7 +68,7 @@ class Fp8Config:
     def label(self) -> str:
         """e.g. "64x128x128 g8 w4 s4 tma": tile, group, warps, stages and what is not the default."""
         extra = ((" fast" if self.fast_accumulation else "") + (" tma" if self.descriptors else "")
-                 + (" persistent" if self.persistent else "") + (" ws" if self.warp_specialize else ""))
+                 + (" persistent" if self.persistent else ""))
         return f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} w{self.num_warps} s{self.num_stages}{extra}"
 
 
