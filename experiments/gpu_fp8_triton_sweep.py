@@ -18,16 +18,18 @@
   once per class of M (``course_lib.check`` at one shape that cuts every tile and the last K block),
   each timing's C compared with the float64 product at the shape, and each timed with
   ``triton.testing.do_bench`` (median) beside cuBLAS with the same scaling (``fp8.cublas_fp8_for``,
-  the scales laid out once, as ``bench`` times it, where its shape rule allows; the sweep's
-  earlier runs timed ``fp8.cublas_fp8``, which lays them out in every call: 3-37 % slower with block
-  scales, so their block-scaled shares read high; their ranking of configurations stands). Written: every measurement, the best configuration per (shape,
-  scaling), and per shape class of ``fast_fp8_configs.shape_class`` the configuration best over all
-  of the class's shapes (geometric mean of % of cuBLAS) beside the library's current one - what
-  ``SCALES_CONFIGS`` and ``BLOCKSCALED_CONFIGS`` are set from. ``--quick``: 4096^3, 8192^3 and one
-  decode shape, no second round, no rows. At most 978 timings in full (``--plan`` lists them);
-  estimated at 3-4 minutes on the H200 (about 40 ms per timing, and Triton compiling some 150
-  kernels at well under a second each), about a minute quick; progress and the time so far are
-  printed after each shape, and the log is saved after each shape.
+  the scales laid out once, as ``bench`` times it, where its shape rule allows; the sweep's earlier
+  runs timed ``fp8.cublas_fp8``, which lays them out in every call: 3-37 % slower with block scales,
+  so their block-scaled shares read high; their ranking of configurations stands). Written: every
+  measurement, the best configuration per (shape, scaling), and per shape class of
+  ``fast_fp8_configs.shape_class`` the configuration best over all of the class's shapes (geometric
+  mean of % of cuBLAS) beside the library's current one - what ``SCALES_CONFIGS`` and
+  ``BLOCKSCALED_CONFIGS`` are set from. ``--quick``: 4096^3, 8192^3 and one decode shape, no second
+  round, no rows; ``--class`` / ``--label``: the shapes of one class, only some candidates. At most
+  1,618 timings in full (``--plan`` lists them; 978 before the two-per-SM candidates, then estimated at
+  3-4 minutes on the H200: about 40 ms per timing, and Triton compiling some 150 kernels at well under a
+  second each), about a minute quick; progress and the time so far are printed after each shape, and the
+  log is saved after each shape.
 * **host** (a GPU, or the CPU): host time per call at 64 x 64 x 64, back to back (``CALLS`` calls,
   median of ``ROUNDS`` rounds, the callables' rounds alternating): ``triton_fp8`` per tensor, per row
   and in blocks, its wrapper alone (the plan's launch replaced by nothing), ``torch._scaled_mm`` with
@@ -476,7 +478,8 @@ def main() -> int:
     p.add_argument("--host", action="store_true", help="host time per call instead of the sweep (GPU or CPU)")
     p.add_argument("--plan", action="store_true", help="list what the sweep would time, and stop")
     p.add_argument("--class", dest="shape_class", choices=SHAPE_CLASSES, help="only the shapes of this class")
-    p.add_argument("--label", help="only the candidates whose label holds this (e.g. ' s3 tma'), and the defaults; one round")
+    p.add_argument("--label", help="only the candidates whose label holds this (e.g. ' s3 tma') and the defaults; "
+                                   "one round")
     args = p.parse_args()
     scope = Scope(args.quick, args.shape_class, args.label)
     if args.plan:
