@@ -13,8 +13,6 @@ product (C starts as NaN) and the share of ``torch._scaled_mm`` (one scale per t
 import torch, triton, triton.language as tl
 from course_lib import fp8
 from course_lib.kernels.coalescing_and_triton.fast_fp8 import grouped_tile
-from course_lib.kernels.coalescing_and_triton import fast_fp8 as f
-from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import Fp8Config
 
 @triton.jit
 def k(a_ptr, w_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, WS: tl.constexpr,

@@ -113,9 +113,10 @@ def shape_class(M: int, N: int, K: int, sms: int | None = None) -> str:
 #   before (68 % per tensor, 70 % per row there); per row within four points of it either way.
 #   (128 x 256 tiles, the bf16 kernel's, keep a second fp32 tile of promoted sums that does not fit.)
 #   Not taken: Triton's own warp specialization (``tl.range(..., warp_specialize=True)``: a TMA
-#   producer and two consumer warpgroups of half the rows each). On an H100 it was no faster (128 x 128
-#   58-69 %, 256 x 128 76-79 % of cuBLAS at 4096^3 and 8192^3, against 77-79 % for this tile in the
-#   same run) and, with these kernels' scale epilogue, returned wrong rows (Triton 3.6.0).
+#   producer and two consumer warpgroups of half the rows each). On an H100, in a stand-alone kernel
+#   without the scales, it was no faster (128 x 128 58-69 %, 256 x 128 76-79 % of cuBLAS at 4096^3 and
+#   8192^3, against 77-79 % for this tile unspecialized in the same run); in these kernels, with their
+#   scale epilogue, it returned wrong rows (Triton 3.6.0).
 _SMALL = Fp8Config(64, 64, 128, num_warps=4, num_stages=4)
 SCALES_CONFIGS: dict[str, Fp8Config] = {
     "decode": Fp8Config(64, 32, 128, num_warps=4, num_stages=5),
