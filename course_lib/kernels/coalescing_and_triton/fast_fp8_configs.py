@@ -35,6 +35,10 @@ class Fp8Config:
     allows them (16-byte rows), with pointers otherwise.
     ``persistent``: one program per SM walks the tiles (the descriptor kernels only: where the
     descriptors do not fit, the pointer kernel runs one program per tile).
+    ``paired``: the K loop takes two slices a step, so that the odd slice's wgmmas run while the even
+    slice's sum is added into fp32 (Triton waits for every wgmma in flight after a dot whose sum the
+    step adds; a dot whose sum is added only after the next step's wait stays in flight). The
+    descriptor kernels only, one program per tile, promoted (not with ``fast_accumulation``).
     """
 
     block_m: int
@@ -46,6 +50,7 @@ class Fp8Config:
     fast_accumulation: bool = False
     descriptors: bool = False
     persistent: bool = False
+    paired: bool = False
 
     def __post_init__(self) -> None:
         for name, least in (("block_m", 16), ("block_n", 16), ("block_k", 32)):
@@ -58,6 +63,10 @@ class Fp8Config:
         if self.persistent and not self.descriptors:
             raise ValueError("Fp8Config: persistent=True needs descriptors=True (only the kernels that read "
                              "through tensor descriptors walk the tiles)")
+        if self.paired and (not self.descriptors or self.persistent or self.fast_accumulation):
+            raise ValueError("Fp8Config: paired=True needs descriptors=True, persistent=False and "
+                             "fast_accumulation=False (it overlaps a slice's promotion with the next slice's "
+                             "wgmmas in the one-program-per-tile descriptor kernels)")
 
     @property
     def max_num_imprecise_acc(self) -> int | None:
@@ -68,7 +77,7 @@ class Fp8Config:
     def label(self) -> str:
         """e.g. "64x128x128 g8 w4 s4 tma": tile, group, warps, stages and what is not the default."""
         extra = ((" fast" if self.fast_accumulation else "") + (" tma" if self.descriptors else "")
-                 + (" persistent" if self.persistent else ""))
+                 + (" persistent" if self.persistent else "") + (" paired" if self.paired else ""))
         return f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} w{self.num_warps} s{self.num_stages}{extra}"
 
 
