@@ -76,8 +76,8 @@ class Fp8Config:
     @property
     def label(self) -> str:
         """e.g. "64x128x128 g8 w4 s4 tma": tile, group, warps, stages and what is not the default."""
-        extra = ((" fast" if self.fast_accumulation else "") + (" tma" if self.descriptors else "")
-                 + (" persistent" if self.persistent else "") + (" paired" if self.paired else ""))
+        extra = "".join(f" {name}" for name, on in (("fast", self.fast_accumulation), ("tma", self.descriptors),
+                                                     ("persistent", self.persistent), ("paired", self.paired)) if on)
         return f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} w{self.num_warps} s{self.num_stages}{extra}"
 
 
