@@ -16,8 +16,8 @@
   and 5 stages for the three best where K is longer than SHORT_K. Left out before timing:
   configurations whose pipeline does not fit 227 KB of shared memory, or whose fp32 accumulators need
   more registers per thread than ``MAX_ACCUMULATOR_PER_THREAD`` (paired: ``MAX_PAIRED_...``; where
-  ptxas spills). Each configuration is checked against float64 once per class of M (``course_lib.check`` at one shape that cuts every tile and the last K block),
-  each timing's C compared with the float64 product at the shape, and each timed with
+  ptxas spills). Each configuration is checked against float64 once per class of M
+  (``course_lib.check`` at one shape that cuts every tile and the last K block), each timing's C compared with the float64 product at the shape, and each timed with
   ``triton.testing.do_bench`` (median) beside cuBLAS with the same scaling (``fp8.cublas_fp8_for``,
   the scales laid out once, as ``bench`` times it, where its shape rule allows; the sweep's earlier
   runs timed ``fp8.cublas_fp8``, which lays them out in every call: 3-37 % slower with block scales,
