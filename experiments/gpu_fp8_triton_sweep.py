@@ -7,30 +7,30 @@
 * **sweep** (a GPU): at every FP8 shape the course records for ``triton_fp8`` in each scaling
   (``course_lib.bench.recording.record_plan``), candidate configurations of the block-scaled kernel
   (``fp8_matmul_blockscaled``: pointer loads and tensor descriptors) and of the per-tensor kernel
-  (``fp8_matmul``, descriptors on and off); per row, the per-tensor sweep's three best at the shape
-  and the default. Tiles 64x128, 128x128, 128x64, 64x256, 128x256, 256x128 (at M <= DECODE_M the
-  64-row ones, and 64x64, 64x32), 4 and 8 warps, pointer loads, descriptors, and descriptors with
-  one program per SM walking the tiles (``persistent``, since 2026-12-05), 4 stages, and the 4-warp
-  ones also with the stages at which two programs share an SM (``two_per_sm``), and every one-program-
-  per-tile descriptor configuration also with its K loop paired (``paired``, half the stages); then 3
-  and 5 stages for the three best where K is longer than SHORT_K. Left out before timing:
-  configurations whose pipeline does not fit 227 KB of shared memory, or whose fp32 accumulators need
-  more registers per thread than ``MAX_ACCUMULATOR_PER_THREAD`` (paired: ``MAX_PAIRED_...``; where
-  ptxas spills). Each configuration is checked against float64 once per class of M
-  (``course_lib.check`` at one shape that cuts every tile and the last K block), each timing's C compared with the float64 product at the shape, and each timed with
-  ``triton.testing.do_bench`` (median) beside cuBLAS with the same scaling (``fp8.cublas_fp8_for``,
-  the scales laid out once, as ``bench`` times it, where its shape rule allows; the sweep's earlier
-  runs timed ``fp8.cublas_fp8``, which lays them out in every call: 3-37 % slower with block scales,
-  so their block-scaled shares read high; their ranking of configurations stands). Written: every
-  measurement, the best configuration per (shape, scaling), and per shape class of
-  ``fast_fp8_configs.shape_class`` the configuration best over all of the class's shapes (geometric
-  mean of % of cuBLAS) beside the library's current one - what ``SCALES_CONFIGS`` and
-  ``BLOCKSCALED_CONFIGS`` are set from. ``--quick``: 4096^3, 8192^3 and one decode shape, no second
-  round, no rows; ``--class`` / ``--label``: the shapes of one class, only some candidates. At most
-  1,915 timings in full (``--plan`` lists them; 1,618 before the paired candidates, 978 before the
-  two-per-SM ones, estimated at 3-4 minutes on the H200: about 40 ms per timing, and Triton compiling
-  some 150 kernels at well under a second each), about a minute quick; progress and the time so far
-  are printed after each shape, and the log is saved after each shape.
+  (``fp8_matmul``, descriptors on and off); per row, the per-tensor sweep's three best at the shape and
+  the default. Tiles 64x128, 128x128, 128x64, 64x256, 128x256, 256x128 (at M <= DECODE_M the 64-row
+  ones, and 64x64, 64x32), 4 and 8 warps, pointer loads, descriptors, and descriptors with one program
+  per SM walking the tiles (``persistent``, since 2026-12-05), 4 stages, and the 4-warp ones also with
+  the stages at which two programs share an SM (``two_per_sm``), and every one-program- per-tile
+  descriptor configuration also with its K loop paired (``paired``, half the stages); then 3 and 5
+  stages for the three best where K is longer than SHORT_K. Left out before timing: configurations whose
+  pipeline does not fit 227 KB of shared memory, or whose fp32 accumulators need more registers per
+  thread than ``MAX_ACCUMULATOR_PER_THREAD`` (paired: ``MAX_PAIRED_...``; where ptxas spills). Each
+  configuration is checked against float64 once per class of M (``course_lib.check`` at one shape that
+  cuts every tile and the last K block), each timing's C compared with the float64 product at the shape,
+  and each timed with ``triton.testing.do_bench`` (median) beside cuBLAS with the same scaling
+  (``fp8.cublas_fp8_for``, the scales laid out once, as ``bench`` times it, where its shape rule allows;
+  the sweep's earlier runs timed ``fp8.cublas_fp8``, which lays them out in every call: 3-37 % slower
+  with block scales, so their block-scaled shares read high; their ranking of configurations stands).
+  Written: every measurement, the best configuration per (shape, scaling), and per shape class of
+  ``fast_fp8_configs.shape_class`` the configuration best over all of the class's shapes (geometric mean
+  of % of cuBLAS) beside the library's current one - what ``SCALES_CONFIGS`` and ``BLOCKSCALED_CONFIGS``
+  are set from. ``--quick``: 4096^3, 8192^3 and one decode shape, no second round, no rows; ``--class``
+  / ``--label``: the shapes of one class, only some candidates. At most 1,915 timings in full
+  (``--plan`` lists them; 1,618 before the paired candidates, 978 before the two-per-SM ones, estimated
+  at 3-4 minutes on the H200: about 40 ms per timing, and Triton compiling some 150 kernels at well
+  under a second each), about a minute quick; progress and the time so far are printed after each shape,
+  and the log is saved after each shape.
 * **host** (a GPU, or the CPU): host time per call at 64 x 64 x 64, back to back (``CALLS`` calls,
   median of ``ROUNDS`` rounds, the callables' rounds alternating): ``triton_fp8`` per tensor, per row
   and in blocks, its wrapper alone (the plan's launch replaced by nothing), ``torch._scaled_mm`` with
