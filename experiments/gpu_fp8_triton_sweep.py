@@ -7,30 +7,29 @@
 * **sweep** (a GPU): at every FP8 shape the course records for ``triton_fp8`` in each scaling
   (``course_lib.bench.recording.record_plan``), candidate configurations of the block-scaled kernel
   (``fp8_matmul_blockscaled``: pointer loads and tensor descriptors) and of the per-tensor kernel
-  (``fp8_matmul``, descriptors on and off); per row, the per-tensor sweep's three best at the shape and
-  the default. Tiles 64x128, 128x128, 128x64, 64x256, 128x256, 256x128 (at M <= DECODE_M the 64-row
-  ones, and 64x64, 64x32), 4 and 8 warps, pointer loads, descriptors, and descriptors with one program
-  per SM walking the tiles (``persistent``, since 2026-12-05), 4 stages, and the 4-warp ones also with
-  the stages at which two programs share an SM (``two_per_sm``), and every one-program- per-tile
-  descriptor configuration also with its K loop paired (``paired``, half the stages); then 3 and 5
-  stages for the three best where K is longer than SHORT_K. Left out before timing: configurations whose
-  pipeline does not fit 227 KB of shared memory, or whose fp32 accumulators need more registers per
-  thread than ``MAX_ACCUMULATOR_PER_THREAD`` (paired: ``MAX_PAIRED_...``; where ptxas spills). Each
-  configuration is checked against float64 once per class of M (``course_lib.check`` at one shape that
-  cuts every tile and the last K block), each timing's C compared with the float64 product at the shape,
-  and each timed with ``triton.testing.do_bench`` (median) beside cuBLAS with the same scaling
-  (``fp8.cublas_fp8_for``, the scales laid out once, as ``bench`` times it, where its shape rule allows;
-  the sweep's earlier runs timed ``fp8.cublas_fp8``, which lays them out in every call: 3-37 % slower
-  with block scales, so their block-scaled shares read high; their ranking of configurations stands).
-  Written: every measurement, the best configuration per (shape, scaling), and per shape class of
-  ``fast_fp8_configs.shape_class`` the configuration best over all of the class's shapes (geometric mean
-  of % of cuBLAS) beside the library's current one - what ``SCALES_CONFIGS`` and ``BLOCKSCALED_CONFIGS``
-  are set from. ``--quick``: 4096^3, 8192^3 and one decode shape, no second round, no rows; ``--class``
-  / ``--label``: the shapes of one class, only some candidates. At most 1,915 timings in full
-  (``--plan`` lists them; 1,618 before the paired candidates, 978 before the two-per-SM ones, estimated
-  at 3-4 minutes on the H200: about 40 ms per timing, and Triton compiling some 150 kernels at well
-  under a second each), about a minute quick; progress and the time so far are printed after each shape,
-  and the log is saved after each shape.
+  (``fp8_matmul``, descriptors on and off); per row, the per-tensor sweep's three best at the shape
+  and the default. Tiles 64x128, 128x128, 128x64, 64x256, 128x256, 256x128 (at M <= DECODE_M the
+  64-row ones, and 64x64, 64x32), 4 and 8 warps, pointer loads, descriptors, and descriptors with
+  one program per SM walking the tiles (``persistent``, since 2026-12-05), 4 stages, and the 4-warp
+  ones also with the stages at which two programs share an SM (``two_per_sm``); then 3 and 5 stages for the three best
+  where K is longer than SHORT_K. Left out before timing: configurations whose pipeline does not fit
+  227 KB of shared memory, or whose fp32 accumulators need more registers per thread than
+  ``MAX_ACCUMULATOR_PER_THREAD`` (where ptxas spills). Each configuration is checked against float64
+  once per class of M (``course_lib.check`` at one shape that cuts every tile and the last K block),
+  each timing's C compared with the float64 product at the shape, and each timed with
+  ``triton.testing.do_bench`` (median) beside cuBLAS with the same scaling (``fp8.cublas_fp8_for``,
+  the scales laid out once, as ``bench`` times it, where its shape rule allows; the sweep's earlier
+  runs timed ``fp8.cublas_fp8``, which lays them out in every call: 3-37 % slower with block scales,
+  so their block-scaled shares read high; their ranking of configurations stands). Written: every
+  measurement, the best configuration per (shape, scaling), and per shape class of
+  ``fast_fp8_configs.shape_class`` the configuration best over all of the class's shapes (geometric
+  mean of % of cuBLAS) beside the library's current one - what ``SCALES_CONFIGS`` and
+  ``BLOCKSCALED_CONFIGS`` are set from. ``--quick``: 4096^3, 8192^3 and one decode shape, no second
+  round, no rows; ``--class`` / ``--label``: the shapes of one class, only some candidates. At most
+  1,618 timings in full (``--plan`` lists them; 978 before the two-per-SM candidates, then estimated at
+  3-4 minutes on the H200: about 40 ms per timing, and Triton compiling some 150 kernels at well under a
+  second each), about a minute quick; progress and the time so far are printed after each shape, and the
+  log is saved after each shape.
 * **host** (a GPU, or the CPU): host time per call at 64 x 64 x 64, back to back (``CALLS`` calls,
   median of ``ROUNDS`` rounds, the callables' rounds alternating): ``triton_fp8`` per tensor, per row
   and in blocks, its wrapper alone (the plan's launch replaced by nothing), ``torch._scaled_mm`` with
@@ -91,12 +90,7 @@ SHARED_LIMIT = H200.max_smem_per_block  # bytes one block may have (Triton refus
 # row: 128 fit or nearly (253-255 registers, 0-284 bytes; 256 x 128 on 8 warps, the best of
 # experiments/gpu_fp8_triton.py, among them), 256 spill 1-3 KB.
 MAX_ACCUMULATOR_PER_THREAD = {"block": 64, "tensor": 128}
-# A paired K loop (``Fp8Config.paired``) keeps three (the total, the even and the odd slice's sums):
-# compiled for sm_90a (Triton 3.6.0), 64 x 128 on 4 warps (64 a thread) took 202 registers per tensor
-# and 254 with block scales, no spills; 128 x 128 on 4 warps (128) spilled 544 and 2,024 bytes.
-MAX_PAIRED_ACCUMULATOR_PER_THREAD = 64
-CHECK_N, CHECK_K = 400, 1904  # cut 64-, 128- and 256-wide tiles; K: 14 blocks and 112 of a 15th (an odd
-# count of slices: a paired loop's last odd slice lies past K; rows of 16-byte multiples, for descriptors)
+CHECK_N, CHECK_K = 400, 2000  # cut 64-, 128- and 256-wide tiles; K: 15 blocks and 80 of a 16th
 CHECK_M = 272  # rows of the check for M >= 16 (cuts every tile); below, the shape's own M
 QUICK_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (64, 14336, 4096))
 HOST_SHAPE, HOST_BLOCK_SHAPE = (64, 64, 64), (64, 64, 512)
@@ -108,9 +102,8 @@ def shared_bytes(cfg: Fp8Config) -> int:
     """Shared memory of the pipeline: ``num_stages`` K-slices of A's and W's tiles, one byte per
     element (what Triton reported for every configuration compiled, to within 64 bytes); a persistent
     configuration also stages its bf16 tile of C there for the store (compiled for sm_90a on
-    2026-12-05: 16,384 to 66,560 bytes more, the tile's 2 bytes per element plus at most 1 KB); a
-    paired one holds two K-slices a stage."""
-    pipeline = cfg.num_stages * (cfg.block_m + cfg.block_n) * cfg.block_k * (2 if cfg.paired else 1)
+    2026-12-05: 16,384 to 66,560 bytes more, the tile's 2 bytes per element plus at most 1 KB)."""
+    pipeline = cfg.num_stages * (cfg.block_m + cfg.block_n) * cfg.block_k
     return pipeline + (cfg.block_m * cfg.block_n * 2 + 1024 if cfg.persistent else 0)
 
 
@@ -121,8 +114,7 @@ def accumulator_per_thread(cfg: Fp8Config) -> int:
 def fits(cfg: Fp8Config, kind: str) -> bool:
     """Whether ``cfg`` is worth timing for ``kind`` ("block" or "tensor"): its pipeline fits shared
     memory and its accumulators fit the registers (:data:`MAX_ACCUMULATOR_PER_THREAD`)."""
-    limit = MAX_PAIRED_ACCUMULATOR_PER_THREAD if cfg.paired else MAX_ACCUMULATOR_PER_THREAD[kind]
-    return shared_bytes(cfg) <= SHARED_LIMIT and accumulator_per_thread(cfg) <= limit
+    return shared_bytes(cfg) <= SHARED_LIMIT and accumulator_per_thread(cfg) <= MAX_ACCUMULATOR_PER_THREAD[kind]
 
 
 def default_config(kind: str, shape) -> Fp8Config:
@@ -147,28 +139,17 @@ def two_per_sm(cfg: Fp8Config) -> Fp8Config | None:
     return None
 
 
-def paired(cfg: Fp8Config) -> Fp8Config | None:
-    """``cfg`` with its K loop paired (``Fp8Config.paired``: the odd slice's wgmmas in flight while the
-    even slice is promoted) and half the stages (at least 2), so that as many K-slices are staged;
-    None where pairing does not apply (pointer loads, persistent, fast accumulation)."""
-    if not cfg.descriptors or cfg.persistent or cfg.fast_accumulation or cfg.paired:
-        return None
-    return dataclasses.replace(cfg, paired=True, num_stages=max(2, cfg.num_stages // 2))
-
-
 def first_round(kind: str, shape) -> list[Fp8Config]:
     """The configurations timed first at ``shape``: every tile, warp count and load style that fits,
     at FIRST_STAGES stages (fewer where K has fewer slices), the same one-warpgroup configurations
     with as many stages as let two programs share an SM (:func:`two_per_sm`), and the library's
-    default; and each of them that reads through descriptors, one program per tile, paired
-    (:func:`paired`)."""
+    default."""
     M, N, K = shape
     tiles = TILES if M > DECODE_M else tuple(t for t in TILES if t[0] == 64) + DECODE_TILES
     stages = max(2, min(FIRST_STAGES, triton.cdiv(K, BLOCK_K)))
     out = [Fp8Config(bm, bn, BLOCK_K, num_warps=w, num_stages=stages, descriptors=d, persistent=p)
            for bm, bn in tiles for w in WARPS for d, p in ((False, False), (True, False), (True, True))]
     out += [c2 for c in out if (c2 := two_per_sm(c)) is not None]
-    out += [c2 for c in out if (c2 := paired(c)) is not None]
     return list(dict.fromkeys([c for c in out if fits(c, kind)] + [default_config(kind, shape)]))
 
 

@@ -393,32 +393,6 @@ def test_a_persistent_config_walks_every_tile_and_gives_the_same_bits(scaling):
         Fp8Config(32, 64, 128, persistent=True)
 
 
-@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
-def test_a_paired_k_loop_gives_the_same_bits(scaling):
-    """Fp8Config(paired=True): two K-slices a loop step, each slice summed from zero and added into fp32
-    in K's order, as the unpaired loop adds them, so C is bit for bit the unpaired C, C poisoned first.
-    Odd counts of slices (the last odd slice lies past K, zeros) and even ones, partial last slices, a
-    single slice. Pairing needs descriptors, one program per tile and promotion: the rest is refused."""
-    from course_lib.kernels.coalescing_and_triton import fast_fp8
-
-    fn = fast_fp8.fp8_matmul_blockscaled if scaling == "block" else fp8_matmul
-    unpaired = Fp8Config(32, 64, 128, descriptors=True)
-    paired = dataclasses.replace(unpaired, paired=True, num_stages=2)
-    for M, N, K in ((96, 136, 384), (150, 200, 528), (40, 64, 128), (33, 72, 1040)):
-        qa, qw = fp8.fp8_inputs(M, N, K, scaling, seed=M)
-        with guarded():
-            expected = fn(qa, qw, unpaired)
-            got = fn(qa, qw, paired)
-        plan = fn.plans.get(fp8.fp8_plan_key(qa, qw, paired))
-        assert plan.kernel.meta["PAIRED"] and not plan.kernel.meta["PERSISTENT"]
-        assert torch.equal(got, expected), f"{M} x {N} x {K}"
-        assert relative_error(got, exact(qa, qw)) < TOLERANCE
-    correctness.check(lambda a, w: fn(a, w, paired), "e4m3", [(37, 136, 264), (5, 64, 1904)], scaling=scaling)
-    for bad in (dict(descriptors=False), dict(persistent=True), dict(fast_accumulation=True)):
-        with pytest.raises(ValueError, match="paired=True needs descriptors=True"):
-            dataclasses.replace(paired, **bad)
-
-
 def test_the_block_scaled_kernel_applies_every_blocks_scale():
     """One K-block's scale of A replaced by another's: the product is off by far."""
     from course_lib.kernels.coalescing_and_triton.fast_fp8 import fp8_matmul_blockscaled

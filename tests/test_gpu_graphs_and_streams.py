@@ -22,7 +22,6 @@ import torch
 
 from course_lib import backend, correctness, fp8
 from course_lib.gemm import relative_error
-from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import Fp8Config
 
 pytestmark = pytest.mark.gpu
 
@@ -317,8 +316,6 @@ def _fp8_paths():
         ("triton fp8 tensor", "tensor", fast_fp8.fp8_matmul),
         ("triton fp8 row", "row", fast_fp8.fp8_matmul),
         ("triton fp8 block", "block", fast_fp8.fp8_matmul_blockscaled),
-        ("triton fp8 tensor paired", "tensor", lambda qa, qw: fast_fp8.fp8_matmul(qa, qw, TRITON_PAIRED)),
-        ("triton fp8 block paired", "block", lambda qa, qw: fast_fp8.fp8_matmul_blockscaled(qa, qw, TRITON_PAIRED)),
     ]
 
 
@@ -334,16 +331,12 @@ DECODE_WHOLE_K_SHAPES = [(64, 14336, 512), (33, 136, 208)]
 # tiles of 256 x 128), so the large class's configurations (per tensor / row: two programs an SM; block
 # scales: persistent) are replayed too; its M, N and K cut tiles and end in a partial K slice.
 TRITON_FP8_LARGE = (2300, 1928, 1040)
-# The paired K loop (two slices a step; Fp8Config.paired), forced, so that it is replayed whether or not a
-# class's default is one; K = 1040 ends in an odd slice past K.
-TRITON_PAIRED = Fp8Config(64, 128, 128, num_warps=4, num_stages=2, descriptors=True, paired=True)
 FP8_PATH_SHAPES = {name: DECODE_SPLIT_SHAPES if "split-K" in name else DECODE_WHOLE_K_SHAPES
                    for name in ("tc_7 swapped + split-K tensor", "tc_7 swapped + split-K row",
                                 "tc_7 swapped + split-K block", "tc_7 swapped + split-K tensor fast",
                                 "tc_7 swapped block", "tc_7 swapped tensor fast")}
 FP8_PATH_SHAPES |= {name: [*FP8_SHAPES, TRITON_FP8_LARGE] for name in ("triton fp8 tensor", "triton fp8 row",
-                                                                       "triton fp8 block", "triton fp8 tensor paired",
-                                                                       "triton fp8 block paired")}
+                                                                       "triton fp8 block")}
 FP8_NAMES = ["tc_7 tensor", "tc_7 row", "tc_7 block", "tc_7 tensor fast", *FP8_PATH_SHAPES]
 
 

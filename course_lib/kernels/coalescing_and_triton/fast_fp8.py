@@ -130,15 +130,13 @@ def fp8_matmul_tma_kernel(
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False,
-    PAIRED: tl.constexpr = False,
 ):
     """fp8_matmul_kernel with A and W read through tensor descriptors (TMA on Hopper): one copy per
     tile and K-slice, the edges zero-filled by the copy engine instead of masks; C stored through
     one too (clipped at C's edges). ``PERSISTENT``: one program per SM walks tiles pid, pid + P,
     pid + 2P, ... of the grouped order (P programs), the tile loop and the K loop made one
     (flatten=True), so that the next tile's loads can start while this one is stored, as in
-    :func:`.fast.persistent_matmul_kernel`; otherwise one program per tile. ``PAIRED``: the K loop of
-    :func:`promoted_in_pairs` (one program per tile)."""
+    :func:`.fast.persistent_matmul_kernel`; otherwise one program per tile."""
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
     w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
@@ -146,30 +144,27 @@ def fp8_matmul_tma_kernel(
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
             fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
-                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND, False)
+                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND)
     else:
         fp8_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa,
-                      stride_sw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND, PAIRED)
+                      stride_sw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, MAX_IMPRECISE_ACC, ROUND_BF16_BY_HAND)
 
 
 @triton.jit
 def fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sa, stride_sw,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                  MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr, PAIRED: tl.constexpr):
+                  MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr):
     """fp8_matmul_tma_kernel's work for one tile of C, the ``tile``-th in grouped order."""
     # ---- which tile ---------------------------------------------------------------------------------
     pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     row0, col0 = pid_m * BLOCK_M, pid_n * BLOCK_N
 
     # ---- mainloop -----------------------------------------------------------------------------------
-    if PAIRED:
-        acc = promoted_in_pairs(a_desc, w_desc, row0, col0, K, BLOCK_M, BLOCK_N, BLOCK_K)
-    else:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
-            a = a_desc.load([row0, k0])
-            w = w_desc.load([col0, k0])
-            acc = tl.dot(a, w.T, acc, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = a_desc.load([row0, k0])
+        w = w_desc.load([col0, k0])
+        acc = tl.dot(a, w.T, acc, max_num_imprecise_acc=MAX_IMPRECISE_ACC)
 
     # ---- epilogue: the scales, once per tile ------------------------------------------------------
     rows = row0 + tl.arange(0, BLOCK_M)
@@ -182,28 +177,6 @@ def fp8_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K
     else:
         c = c.to(tl.bfloat16)
     c_desc.store([row0, col0], c)
-
-
-@triton.jit
-def promoted_in_pairs(a_desc, w_desc, row0, col0, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                      BLOCK_K: tl.constexpr):
-    """The promoted K loop two slices a step: the same sums, in the same order, as ``tl.dot`` with
-    ``max_num_imprecise_acc=BLOCK_K`` (each slice summed by the tensor core from zero, then added into
-    fp32), with the odd slice's wgmmas in flight while the even slice is added.
-
-    Triton's Hopper pipeliner waits for every wgmma in flight straight after a dot whose sum the loop
-    step uses, and leaves a dot in flight when every use of its sum comes after such a wait in the
-    next step (``dotCanBeProperlyAsync`` in Triton's ``WGMMAPipeline.cpp``). The even slice's dot gets
-    the wait, which also finishes the odd slice of the step before; that sum is added after it. Past K
-    the copy engine fills the odd slice with zeros, which add nothing."""
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    odd = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, 2 * BLOCK_K):
-        even = tl.dot(a_desc.load([row0, k0]), w_desc.load([col0, k0]).T)
-        acc += odd  # the step before's odd slice
-        odd = tl.dot(a_desc.load([row0, k0 + BLOCK_K]), w_desc.load([col0, k0 + BLOCK_K]).T)
-        acc += even
-    return acc + odd
 
 
 @triton.jit
@@ -277,11 +250,11 @@ def fp8_blockscaled_tma_kernel(
     stride_am, stride_wn, stride_cm, stride_sam, stride_swn,
     # Meta-parameters (BLOCK_K is the scales' block along K: 128)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False, PAIRED: tl.constexpr = False,
+    ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False,
 ):
     """fp8_blockscaled_kernel with A and W read, and C written, through tensor descriptors (TMA on
-    Hopper), as fp8_matmul_tma_kernel reads them (and, ``PERSISTENT`` or ``PAIRED``, walks the tiles
-    or K as it does); the scales through pointers."""
+    Hopper), as fp8_matmul_tma_kernel reads them (and, ``PERSISTENT``, walks the tiles as it
+    does); the scales through pointers."""
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
     w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
@@ -289,16 +262,16 @@ def fp8_blockscaled_tma_kernel(
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
             blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam,
-                                  stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND, False)
+                                  stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND)
     else:
         blockscaled_tma_tile(tl.program_id(0), a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K,
-                              stride_sam, stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND, PAIRED)
+                              stride_sam, stride_swn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ROUND_BF16_BY_HAND)
 
 
 @triton.jit
 def blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr, M, N, K, stride_sam, stride_swn,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                          ROUND_BF16_BY_HAND: tl.constexpr, PAIRED: tl.constexpr):
+                          ROUND_BF16_BY_HAND: tl.constexpr):
     """fp8_blockscaled_tma_kernel's work for one tile of C, the ``tile``-th in grouped order."""
     pid_m, pid_n = grouped_tile(tile, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     row0, col0 = pid_m * BLOCK_M, pid_n * BLOCK_N
@@ -306,31 +279,13 @@ def blockscaled_tma_tile(tile, a_desc, w_desc, c_desc, scale_a_ptr, scale_w_ptr,
     sa_ptrs = scale_a_ptr + rows * stride_sam
 
     # ---- mainloop: one block of scales per K-slice -------------------------------------------------
-    if PAIRED:  # two slices a step, as promoted_in_pairs; the odd slice's scales wait with its sum
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        odd = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        sa_odd = tl.zeros((BLOCK_M,), dtype=tl.float32)
-        sw_odd = block_scales_of_w(scale_w_ptr, stride_swn, 0, col0, N, BLOCK_N)
-        last = tl.cdiv(K, BLOCK_K) - 1
-        for kb in range(0, tl.cdiv(K, BLOCK_K), 2):
-            even = tl.dot(a_desc.load([row0, kb * BLOCK_K]), w_desc.load([col0, kb * BLOCK_K]).T)
-            acc += odd * sa_odd[:, None] * sw_odd
-            odd = tl.dot(a_desc.load([row0, (kb + 1) * BLOCK_K]), w_desc.load([col0, (kb + 1) * BLOCK_K]).T)
-            sa = tl.load(sa_ptrs + kb, mask=rows < M, other=0.0)
-            acc += even * sa[:, None] * block_scales_of_w(scale_w_ptr, stride_swn, kb, col0, N, BLOCK_N)
-            # past K the odd slice is zeros: its scales are read at the last block (in bounds), times 0
-            kb_odd = tl.minimum(kb + 1, last)
-            sa_odd = tl.load(sa_ptrs + kb_odd, mask=rows < M, other=0.0)
-            sw_odd = block_scales_of_w(scale_w_ptr, stride_swn, kb_odd, col0, N, BLOCK_N)
-        acc += odd * sa_odd[:, None] * sw_odd
-    else:
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kb in range(0, tl.cdiv(K, BLOCK_K)):
-            a = a_desc.load([row0, kb * BLOCK_K])
-            w = w_desc.load([col0, kb * BLOCK_K])
-            part = tl.dot(a, w.T)
-            sa = tl.load(sa_ptrs + kb, mask=rows < M, other=0.0)
-            acc += part * sa[:, None] * block_scales_of_w(scale_w_ptr, stride_swn, kb, col0, N, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([row0, kb * BLOCK_K])
+        w = w_desc.load([col0, kb * BLOCK_K])
+        part = tl.dot(a, w.T)
+        sa = tl.load(sa_ptrs + kb, mask=rows < M, other=0.0)
+        acc += part * sa[:, None] * block_scales_of_w(scale_w_ptr, stride_swn, kb, col0, N, BLOCK_N)
 
     # ---- epilogue -----------------------------------------------------------------------------------
     c = round_to_bf16(acc) if ROUND_BF16_BY_HAND else acc.to(tl.bfloat16)
@@ -438,8 +393,7 @@ def _checked_scales(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
         if cfg.descriptors and _descriptors_fit(qa, qw, c):
             ensure_allocator()
             rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), int(rows_a), int(rows_w))
-            return Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc, PERSISTENT=cfg.persistent,
-                           PAIRED=cfg.paired)
+            return Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc, PERSISTENT=cfg.persistent)
         rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), int(rows_a), int(rows_w))
         return Fp8Plan(fp8_matmul_kernel, qa, qw, c, rest, cfg, True, **acc)
 
@@ -459,8 +413,7 @@ def _checked_blocks(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
         if cfg.descriptors and _descriptors_fit(qa, qw, c):
             ensure_allocator()
             rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), "sa rows", "sw rows")
-            return Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False, PERSISTENT=cfg.persistent,
-                           PAIRED=cfg.paired)
+            return Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False, PERSISTENT=cfg.persistent)
         rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), "sa rows", "sw rows")
         return Fp8Plan(fp8_blockscaled_kernel, qa, qw, c, rest, cfg, False)
 
