@@ -118,9 +118,9 @@ def shape_class(M: int, N: int, K: int, sms: int | None = None) -> str:
 #   8192^3, against 77-79 % for this tile unspecialized in the same run); in these kernels, with their
 #   scale epilogue, it returned wrong rows (Triton 3.6.0).
 #   Nor a K loop of two slices a step, whose odd slice's wgmmas Triton leaves in flight while the even
-#   slice is promoted (bit for bit the same C): on an H100, 64 x 128 on 4 warps, 2 stages, 51 % of
-#   cuBLAS at 4096^3 against this tile's 75 % in the same run, slower at every large, few-tile and
-#   short-K shape but 192 x 18944 x 3584 (71 against 63 %).
+#   slice is promoted (bit for bit the same C): on an H100, 64 x 128 on 4 warps, 2 stages, per tensor
+#   51 % of cuBLAS at 4096^3 against this tile's 75 % in the same run, slower at every large, few-tile
+#   and short-K shape but 192 x 18944 x 3584 (71 against 63 %).
 _SMALL = Fp8Config(64, 64, 128, num_warps=4, num_stages=4)
 SCALES_CONFIGS: dict[str, Fp8Config] = {
     "decode": Fp8Config(64, 32, 128, num_warps=4, num_stages=5),
