@@ -1,0 +1,64 @@
+"""Does a row that does not start on a 128-byte line slow the Hopper kernels down? triton_fast and
+stage 6 at squares whose tile and K-slice counts are the same but whose rows are 128-byte aligned or
+not, and at 3072^3 with one dimension at a time moved off the alignment (issue 38).
+
+    source tools/gpu_env.sh && python3 experiments/gpu_row_alignment.py --out $OUT/row_alignment.json
+
+In the H200 recording triton_fast bf16 takes 0.130 ms at 3000^3 and 0.090 ms at 3072^3 (62 against 86 %
+of cuBLAS), with 24 x 24 tiles of 128 x 128 and 47 against 48 K-slices of 64 in both; its 128 x 128
+candidate is 58 % slower at 3000^3 (autotuning log of 2026-12-04). A 3000-wide bf16 row is 6000 bytes,
+112 past a 128-byte line (a 3008-wide one, 6016 bytes, is 47 lines). Each row of A is K wide, each row of
+B and of C N wide, so the shapes 3072 x 3072 x 3000 (A's rows off), 3072 x 3000 x 3072 (B's and C's) and
+3000 x 3072 x 3072 (none off, the edge tiles of M only) say which operand it is. Each shape: triton_fast
+as a user calls it (autotuned, its choice printed), stage 6, and three triton_fast configurations forced
+(the persistent 128 x 128 x 64 and 128 x 256 x 64 candidates, which load through TMA, and a 128 x 128 tile
+loaded through pointers), each with cuBLAS in alternating rounds in GPU time (``course_lib.bench.measure``: the float64
+sanity check first, L2 flushed, host time kept out). Raw log, never edited.
+"""
+
+from __future__ import annotations
+
+import time
+
+import course_lib
+from course_lib.bench import measure
+from course_lib.kernels import tensor_cores as tc
+from course_lib.kernels.coalescing_and_triton import autotune
+from course_lib.kernels.coalescing_and_triton.fast_configs import FastConfig
+from course_lib.kernels.coalescing_and_triton.fast_launch import fast_matmul
+import runlog  # this folder is on sys.path
+
+SHAPES = [(s, s, s) for s in (960, 1000, 1024, 2944, 3000, 3008, 3040, 3064, 3072)] + [
+    (3072, 3072, 3000), (3072, 3000, 3072), (3000, 3072, 3072), (3072, 3072, 3008), (3072, 3008, 3072)]
+FORCED = {"128x128 s6": FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=6, persistent=True),
+          "128x256 s3": FastConfig(128, 256, 64, group_m=8, num_warps=8, num_stages=3, persistent=True),
+          "128x128 ptr": FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=4, loads="pointers")}
+
+
+def main() -> int:
+    out, save = runlog.start(__doc__, 1, rows=[])
+    course_lib.describe()
+    tc.extension()
+    t0 = time.time()
+    targets = {"triton_fast": "triton_fast", "tc_6": "tc_6_tma_store",
+               **{name: (lambda a, b, cfg=cfg: fast_matmul(a, b, "bf16", cfg)) for name, cfg in FORCED.items()}}
+    for M, N, K in SHAPES:
+        line = f"{M}x{N}x{K}".ljust(16)
+        for name, gemm in targets.items():
+            r = measure(gemm, "bf16", (M, N, K))
+            row = {"name": name, "shape": [M, N, K], "us": 1e3 * r["ms"], "cublas_us": 1e3 * r["cublas_ms"],
+                   "pct": 100 * r["ratio_to_cublas"], "rel_error_vs_cublas": r["rel_error_vs_cublas"]}
+            out["rows"].append(row)
+            line += f" | {name} {row['us']:6.1f} us {row['pct']:5.1f} %"
+        line += f" | cuBLAS {row['cublas_us']:6.1f} us  [{time.time() - t0:.0f} s]"
+        save()
+        print(line, flush=True)
+    out["tuning_log"] = [e for e in autotune.tuning_log() if e["dtype"] == "bf16"]
+    save()
+    for e in out["tuning_log"]:
+        print(f"autotuned {e['M']}x{e['N']}x{e['K']}: {e['chosen']}")
+    return 0
+
+
+if __name__ == "__main__":
+    runlog.run(main)
