@@ -12,8 +12,9 @@ stage 6 pass their tensor maps as kernel parameters. Here the same kernel takes
 ``triton.tools.tensor_descriptor.TensorDescriptor`` arguments made on the host (Triton's launcher
 encodes them at each launch), so the programs start loading at once.
 
-Per shape (bf16 squares 256-3072 and a misaligned 1000^3 and 3000^3) and configuration (the autotuner's
-non-persistent 16-bit candidates), both kernels are checked against the float64 product (C first filled
+The persistent kernel makes its descriptors once per program, so the same question holds for it; a
+persistent twin takes given descriptors too. Per shape (bf16 squares 256-3072 and a misaligned 1000^3
+and 3000^3) and configuration (the autotuner's 16-bit candidates, C in one box), both kernels are checked against the float64 product (C first filled
 with NaN) and timed in GPU time with the course's timer (``course_lib.timing.time_fn``: L2 flushed,
 the host's launch kept out), with cuBLAS (``torch.matmul``) in the same alternating rounds. Prints one
 line per shape and configuration; the run and what it found go to experiments/runs/ and the journal.
@@ -31,7 +32,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 import course_lib
 from course_lib.gemm import relative_error
 from course_lib.kernels.coalescing_and_triton.fast import grouped_tile
-from course_lib.kernels.coalescing_and_triton.fast_configs import FastConfig
+from course_lib.kernels.coalescing_and_triton.fast_configs import FastConfig, persistent_programs
 from course_lib.kernels.coalescing_and_triton.fast_launch import fast_matmul
 from course_lib.timing import time_fn
 
@@ -49,12 +50,29 @@ def host_descriptor_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexp
     c_desc.store([row0, col0], acc.to(c_desc.dtype))
 
 
+@triton.jit
+def host_descriptor_persistent_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # persistent_matmul_kernel's tile loop (B read N-major, C stored in one box), the descriptors given.
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0), flatten=True):
+        pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        row0 = pid_m * BLOCK_M
+        col0 = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            acc = tl.dot(a_desc.load([row0, k0]), b_desc.load([k0, col0]), acc)
+        c_desc.store([row0, col0], acc.to(c_desc.dtype))
+
+
 def host_descriptor_matmul(a: torch.Tensor, b: torch.Tensor, cfg: FastConfig, c: torch.Tensor | None = None):
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty(M, N, dtype=a.dtype, device=a.device) if c is None else c
-    grid = (triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n),)
-    host_descriptor_kernel[grid](
+    tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n)
+    kernel = host_descriptor_persistent_kernel if cfg.persistent else host_descriptor_kernel
+    kernel[(min(tiles, persistent_programs()) if cfg.persistent else tiles,)](
         TensorDescriptor.from_tensor(a, [cfg.block_m, cfg.block_k]),
         TensorDescriptor.from_tensor(b, [cfg.block_k, cfg.block_n]),
         TensorDescriptor.from_tensor(c, [cfg.block_m, cfg.block_n]),
@@ -65,7 +83,10 @@ def host_descriptor_matmul(a: torch.Tensor, b: torch.Tensor, cfg: FastConfig, c:
 
 SIZES = (256, 512, 768, 1000, 1024, 1536, 2048, 3000, 3072)
 CONFIGS = (FastConfig(128, 128, 64, num_warps=4, num_stages=6), FastConfig(128, 128, 64, num_warps=8, num_stages=4),
-           FastConfig(64, 128, 128, num_warps=4, num_stages=4), FastConfig(128, 256, 64, num_warps=8, num_stages=3))
+           FastConfig(64, 128, 128, num_warps=4, num_stages=4), FastConfig(128, 256, 64, num_warps=8, num_stages=3),
+           FastConfig(128, 128, 64, num_warps=4, num_stages=6, persistent=True),
+           FastConfig(64, 128, 128, num_warps=4, num_stages=4, persistent=True),
+           FastConfig(128, 256, 64, num_warps=8, num_stages=3, persistent=True))
 ROUNDS = 3
 
 
