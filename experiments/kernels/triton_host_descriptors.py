@@ -81,7 +81,7 @@ def host_descriptor_matmul(a: torch.Tensor, b: torch.Tensor, cfg: FastConfig, c:
     return c
 
 
-SIZES = (256, 512, 768, 1000, 1024, 1536, 2048, 3000, 3072)
+SIZES = (256, 512, 1000, 1024, 2048, 3000, 3072)
 CONFIGS = (FastConfig(128, 128, 64, num_warps=4, num_stages=6), FastConfig(128, 128, 64, num_warps=8, num_stages=4),
            FastConfig(64, 128, 128, num_warps=4, num_stages=4), FastConfig(128, 256, 64, num_warps=8, num_stages=3),
            FastConfig(128, 128, 64, num_warps=4, num_stages=6, persistent=True),
