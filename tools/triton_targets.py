@@ -85,6 +85,14 @@ class Ptr:
     ty: str
 
 
+@dataclass(frozen=True)
+class Desc:
+    """A tensor descriptor made on the host: Triton's element type and the box it loads or stores."""
+
+    ty: str
+    block: tuple[int, ...]
+
+
 # ---- the cases: every @triton.jit kernel of course_lib, with what launches it ------------------------
 K04 = "course_lib.kernels.coalescing_and_triton"
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16")
@@ -142,12 +150,17 @@ def _cases() -> list[Case]:
             args = _gemm_args(ty, b_k_major=nk)
             meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
                         INPUT_PRECISION=prec)
+            if kernel != "grouped_matmul_kernel":  # A's and B's descriptors (C's too but for split-K)
+                descs = dict(a_desc=Desc(ty, (cfg.block_m, cfg.block_k)),
+                             b_desc=Desc(ty, (cfg.block_n, cfg.block_k) if nk else (cfg.block_k, cfg.block_n)))
+                sizes = dict(M=SIZE, N=SIZE, K=SIZE)
             if kernel == "split_k_matmul_kernel":
                 k_per_split = fast_launch.split_k_ranges(SIZE, cfg.block_k, cfg.split_k)
-                args = dict(list(args.items())[:3] + [("partial_ptr", Ptr("fp32")), ("counter_ptr", Ptr("i32"))]
-                            + list(args.items())[3:] + [("K_PER_SPLIT", k_per_split)])
+                args = dict(descs, c_ptr=Ptr(ty), partial_ptr=Ptr("fp32"), counter_ptr=Ptr("i32"), **sizes,
+                            stride_cm=SIZE, stride_cn=1, K_PER_SPLIT=k_per_split)
                 meta |= dict(SPLIT_K=-(-SIZE // k_per_split), B_K_MAJOR=nk)
             elif kernel != "grouped_matmul_kernel":
+                args = dict(descs, c_desc=Desc(ty, (cfg.block_m, cfg.block_n // cfg.epilogue_split)), **sizes)
                 meta |= dict(B_K_MAJOR=nk, C_STORE_SPLIT=cfg.epilogue_split)
             cases.append(Case(f"{K04}.fast:{kernel}", d, "triton_fast", cfg.label, args, meta,
                               cfg.num_warps, cfg.num_stages))
@@ -223,6 +236,8 @@ def _specialise(fn, case: Case) -> tuple[dict, dict, dict]:
         elif isinstance(v, Ptr):
             signature[n] = "*" + v.ty
             attrs[(i,)] = [["tt.divisibility", 16]]
+        elif isinstance(v, Desc):
+            signature[n] = f"tensordesc<{v.ty}[{', '.join(map(str, v.block))}]>"
         elif v == 1:
             signature[n], constexprs[n] = "constexpr", 1
         else:

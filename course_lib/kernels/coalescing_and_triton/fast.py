@@ -47,29 +47,19 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 @triton.jit
 def fast_matmul_kernel(
-    # Pointers to matrices (with B_K_MAJOR, b_ptr holds B^T)
-    a_ptr, b_ptr, c_ptr,
+    # Tensor descriptors of A (BLOCK_M x BLOCK_K boxes), of B (BLOCK_K x BLOCK_N boxes; with
+    # B_K_MAJOR, of B^T in BLOCK_N x BLOCK_K boxes) and of C (BLOCK_M x BLOCK_N / C_STORE_SPLIT)
+    a_desc, b_desc, c_desc,
     # Matrix dimensions
     M, N, K,
-    # Strides of A, of B as a K x N matrix (whichever way it is stored), of C
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
-    # ---- descriptors of A, B and C ---------------------------------------------------------------
-    # On a GPU each is written to global memory obtained through triton.set_allocator. C is stored
-    # in C_STORE_SPLIT boxes of BLOCK_N / C_STORE_SPLIT columns.
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
-                                       block_shape=[BLOCK_M, BLOCK_K])
-    if B_K_MAJOR:  # b_ptr holds B^T (N x K, row-major)
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
-                                           block_shape=[BLOCK_N, BLOCK_K])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
-                                           block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                       block_shape=[BLOCK_M, BLOCK_N // C_STORE_SPLIT])
+    # ---- descriptors: made on the host, one per matrix (fast_launch.FastPlan) --------------------
+    # A descriptor made inside the kernel (tl.make_tensor_descriptor) is built by every program and
+    # must reach global memory before the program's first load: three round trips before any data
+    # moves, 1.5-3.5 us of a 256^3-1024^3 launch on an H100 (experiments/JOURNAL.md, 2026-12-07).
 
     # ---- which tile: one program per tile, on a 1-D grid in grouped order ------------------------
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
@@ -88,7 +78,7 @@ def fast_matmul_kernel(
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
     # ---- epilogue: round to C's type and store (the descriptor clips at C's edges) ---------------
-    c = acc.to(c_ptr.dtype.element_ty)
+    c = acc.to(c_desc.dtype)
     if C_STORE_SPLIT == 2:
         # Two BLOCK_M x BLOCK_N/2 stores: the staging buffer in shared memory is half the size,
         # which leaves room for one more pipeline stage with 128 x 256 tiles, or for one more
@@ -103,26 +93,13 @@ def fast_matmul_kernel(
 
 @triton.jit
 def persistent_matmul_kernel(
-    a_ptr, b_ptr, c_ptr,
+    a_desc, b_desc, c_desc,
     M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     B_K_MAJOR: tl.constexpr, C_STORE_SPLIT: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
     # fast_matmul_kernel's tile, inside a loop over tiles: one program per SM computes tiles
-    # pid, pid + P, pid + 2P, ... of the grouped order (P programs).
-
-    # ---- descriptors, made once per program ------------------------------------------------------
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
-                                       block_shape=[BLOCK_M, BLOCK_K])
-    if B_K_MAJOR:  # b_ptr holds B^T (N x K, row-major)
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
-                                           block_shape=[BLOCK_N, BLOCK_K])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
-                                           block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                       block_shape=[BLOCK_M, BLOCK_N // C_STORE_SPLIT])
+    # pid, pid + P, pid + 2P, ... of the grouped order (P programs). Its descriptors as there.
 
     # ---- the loop over this program's tiles ------------------------------------------------------
     # flatten=True makes the tile loop and the K loop one loop, so that the compiler can start
@@ -146,7 +123,7 @@ def persistent_matmul_kernel(
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
 
         # ---- epilogue (C in halves: see fast_matmul_kernel) --------------------------------------
-        c = acc.to(c_ptr.dtype.element_ty)
+        c = acc.to(c_desc.dtype)
         if C_STORE_SPLIT == 2:
             halves = tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
@@ -166,22 +143,15 @@ def persistent_matmul_kernel(
 # once to C's type and stores the tile. One launch, no second kernel to wait for.
 @triton.jit
 def split_k_matmul_kernel(
-    a_ptr, b_ptr, c_ptr, partial_ptr, counter_ptr,
+    a_desc, b_desc, c_ptr, partial_ptr, counter_ptr,
     M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_cm, stride_cn,
     K_PER_SPLIT,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, B_K_MAJOR: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
-    # ---- descriptors of A and B (the last program of a tile stores C through pointers) -----------
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
-                                       block_shape=[BLOCK_M, BLOCK_K])
-    if B_K_MAJOR:  # b_ptr holds B^T (N x K, row-major)
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
-                                           block_shape=[BLOCK_N, BLOCK_K])
-    else:
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
-                                           block_shape=[BLOCK_K, BLOCK_N])
+    # Descriptors of A and B as fast_matmul_kernel's; the last program of a tile stores C through
+    # pointers.
 
     # ---- which tile and which range of K ---------------------------------------------------------
     # Program (tile, split) on a 2-D grid: axis 0 the tile in grouped order, axis 1 its range of K.

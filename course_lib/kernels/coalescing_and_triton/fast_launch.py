@@ -21,6 +21,7 @@ import torch
 import triton
 from triton.compiler import CompiledKernel
 from triton.runtime import _allocation
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from course_lib import backend
 from course_lib import dtypes
@@ -282,34 +283,51 @@ class FastPlan(KernelLaunch):
             common.descriptor_problem(t, n) is None for t, n in ((ops.a, "a"), (b_arg, "b"), (c, "c"))
         )
         a, b_view = self.kernel_operands(ops.a, b_arg)
-        # The kernels always get B's strides as a K x N matrix: for B^T that is the view b_arg.T,
-        # whose strides are (1, K) - pointer loads then run along K, descriptors use B^T's rows.
-        args = (a, b_view, c, ops.M, ops.N, ops.K,
-                a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1), c.stride(0), c.stride(1))
         meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
                     INPUT_PRECISION=dtypes.get(dtype).triton_precision, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
         tiles = triton.cdiv(ops.M, cfg.block_m) * triton.cdiv(ops.N, cfg.block_n)
-        if self.descriptors:
-            common.ensure_allocator()
+        sizes = (ops.M, ops.N, ops.K)
         if not self.descriptors:
-            kernel, grid, rest = grouped_matmul_kernel, (tiles,), args[3:]
+            # The pointer kernel always gets B's strides as a K x N matrix: for B^T that is the view
+            # b_arg.T, whose strides are (1, K) - its loads then run along K.
+            kernel, grid = grouped_matmul_kernel, (tiles,)
+            front, rest = (a, b_view, c), (*sizes, a.stride(0), a.stride(1), b_view.stride(0), b_view.stride(1),
+                                           c.stride(0), c.stride(1))
         elif cfg.split_k > 1:
-            kernel, grid, rest, meta = launch_split_k(args, meta, cfg, c, tiles)
+            kernel, grid, front, rest, meta = launch_split_k(self.front(a, self.b_kernel(b_arg), c), sizes, meta, cfg,
+                                                             c, tiles)
         else:
             meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
             if cfg.persistent:
-                kernel, grid = persistent_matmul_kernel, (min(tiles, persistent_programs()),)
+                kernel, grid = persistent_matmul_kernel, (min(tiles, persistent_programs()), )
             else:
                 kernel, grid = fast_matmul_kernel, (tiles,)
-            rest = args[3:]
-        self.split_k = kernel is split_k_matmul_kernel  # its rest starts with the workspace and the counters
-        # Split-K's workspace and counters are new on every launch: front arguments, like A, B and C.
-        self.workspace_shape = rest[0].shape if self.split_k else None
-        front_count = 5 if self.split_k else 3
-        super().__init__(kernel, grid, args[:3] + rest[:front_count - 3], rest[front_count - 3:], meta)
-        # A, B and C go to the kernel as given: a later launch needs no view, copy or workspace, and
-        # may be ``self.launch(a, b, c)`` (autotune's planned path takes it).
-        self.as_given = not (self.widen or self.split_k or cfg.b_layout == "nk")
+            front, rest = self.front(a, self.b_kernel(b_arg), c), sizes
+        self.split_k = kernel is split_k_matmul_kernel  # its front ends with the workspace and the counters
+        self.workspace_shape = front[3].shape if self.split_k else None
+        super().__init__(kernel, grid, front, rest, meta)
+        # A, B and C go to the kernel as given (pointers): a later launch needs no descriptor, view,
+        # copy or workspace, and may be ``self.launch(a, b, c)`` (autotune's planned path takes it).
+        self.as_given = not (self.descriptors or self.widen or self.split_k or cfg.b_layout == "nk")
+
+    def front(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple:
+        """A, B (as the kernel reads it: :meth:`b_kernel`) and C as this plan's kernel takes them: the
+        tensors themselves for the pointer kernel; otherwise a tensor descriptor of each, made here on
+        every launch (Triton's launcher encodes it into the launch's parameters), C's only where the
+        kernel stores C through one (not split-K's)."""
+        if not self.descriptors:
+            return a, b, c
+        cfg = self.cfg
+        b_box = [cfg.block_n, cfg.block_k] if cfg.b_layout == "nk" else [cfg.block_k, cfg.block_n]
+        a_desc = TensorDescriptor(a, a.shape, a.stride(), [cfg.block_m, cfg.block_k])
+        b_desc = TensorDescriptor(b, b.shape, b.stride(), b_box)
+        if cfg.split_k > 1:
+            return a_desc, b_desc, c
+        return a_desc, b_desc, TensorDescriptor(c, c.shape, c.stride(), [cfg.block_m, cfg.block_n // cfg.epilogue_split])
+
+    def b_kernel(self, b_arg: torch.Tensor) -> torch.Tensor:
+        """B as a descriptor kernel reads it: as given (K x N) or B^T (N x K), each row-major."""
+        return common.interpretable(b_arg) if self.widen else b_arg
 
     def b_arg(self, b: torch.Tensor) -> torch.Tensor:
         """B as the kernel reads it: as given ("kn"), or B^T, N x K row-major ("nk")."""
@@ -325,11 +343,15 @@ class FastPlan(KernelLaunch):
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
         """Launch again, into a new ``c``, on operands ``a`` and ``b`` of the plan's key."""
-        a, b_view = self.kernel_operands(a, self.b_arg(b))
+        b_arg = self.b_arg(b)
+        if not self.descriptors:
+            self.launch(*self.kernel_operands(a, b_arg), c)
+            return
+        front = self.front(common.interpretable(a) if self.widen else a, self.b_kernel(b_arg), c)
         if self.split_k:  # this launch's own workspace and counters
-            self.launch(a, b_view, c, *split_k_workspace(self.workspace_shape, self.grid[0], c.device))
+            self.launch(*front, *split_k_workspace(self.workspace_shape, self.grid[0], c.device))
         else:
-            self.launch(a, b_view, c)
+            self.launch(*front)
 
 
 # ---- split-K: the ranges of K and each launch's workspace ----------------------------------------
@@ -352,17 +374,19 @@ def split_k_workspace(shape: tuple[int, int, int], tiles: int, device: torch.dev
     return partial, common.zeroed_counters(tiles, device)
 
 
-def launch_split_k(args: tuple, meta: dict, cfg: FastConfig, c: torch.Tensor, tiles: int):
-    """How :func:`split_k_matmul_kernel` is launched into ``c`` (``args`` and ``meta``: what the other
-    fast kernels get): the kernel, its grid, its arguments after C - a new fp32 workspace, the tile
-    counters, sizes, strides, K_PER_SPLIT - and its meta-parameters."""
-    M, N, K = args[3:6]
+def launch_split_k(front: tuple, sizes: tuple, meta: dict, cfg: FastConfig, c: torch.Tensor, tiles: int):
+    """How :func:`split_k_matmul_kernel` is launched into ``c`` (``front``: A's and B's descriptors and
+    C; ``meta``: what the other fast kernels get): the kernel, its grid, its front arguments - those and
+    a new fp32 workspace and the tile counters -, the arguments after them (sizes, C's strides,
+    K_PER_SPLIT) and its meta-parameters."""
+    M, N, K = sizes
     k_per_split = split_k_ranges(K, cfg.block_k, cfg.split_k)
     splits = triton.cdiv(K, k_per_split)  # after rounding to whole slices, maybe fewer than asked
     partial, counters = split_k_workspace((splits, M, N), tiles, c.device)
     common.require_32bit_offsets("triton_fast (split-K workspace)", partial.view(splits * M, N))
-    rest = (partial, counters, *args[3:], k_per_split)
-    return split_k_matmul_kernel, (tiles, splits), rest, dict(meta, SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk")
+    rest = (*sizes, c.stride(0), c.stride(1), k_per_split)
+    return (split_k_matmul_kernel, (tiles, splits), (*front, partial, counters), rest,
+            dict(meta, SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk"))
 
 
 # ---- the wrapper ---------------------------------------------------------------------------------
