@@ -274,6 +274,7 @@ class FastPlan(KernelLaunch):
 
     def __init__(self, ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor) -> None:
         self.cfg, self.M, self.N, self.c_dtype = cfg, ops.M, ops.N, c.dtype
+        self.templates = None  # the first launch's tensor descriptors (front)
         self.widen = not backend.get().is_gpu  # the interpreter's bf16 (common.interpretable)
         # B^T (N x K, row-major) for "nk": no copy when B is already stored that way (b = w.T, as for the
         # weight of torch.nn.Linear), otherwise one pass of the transpose kernel on every call.
@@ -312,18 +313,25 @@ class FastPlan(KernelLaunch):
 
     def front(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple:
         """A, B (as the kernel reads it: :meth:`b_kernel`) and C as this plan's kernel takes them: the
-        tensors themselves for the pointer kernel; otherwise a tensor descriptor of each, made here on
-        every launch (Triton's launcher encodes it into the launch's parameters), C's only where the
-        kernel stores C through one (not split-K's)."""
+        tensors themselves for the pointer kernel; otherwise a tensor descriptor of each, C's only where
+        the kernel stores C through one (not split-K's). Triton's launcher encodes a descriptor into the
+        launch's parameters on every launch.
+
+        The first launch makes the descriptors (``TensorDescriptor`` checks each against TMA's rules);
+        later ones copy those with the new tensor as base (:func:`rebased`), which the plan's key makes
+        right: same shapes, strides, element type and alignment."""
         if not self.descriptors:
             return a, b, c
-        cfg = self.cfg
-        b_box = [cfg.block_n, cfg.block_k] if cfg.b_layout == "nk" else [cfg.block_k, cfg.block_n]
-        a_desc = TensorDescriptor(a, a.shape, a.stride(), [cfg.block_m, cfg.block_k])
-        b_desc = TensorDescriptor(b, b.shape, b.stride(), b_box)
-        if cfg.split_k > 1:
-            return a_desc, b_desc, c
-        return a_desc, b_desc, TensorDescriptor(c, c.shape, c.stride(), [cfg.block_m, cfg.block_n // cfg.epilogue_split])
+        tensors = (a, b) if self.cfg.split_k > 1 else (a, b, c)
+        if self.templates is None:
+            cfg = self.cfg
+            boxes = ([cfg.block_m, cfg.block_k], [cfg.block_n, cfg.block_k] if cfg.b_layout == "nk" else
+                     [cfg.block_k, cfg.block_n], [cfg.block_m, cfg.block_n // cfg.epilogue_split])
+            self.templates = tuple(TensorDescriptor(t, t.shape, t.stride(), box) for t, box in zip(tensors, boxes))
+            descs = self.templates
+        else:
+            descs = tuple(rebased(d, t) for d, t in zip(self.templates, tensors))
+        return (*descs, c) if self.cfg.split_k > 1 else descs
 
     def b_kernel(self, b_arg: torch.Tensor) -> torch.Tensor:
         """B as a descriptor kernel reads it: as given (K x N) or B^T (N x K), each row-major."""
@@ -352,6 +360,16 @@ class FastPlan(KernelLaunch):
             self.launch(*front, *split_k_workspace(self.workspace_shape, self.grid[0], c.device))
         else:
             self.launch(*front)
+
+
+def rebased(desc: TensorDescriptor, base: torch.Tensor) -> TensorDescriptor:
+    """A copy of ``desc`` that describes ``base``: for a tensor of ``desc.base``'s shape, strides, element
+    type and alignment, which ``TensorDescriptor`` checked when ``desc`` was made (its checks cost
+    about 2 us a descriptor on the course's CPU machine; a copy, half a microsecond)."""
+    copy = object.__new__(TensorDescriptor)
+    copy.__dict__.update(desc.__dict__)
+    copy.base = base
+    return copy
 
 
 # ---- split-K: the ranges of K and each launch's workspace ----------------------------------------
