@@ -6,7 +6,7 @@ not, and at 3072^3 with one dimension at a time moved off the alignment (issue 3
 
 In the H200 recording triton_fast bf16 takes 0.130 ms at 3000^3 and 0.090 ms at 3072^3 (62 against 86 %
 of cuBLAS), with 24 x 24 tiles of 128 x 128 and 47 against 48 K-slices of 64 in both; its 128 x 128
-candidate is 58 % slower at 3000^3 (autotuning log of 2026-12-04). A 3000-wide bf16 row is 6000 bytes,
+candidate is 58 % slower at 3000^3 (the autotuning log of that recording). A 3000-wide bf16 row is 6000 bytes,
 112 past a 128-byte line (a 3008-wide one, 6016 bytes, is 47 lines). Each row of A is K wide, each row of
 B and of C N wide, so the shapes 3072 x 3072 x 3000 (A's rows off), 3072 x 3000 x 3072 (B's and C's) and
 3000 x 3072 x 3072 (none off, the edge tiles of M only) say which operand it is. Each shape: triton_fast

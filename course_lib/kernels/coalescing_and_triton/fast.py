@@ -59,7 +59,8 @@ def fast_matmul_kernel(
     # ---- descriptors: made on the host, one per matrix (fast_launch.FastPlan) --------------------
     # A descriptor made inside the kernel (tl.make_tensor_descriptor) is built by every program and
     # must reach global memory before the program's first load: three round trips before any data
-    # moves, 1.5-3.5 us of a 256^3-1024^3 launch on an H100 (experiments/JOURNAL.md, 2026-12-07).
+    # moves, 1.5-3.5 us of a 256^3-1024^3 launch on an H100 (experiments/JOURNAL.md, "descriptors made
+    # on the host").
 
     # ---- which tile: one program per tile, on a 1-D grid in grouped order ------------------------
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
