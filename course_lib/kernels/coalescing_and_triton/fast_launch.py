@@ -300,7 +300,7 @@ class FastPlan(KernelLaunch):
         else:
             meta.update(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split)
             if cfg.persistent:
-                kernel, grid = persistent_matmul_kernel, (min(tiles, persistent_programs()), )
+                kernel, grid = persistent_matmul_kernel, (min(tiles, persistent_programs()),)
             else:
                 kernel, grid = fast_matmul_kernel, (tiles,)
             front, rest = self.front(a, self.b_kernel(b_arg), c), sizes
