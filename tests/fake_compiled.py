@@ -3,16 +3,23 @@
 
 The one place the tests depend on how Triton launches a compiled kernel inside, read in Triton 3.6.0
 (the H200's) and 3.7.1 (the lock) and named in ``fast_launch.TRITON_CHECKED_AGAINST``. The launcher
-object is the installed Triton's own class (its ``__call__`` runs as on a GPU); only its C function is
-played here, in the argument order of the installed version. On a GPU the real runner and launcher run
+object is the installed Triton's own class (its ``__call__`` runs as on a GPU), and its C function is
+wrapped by the installed Triton's own ``wrap_handle_tensordesc``, which turns each tensor descriptor
+into ``make_tensordesc_arg``'s encoding; the C function and the encoding (the driver's
+``cuTensorMapEncodeTiled`` on a GPU) are played here, in the argument order of the installed version.
+A played encoding names the tensor it was made for, so a launch given an encoding made for another
+tensor computes with that tensor, as a GPU would. On a GPU the real runner and launcher run
 under every test that calls a Triton stage twice with operands of one key.
 """
 
 from __future__ import annotations
 
 import contextvars
+from types import SimpleNamespace
 
+from triton.backends.nvidia import driver as nvidia_driver
 from triton.backends.nvidia.driver import CudaLauncher
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from course_lib.kernels.coalescing_and_triton import fast_launch
 
@@ -31,7 +38,8 @@ class FakeLauncher(CudaLauncher):
         self.global_scratch_size, self.global_scratch_align = SCRATCH_BYTES, 64
         self.profile_scratch_size, self.profile_scratch_align = 0, 1
         self.arg_annotations, self.kernel_signature = object(), object()
-        self.launch = self.c_function
+        self.launch = nvidia_driver.wrap_handle_tensordesc(self.c_function, compiled.signature,
+                                                           compiled.metadata.tensordesc_meta)
 
     def c_function(self, *args) -> None:
         """The C launcher: checks what it is given, calls a hook that is not None (as Triton's C code
@@ -56,9 +64,51 @@ class FakeLauncher(CudaLauncher):
             assert launch_metadata is None and enter is None and leave is None  # no hooks: none passed
         if enter is not None:
             enter(launch_metadata)
-        self.compiled.launch_interpreted((gx, gy, gz), kernel_args)
+        self.compiled.launch_interpreted((gx, gy, gz), decoded(list(kernel_args)))
         if leave is not None:
             leave(launch_metadata)
+
+
+# ---- tensor descriptors: Triton's encoding for the C function, played ------------------------------
+class Encoded:
+    """A played TMA descriptor: the address it was made for, and the box."""
+
+    def __init__(self, address: int, block: list[int]) -> None:
+        self.address, self.block = address, list(block)
+
+
+def fake_make_tensordesc_arg(arg: TensorDescriptor, metadata: dict) -> list:
+    """``make_tensordesc_arg`` played: the encoded descriptor, then shape and strides (as Triton's, for
+    a descriptor with TMA metadata). Every encoding is counted, and the tensor it was made for kept."""
+    assert metadata == {"descriptor": "played"}, metadata
+    Played.encodings += 1
+    Played.tensors[arg.base.data_ptr()] = arg.base
+    return [Encoded(arg.base.data_ptr(), arg.block_shape), *arg.shape, *arg.strides]
+
+
+def decoded(args: list) -> list:
+    """The C function's arguments with each played encoding, and its shape and strides after it, made a
+    descriptor again - of the tensor at the encoded address - for the interpreter."""
+    out, i = [], 0
+    while i < len(args):
+        arg = args[i]
+        if isinstance(arg, Encoded):
+            rank = len(arg.block)
+            shape, strides = args[i + 1:i + 1 + rank], args[i + 1 + rank:i + 1 + 2 * rank]
+            out.append(TensorDescriptor(Played.tensors[arg.address], shape, strides, arg.block))
+            i += 1 + 2 * rank
+        else:
+            out.append(arg)
+            i += 1
+    return out
+
+
+class Played:
+    """What the played encoding has done: how many encodings it made, and the tensor at each address
+    (kept alive, so that no address is reused while a test runs)."""
+
+    encodings = 0
+    tensors: dict = {}
 
 
 def _scratch(size: int, alignment: int, stream: int) -> tuple:
@@ -78,9 +128,15 @@ class FakeCompiled:
     in_runner = False
     LAUNCH_METADATA = object()  # what the runner builds for a launch hook
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, args: list):
         self.kernel = kernel
         self.function, self.packed_metadata = object(), object()
+        # The compiled signature's kinds, as far as the launcher reads them: which parameters are
+        # tensor descriptors (each with TMA metadata, as on Hopper).
+        self.signature = {name: "tensordesc<played>" if isinstance(arg, TensorDescriptor) else "played"
+                          for name, arg in zip(kernel.arg_names, args)}
+        descriptors = sum(isinstance(arg, TensorDescriptor) for arg in args)
+        self.metadata = SimpleNamespace(tensordesc_meta=[{"descriptor": "played"}] * descriptors or None)
         self.run = FakeLauncher(self)
 
     def launch_interpreted(self, grid, args):
@@ -117,7 +173,7 @@ class Jit:
         def launch(*args, **meta):
             self.launches.append(grid)
             self.kernel[grid](*args, **meta)
-            return FakeCompiled(self.kernel)
+            return FakeCompiled(self.kernel, [*args, *(meta.get(n) for n in self.arg_names[len(args):])])
 
         return launch
 
@@ -132,4 +188,6 @@ def launched_as_on_a_gpu(monkeypatch, module, names) -> list:
     monkeypatch.setattr(fast_launch, "CompiledKernel", FakeCompiled)
     monkeypatch.setattr(fast_launch, "_stream_queries", lambda: (lambda: 0, {0: FAKE_STREAM}.__getitem__))
     monkeypatch.setattr(fast_launch._allocation, "_allocator", contextvars.ContextVar("fake", default=_scratch))
+    monkeypatch.setattr(nvidia_driver, "make_tensordesc_arg", fake_make_tensordesc_arg)
+    monkeypatch.setattr(Played, "tensors", {})
     return launches

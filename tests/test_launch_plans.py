@@ -22,7 +22,7 @@ from course_lib.kernels import tensor_cores as tc
 from course_lib.kernels.coalescing_and_triton import autotune, common, fast_launch
 from course_lib.kernels.coalescing_and_triton.fast_configs import FastConfig
 from course_lib.kernels.coalescing_and_triton.autotune import fast_matmul_autotuned
-from fake_compiled import FakeCompiled, launched_as_on_a_gpu
+from fake_compiled import FakeCompiled, Played, launched_as_on_a_gpu
 
 # Tests that play a GPU's part on the CPU, or compare bits with a process that autotunes anew.
 cpu_only = pytest.mark.skipif(backend.get().is_gpu, reason="plays the GPU's part on the CPU backend")
@@ -435,3 +435,50 @@ def test_planned_calls_compute_what_a_fresh_process_computes(tmp_path, fresh_tri
         gemm(a, b)  # makes the plan
         planned = gemm(a.clone(), b.clone())
         assert torch.equal(planned, fresh[(name, dtype)]), (name, dtype)
+
+
+@pytest.mark.parametrize("cfg, shape", [
+    (FastConfig(32, 32, 32, group_m=2), (40, 72, 48)),
+    (FastConfig(16, 32, 32, group_m=1, split_k=3), (5, 72, 200)),  # A's and B's descriptors only
+])
+@cpu_only
+def test_descriptors_are_encoded_once_per_address_and_always_for_the_tensor_given(monkeypatch, cfg, shape):
+    """Triton's launcher encodes every tensor descriptor on every launch; a plan's direct launch encodes
+    one once per address (fast_launch.DescriptorArgs) - and a launch on a tensor at a new address
+    computes with that tensor, never with an encoding made for another."""
+    _launched_as_on_a_gpu(monkeypatch)
+    M, N, K = shape
+    a, b = random_inputs(M, N, K, "fp32", seed=7)
+    plan = fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=("fp32",)), "fp32", cfg, torch.full((M, N), math.nan))
+    assert plan.expand is not None  # the installed Triton's wrapper is one the plan calls under
+    described = 2 if cfg.split_k > 1 else 3  # split-K writes C through a pointer
+    for round_, (fresh_inputs, fresh_c, encoded) in enumerate([(True, True, described), (False, True, described - 2),
+                                                               (False, False, 0), (True, False, 2)]):
+        if fresh_inputs:
+            a, b = random_inputs(M, N, K, "fp32", seed=20 + round_)
+        if fresh_c:
+            c = torch.empty((M, N))
+        c.fill_(math.nan)
+        before = Played.encodings
+        plan(a, b, c)
+        assert Played.encodings - before == encoded, round_
+        torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+
+
+@cpu_only
+def test_a_descriptor_wrapper_of_unknown_layout_is_left_to_encode(monkeypatch):
+    """Where Triton's descriptor wrapper is not one the course has read, the direct launch calls it, and
+    it encodes every descriptor on every launch."""
+    _launched_as_on_a_gpu(monkeypatch)
+    monkeypatch.setattr(fast_launch, "descriptor_wrap_layout", lambda: None)
+    M, N, K = 40, 72, 48
+    a, b = random_inputs(M, N, K, "fp32", seed=7)
+    plan = fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=("fp32",)), "fp32", FastConfig(32, 32, 32),
+                                torch.full((M, N), math.nan))
+    assert plan.c_launch is not None and plan.expand is None
+    for _ in range(2):
+        c = torch.full((M, N), math.nan)
+        before = Played.encodings
+        plan(a, b, c)
+        assert Played.encodings - before == 3
+        torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)

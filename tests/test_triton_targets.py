@@ -112,8 +112,12 @@ def test_what_tl_dot_becomes_is_read_from_ptx():
     assert tt.dot_became("tcgen05.mma.cta_group::1.kind::f16", True) == "tcgen05"
     assert tt.dot_became("fma.rn.f32 %f1, %f2, %f3, %f4;", True) == "fma"
     assert tt.dot_became("add.f32 %f1, %f2, %f3;", False) == "no dot"
-    sass = "--:-:-:-:1\tHMMA.16816.F32.BF16 R4, R8, R12, R4;\n--:-:-:-:1\t@P0 FFMA R1, R2, R3, R1;\n"
-    assert tt.sass_counts(sass) == {"HMMA": 1, "FFMA": 1}
+    # cuobjdump --dump-sass's lines; an instruction past the 4,096th has a five-digit offset
+    sass = ("        /*0ff0*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;   /* 0x000000080c04723c */\n"
+            "                                                                          /* 0x000fe20000041804 */\n"
+            "        /*10000*/              @P0 FFMA R1, R2, R3, R1 ;                  /* 0x0000000302010223 */\n"
+            "        /*10010*/                   HMMA.16816.F32.BF16 R8, R8, R12, R8 ;   /* 0x000000080c08723c */\n")
+    assert tt.sass_counts(sass) == {"HMMA": 2, "FFMA": 1}
 
 
 def test_the_gating_never_calls_a_kernel_that_does_not_compile(table):

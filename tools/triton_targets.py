@@ -179,10 +179,14 @@ def _cases() -> list[Case]:
                         ("fp8_blockscaled_kernel", fast_fp8_configs.BLOCKSCALED_CONFIGS["short_k"]),
                         ("fp8_blockscaled_tma_kernel", fast_fp8_configs.BLOCKSCALED_CONFIGS["large"])):
         tma, blocks = "tma" in kernel, "blockscaled" in kernel
-        args = dict(a_ptr=Ptr(fp8), w_ptr=Ptr(fp8), c_ptr=Ptr("bf16"), scale_a_ptr=Ptr("fp32"), scale_w_ptr=Ptr("fp32"),
-                    M=SIZE, N=SIZE, K=SIZE, stride_am=SIZE, stride_wn=SIZE, stride_cm=SIZE)
+        if tma:  # A's, W's and C's descriptors, made on the host
+            args = dict(a_desc=Desc(fp8, (cfg.block_m, cfg.block_k)), w_desc=Desc(fp8, (cfg.block_n, cfg.block_k)),
+                        c_desc=Desc("bf16", (cfg.block_m, cfg.block_n)))
+        else:
+            args = dict(a_ptr=Ptr(fp8), w_ptr=Ptr(fp8), c_ptr=Ptr("bf16"))
+        args |= dict(scale_a_ptr=Ptr("fp32"), scale_w_ptr=Ptr("fp32"), M=SIZE, N=SIZE, K=SIZE)
         if not tma:
-            args["stride_cn"] = 1
+            args |= dict(stride_am=SIZE, stride_wn=SIZE, stride_cm=SIZE, stride_cn=1)
         args |= dict(stride_sam=kb, stride_swn=kb) if blocks else dict(stride_sa=1, stride_sw=1)
         meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
                     ROUND_BF16_BY_HAND=False)
@@ -260,8 +264,16 @@ def dot_became(ptx: str, has_dot: bool) -> str:
 
 
 def sass_counts(sass: str) -> dict[str, int]:
-    """Tensor-core and FMA instructions in SASS, by opcode (``HMMA``, ``HGMMA``, ``FFMA`` ...)."""
-    ops = Counter(m.split(".")[0] for m in re.findall(r"^[^\t\n]*\t(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M))
+    """Tensor-core and FMA instructions in SASS as ``cuobjdump --dump-sass`` lists it, by opcode
+    (``HMMA``, ``HGMMA``, ``FFMA`` ...).
+
+    Not Triton's ``asm["sass"]``: its parser (triton/tools/disasm.py, 3.6 and 3.7) reads instruction
+    offsets of four hex digits only, so it stops after 4,096 instructions, and the counts of a longer
+    kernel (a descriptor kernel compiled for a GPU without TMA, whose copies become masked loads) came
+    out short or empty."""
+    from course_lib import compiler
+
+    ops = Counter(compiler.SASS_LINE.findall(sass))
     return {k: ops[k] for k in (*TENSOR_CORE_OPS, *FMA_OPS) if ops[k]}
 
 
@@ -269,10 +281,13 @@ def compile_case(case: Case, capability: int) -> dict[str, Any]:
     """Compile ``case`` for ``sm_<capability>`` and say what came out (call only where Triton compiles:
     see :func:`compile_in_subprocess`)."""
     import importlib
+    import tempfile
 
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    from course_lib import compiler
 
     module, name = case.kernel.split(":")
     fn = getattr(importlib.import_module(module), name)
@@ -282,11 +297,15 @@ def compile_case(case: Case, capability: int) -> dict[str, Any]:
         ck = triton.compile(ASTSource(fn, signature, constexprs=constexprs, attrs=attrs),
                             target=GPUTarget("cuda", capability, 32),
                             options={"num_warps": case.num_warps, "num_stages": case.num_stages})
-        ptx, sass = ck.asm["ptx"], ck.asm["sass"]
+        ptx, cubin = ck.asm["ptx"], ck.asm["cubin"]
     except Exception as e:  # noqa: BLE001 - what the compiler refuses is the result
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
         first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else type(e).__name__)
         return {"compiles": False, "error": f"{type(e).__name__}: {first}"[:200]}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        sass = compiler.sass(path)
     return {"compiles": True, "dot": dot_became(ptx, has_dot), "sass": sass_counts(sass),
             "shared_bytes": ck.metadata.shared}
 

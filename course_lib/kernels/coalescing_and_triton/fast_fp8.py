@@ -46,11 +46,11 @@ import triton.language as tl
 from course_lib import backend, features
 from course_lib.fp8 import BLOCK_SCALES, Quantized, check_gemm_operands, fp8_plan_key
 from course_lib.gemm import LaunchPlans, new_output
-from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, ensure_allocator, require_32bit_offsets
+from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast import grouped_tile
 from course_lib.kernels.coalescing_and_triton.fast_configs import persistent_programs
 from course_lib.kernels.coalescing_and_triton.fast_fp8_configs import Fp8Config, fp8_blockscaled_config, fp8_config
-from course_lib.kernels.coalescing_and_triton.fast_launch import KernelLaunch
+from course_lib.kernels.coalescing_and_triton.fast_launch import KernelLaunch, tensor_descriptors
 
 STAGE = "fp8_matmul"
 
@@ -119,27 +119,26 @@ def fp8_matmul_kernel(
 
 @triton.jit
 def fp8_matmul_tma_kernel(
-    # Pointers to matrices: A (M x K) and W (N x K) in e4m3, each K-major; C (M x N) in bf16
-    a_ptr, w_ptr, c_ptr,
+    # Tensor descriptors (made on the host: Fp8Plan) of A (M x K) and W (N x K) in e4m3, in
+    # BLOCK_M x BLOCK_K and BLOCK_N x BLOCK_K boxes, and of C (M x N) in bf16, in BLOCK_M x BLOCK_N boxes
+    a_desc, w_desc, c_desc,
     # Pointers to the scales (fp32): of A's rows, of W's rows (= C's columns)
     scale_a_ptr, scale_w_ptr,
     # Matrix dimensions
     M, N, K,
-    # Strides: rows of A, W and C; of the scales (1 per row, 0 per tensor)
-    stride_am, stride_wn, stride_cm, stride_sa, stride_sw,
+    # Strides of the scales (1 per row, 0 per tensor)
+    stride_sa, stride_sw,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     MAX_IMPRECISE_ACC: tl.constexpr, ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False,
 ):
     """fp8_matmul_kernel with A and W read through tensor descriptors (TMA on Hopper): one copy per
     tile and K-slice, the edges zero-filled by the copy engine instead of masks; C stored through
-    one too (clipped at C's edges). ``PERSISTENT``: one program per SM walks tiles pid, pid + P,
-    pid + 2P, ... of the grouped order (P programs), the tile loop and the K loop made one
-    (flatten=True), so that the next tile's loads can start while this one is stored, as in
-    :func:`.fast.persistent_matmul_kernel`; otherwise one program per tile."""
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
+    one too (clipped at C's edges). The descriptors arrive as arguments, as :mod:`.fast`'s do (made
+    in the kernel, they cost every program three round trips before its first load). ``PERSISTENT``:
+    one program per SM walks tiles pid, pid + P, pid + 2P, ... of the grouped order (P programs), the
+    tile loop and the K loop made one (flatten=True), so that the next tile's loads can start while
+    this one is stored, as in :func:`.fast.persistent_matmul_kernel`; otherwise one program per tile."""
     if PERSISTENT:
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
@@ -240,14 +239,15 @@ def block_scales_of_w(scale_w_ptr, stride_swn, kb, col0, N, BLOCK_N: tl.constexp
 
 @triton.jit
 def fp8_blockscaled_tma_kernel(
-    # Pointers to matrices: A (M x K) and W (N x K) in e4m3, each K-major; C (M x N) in bf16
-    a_ptr, w_ptr, c_ptr,
+    # Tensor descriptors (made on the host: Fp8Plan) of A and W in e4m3 and of C in bf16, as
+    # fp8_matmul_tma_kernel takes them
+    a_desc, w_desc, c_desc,
     # Pointers to the scales (fp32, row-major): A's M x KB, W's ceil(N / 128) x KB
     scale_a_ptr, scale_w_ptr,
     # Matrix dimensions
     M, N, K,
-    # Strides: rows of A, W and C, rows of the two scale matrices
-    stride_am, stride_wn, stride_cm, stride_sam, stride_swn,
+    # Strides: rows of the two scale matrices
+    stride_sam, stride_swn,
     # Meta-parameters (BLOCK_K is the scales' block along K: 128)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     ROUND_BF16_BY_HAND: tl.constexpr, PERSISTENT: tl.constexpr = False,
@@ -255,9 +255,6 @@ def fp8_blockscaled_tma_kernel(
     """fp8_blockscaled_kernel with A and W read, and C written, through tensor descriptors (TMA on
     Hopper), as fp8_matmul_tma_kernel reads them (and, ``PERSISTENT``, walks the tiles as it
     does); the scales through pointers."""
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
     if PERSISTENT:
         num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
@@ -299,7 +296,9 @@ class Fp8Plan:
 
     Decided once: the kernel, its grid (one program per tile; with the constexpr ``PERSISTENT``, one
     per SM), and every argument but the tensors (sizes, strides, constexprs), launched again without
-    Triton's JIT on a GPU (:class:`.fast_launch.KernelLaunch`).
+    Triton's JIT on a GPU (:class:`.fast_launch.KernelLaunch`). ``descriptors``: the kernel takes A, W
+    and C as tensor descriptors, made for the first launch; later launches pass the tensors, which
+    :class:`.fast_launch.KernelLaunch` describes alike (the key holds what the descriptors' checks read).
     ``rest`` is the kernel's arguments after the five tensors, where "sa rows" and "sw rows" stand for
     the row strides of the scales as the kernel gets them. Scales that are fp32 and contiguous go to
     the kernel as they are; others are converted on every call (their values may change between
@@ -308,8 +307,9 @@ class Fp8Plan:
     """
 
     def __init__(self, kernel, qa: Quantized, qw: Quantized, c: torch.Tensor, rest: tuple, cfg: Fp8Config,
-                 flatten: bool, **constexprs) -> None:
+                 flatten: bool, descriptors: bool, **constexprs) -> None:
         self.M, self.N, self.device, self.cfg, self.flatten = c.shape[0], c.shape[1], c.device, cfg, flatten
+        self.boxes = ([cfg.block_m, cfg.block_k], [cfg.block_n, cfg.block_k], [cfg.block_m, cfg.block_n]) if descriptors else None
         self.convert_a, self.convert_w = (not (q.scales.dtype == torch.float32 and q.scales.is_contiguous())
                                           for q in (qa, qw))
         tiles = triton.cdiv(self.M, cfg.block_m) * triton.cdiv(self.N, cfg.block_n)
@@ -322,7 +322,10 @@ class Fp8Plan:
         sa, sw = self.scales(qa, qw)
         strides = {"sa rows": sa.stride(0), "sw rows": sw.stride(0)}
         rest = tuple(strides[r] if isinstance(r, str) else r for r in rest)
-        self.kernel = KernelLaunch(kernel, grid, (qa.values, qw.values, c, sa, sw), rest, meta)
+        matrices = (qa.values, qw.values, c)
+        if self.boxes is not None:  # the first launch's descriptors
+            matrices = tensor_descriptors(matrices, self.boxes)
+        self.kernel = KernelLaunch(kernel, grid, (*matrices, sa, sw), rest, meta)
 
     def fp32(self, s: torch.Tensor) -> torch.Tensor:
         return (s.reshape(-1) if self.flatten else s).to(torch.float32).contiguous()
@@ -391,11 +394,10 @@ def _checked_scales(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
     def make(cfg: Fp8Config) -> Fp8Plan:
         acc = dict(MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc)
         if cfg.descriptors and _descriptors_fit(qa, qw, c):
-            ensure_allocator()
-            rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), int(rows_a), int(rows_w))
-            return Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, **acc, PERSISTENT=cfg.persistent)
+            rest = (M, N, K, int(rows_a), int(rows_w))
+            return Fp8Plan(fp8_matmul_tma_kernel, qa, qw, c, rest, cfg, True, True, **acc, PERSISTENT=cfg.persistent)
         rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), int(rows_a), int(rows_w))
-        return Fp8Plan(fp8_matmul_kernel, qa, qw, c, rest, cfg, True, **acc)
+        return Fp8Plan(fp8_matmul_kernel, qa, qw, c, rest, cfg, True, False, **acc)
 
     return c, _fitted(make, config or fp8_config(M, N, K), config is not None)
 
@@ -411,11 +413,10 @@ def _checked_blocks(qa: object, qw: object, config: Fp8Config | None) -> tuple[t
 
     def make(cfg: Fp8Config) -> Fp8Plan:
         if cfg.descriptors and _descriptors_fit(qa, qw, c):
-            ensure_allocator()
-            rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), "sa rows", "sw rows")
-            return Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False, PERSISTENT=cfg.persistent)
+            rest = (M, N, K, "sa rows", "sw rows")
+            return Fp8Plan(fp8_blockscaled_tma_kernel, qa, qw, c, rest, cfg, False, True, PERSISTENT=cfg.persistent)
         rest = (M, N, K, qa.values.stride(0), qw.values.stride(0), c.stride(0), c.stride(1), "sa rows", "sw rows")
-        return Fp8Plan(fp8_blockscaled_kernel, qa, qw, c, rest, cfg, False)
+        return Fp8Plan(fp8_blockscaled_kernel, qa, qw, c, rest, cfg, False, False)
 
     return c, _fitted(make, config or fp8_blockscaled_config(M, N, K), config is not None)
 

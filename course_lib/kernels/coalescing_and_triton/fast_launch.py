@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 import triton
+from triton.backends.nvidia import driver as nvidia_driver
 from triton.compiler import CompiledKernel
 from triton.runtime import _allocation
 from triton.tools.tensor_descriptor import TensorDescriptor
@@ -147,6 +148,77 @@ def c_launch_layout(launcher_type: type) -> str | None:
     return next((version for version, call in _C_LAUNCH_CALLS.items() if call in source), None)
 
 
+# What Triton's launcher does with a launch's tensor descriptors (``wrap_handle_tensordesc`` in
+# backends/nvidia/driver.py, around the C function), whitespace collapsed: each descriptor argument
+# becomes ``make_tensordesc_arg(arg, meta)``, a TMA descriptor encoded by the driver
+# (``cuTensorMapEncodeTiled``) followed by the shape and strides, on every launch. Each version's lines:
+_DESCRIPTOR_WRAPS = {
+    "3.6": ("final_args.extend(make_tensordesc_arg(arg, tensordesc_meta[tensordesc_idx]))",
+            "return launcher(*final_args)"),
+    "3.7": ("final_kernel_args.extend(make_tensordesc_arg(arg, tensordesc_meta[tensordesc_idx]))",
+            "return launcher(*base_args, final_kernel_args)"),
+}
+
+
+@functools.cache
+def descriptor_wrap_layout() -> str | None:
+    """Which of :data:`_DESCRIPTOR_WRAPS` the installed Triton's ``wrap_handle_tensordesc`` does ("3.6",
+    "3.7"), if its ``make_tensordesc_arg`` takes (arg, metadata); None otherwise."""
+    try:
+        wrap = " ".join(inspect.getsource(nvidia_driver.wrap_handle_tensordesc).split())
+        make = inspect.signature(nvidia_driver.make_tensordesc_arg)
+    except (OSError, TypeError, AttributeError):
+        return None
+    if list(make.parameters) != ["arg", "metadata"]:
+        return None
+    return next((v for v, lines in _DESCRIPTOR_WRAPS.items() if all(line in wrap for line in lines)), None)
+
+
+def unwrapped_launcher(launch) -> object | None:
+    """The C function that Triton's ``wrap_handle_tensordesc`` wrapped into ``launch`` (its closure's
+    ``launcher``), or None where ``launch`` is not such a wrapper of a known version."""
+    if descriptor_wrap_layout() is None or getattr(launch, "__qualname__", "") != "wrap_handle_tensordesc.<locals>.inner":
+        return None
+    return inspect.getclosurevars(launch).nonlocals.get("launcher")
+
+
+class DescriptorArgs:
+    """What Triton's launcher passes its C function for a launch's tensor descriptors, made once per
+    address: ``expand(front)`` is ``front`` with the tensor at each descriptor's position replaced by
+    what ``make_tensordesc_arg`` makes of a descriptor of it (the encoded TMA descriptor, then shape
+    and strides).
+
+    Triton's launcher encodes every descriptor again on every launch; three of them added about 7 us
+    to a planned call of ``triton_fast`` at 64^3 on an H100 (experiments/JOURNAL.md). What it encodes
+    is the base address, the shape, the strides, the element type, the box and the swizzle; a plan's
+    later launches describe tensors of the first launch's shapes, strides and element types with its
+    boxes (:meth:`KernelLaunch.described`), so only the address can differ, and the encoding made for
+    an address serves every later launch on it (PyTorch's caching allocator hands the same blocks out
+    again). The cache holds addresses, not tensors; it is emptied when it holds :data:`LIMIT`."""
+
+    LIMIT = 64
+
+    def __init__(self, templates: dict[int, TensorDescriptor], metas: list[dict]) -> None:
+        self.slots = dict(zip(sorted(templates), zip((templates[i] for i in sorted(templates)), metas)))
+        self.made: dict[tuple[int, int], tuple] = {}
+
+    def __call__(self, front: tuple) -> list:
+        args = []
+        for i, t in enumerate(front):
+            slot = self.slots.get(i)
+            if slot is None:
+                args.append(t)
+                continue
+            made = self.made.get((i, t.data_ptr()))
+            if made is None:
+                if len(self.made) >= self.LIMIT:
+                    self.made.clear()
+                template, meta = slot
+                made = self.made[i, t.data_ptr()] = tuple(nvidia_driver.make_tensordesc_arg(rebased(template, t), meta))
+            args.extend(made)
+        return args
+
+
 def require_triton_runner() -> None:
     """Raise :class:`TritonRunnerChanged` if :func:`triton_runner_problems` finds any (checked once)."""
     problems = triton_runner_problems()
@@ -176,6 +248,12 @@ class KernelLaunch:
     interpreter (the CPU backend) returns no compiled kernel: there every launch is ``kernel[grid]``.
     The kernel's parameters after ``front`` and ``rest`` must all be constexprs given in ``meta``.
 
+    Tensor descriptors (``TensorDescriptor``, made on the host) among the first launch's ``front``
+    are templates: a later launch passes the tensor itself at that position, of the first one's shape,
+    strides, element type and alignment, and the launch describes it with the template's box
+    (:meth:`described`) - or, where it calls the launcher's C function, passes the encoding made once
+    per address (:class:`DescriptorArgs`).
+
     While no launch hook is set (:func:`no_launch_hooks`), a launch does what the runner does without
     its per-call Python: the current stream, then the compiled kernel's launcher with no launch metadata
     and no hooks (the runner builds the metadata only for a hook, and the launcher skips a hook that
@@ -187,8 +265,9 @@ class KernelLaunch:
 
     def __init__(self, kernel, grid: tuple, front: tuple, rest: tuple, meta: dict) -> None:
         self.kernel, self.grid, self.rest, self.meta = kernel, grid, tuple(rest), meta
+        self.templates = {i: arg for i, arg in enumerate(front) if isinstance(arg, TensorDescriptor)}
         self.compiled = kernel[grid](*front, *self.rest, **meta)
-        self.runner = self.c_launch = None
+        self.runner = self.c_launch = self.expand = None
         if isinstance(self.compiled, CompiledKernel):  # a GPU
             require_triton_runner()
             grid3 = grid + (1,) * (3 - len(grid))  # the runner reads three axes
@@ -199,36 +278,57 @@ class KernelLaunch:
             self.c_launch = self._c_launch(self.compiled.run, grid3)
 
     def launch(self, *front) -> None:
-        """Launch again with ``front`` in place of the first launch's front arguments."""
+        """Launch again with ``front`` in place of the first launch's front arguments (a tensor where
+        that launch had a descriptor)."""
         if self.runner is None:
-            self.kernel[self.grid](*front, *self.rest, **self.meta)
+            self.kernel[self.grid](*self.described(front), *self.rest, **self.meta)
         elif not no_launch_hooks():
-            self.runner(*front, *self.tail)
+            self.runner(*self.described(front), *self.tail)
         elif self.c_launch is None:
             run, gx, gy, gz, function, metadata = self.direct
             get_device, get_stream = self.queries
-            run(gx, gy, gz, get_stream(get_device()), function, metadata, None, None, None, *front, *self.tail)
+            run(gx, gy, gz, get_stream(get_device()), function, metadata, None, None, None, *self.described(front),
+                *self.tail)
         else:
             layout, launch, gx, gy, gz, function, coop, pdl, metadata, size, align, annotations, types = self.c_launch
+            # the tensor descriptors as the C function takes them, or as Triton's wrapper of it does
+            front = self.described(front) if self.expand is None else self.expand(front)
             get_device, get_stream = self.queries
             stream = get_stream(get_device())
             scratch = _allocation._allocator.get()(size, align, stream) if size else None
             if layout == "3.7":
                 launch(gx, gy, gz, stream, function, coop, pdl, metadata, None, None, None, scratch, None,
-                       annotations, types, front + self.tail)
+                       annotations, types, (*front, *self.tail))
             else:
                 launch(gx, gy, gz, stream, function, coop, pdl, scratch, None, metadata, None, None, None,
                        *front, *self.tail)
 
+    def described(self, front: tuple) -> tuple:
+        """``front`` with each tensor at a template's position described by a copy of the template
+        (:func:`rebased`)."""
+        if not self.templates:
+            return front
+        return tuple(rebased(self.templates[i], t) if i in self.templates else t for i, t in enumerate(front))
+
     def _c_launch(self, launcher, grid3: tuple) -> tuple | None:
         """What :meth:`launch` needs to call the launcher's C function itself, as the launcher object
         would (:func:`c_launch_layout`); None where the layout is not known or the kernel was compiled
-        for the profiler (its own scratch), when ``launch`` calls the launcher object instead."""
+        for the profiler (its own scratch), when ``launch`` calls the launcher object instead.
+
+        Where the kernel takes tensor descriptors, the launcher's C function is Triton's wrapper that
+        encodes them; where the wrapper is one the course has read (:func:`unwrapped_launcher`) and
+        every descriptor of the kernel is a template of the front with TMA metadata, ``launch`` calls
+        the C function under it with descriptors encoded once per address (:class:`DescriptorArgs`)."""
         layout = c_launch_layout(type(launcher))
         if layout is None or getattr(launcher, "profile_scratch_size", 1) != 0:
             return None
+        c_function = launcher.launch
+        metas = list(getattr(self.compiled.metadata, "tensordesc_meta", None) or ())
+        inner = unwrapped_launcher(c_function) if self.templates else None
+        if inner is not None and len(metas) == len(self.templates) and None not in metas:
+            c_function, self.expand = inner, DescriptorArgs(self.templates, metas)
         size = grid3[0] * grid3[1] * grid3[2] * launcher.num_ctas * launcher.global_scratch_size
-        return (layout, launcher.launch, *grid3, self.compiled.function, launcher.launch_cooperative_grid,
+        return (layout, c_function, *grid3, self.compiled.function, launcher.launch_cooperative_grid,
                 launcher.launch_pdl, self.compiled.packed_metadata, size, launcher.global_scratch_align,
                 getattr(launcher, "arg_annotations", None), getattr(launcher, "kernel_signature", None))
 
@@ -274,7 +374,6 @@ class FastPlan(KernelLaunch):
 
     def __init__(self, ops: Operands, dtype: str, cfg: FastConfig, c: torch.Tensor) -> None:
         self.cfg, self.M, self.N, self.c_dtype = cfg, ops.M, ops.N, c.dtype
-        self.templates = None  # the first launch's tensor descriptors (front)
         self.widen = not backend.get().is_gpu  # the interpreter's bf16 (common.interpretable)
         # B^T (N x K, row-major) for "nk": no copy when B is already stored that way (b = w.T, as for the
         # weight of torch.nn.Linear), otherwise one pass of the transpose kernel on every call.
@@ -307,31 +406,24 @@ class FastPlan(KernelLaunch):
         self.split_k = kernel is split_k_matmul_kernel  # its front ends with the workspace and the counters
         self.workspace_shape = front[3].shape if self.split_k else None
         super().__init__(kernel, grid, front, rest, meta)
-        # A, B and C go to the kernel as given (pointers): a later launch needs no descriptor, view,
-        # copy or workspace, and may be ``self.launch(a, b, c)`` (autotune's planned path takes it).
-        self.as_given = not (self.descriptors or self.widen or self.split_k or cfg.b_layout == "nk")
+        # A, B and C go to a later launch as given (pointers, or tensors the launch describes): it needs
+        # no view, copy or workspace, and may be ``self.launch(a, b, c)`` (autotune's planned path takes it).
+        self.as_given = not (self.widen or self.split_k or cfg.b_layout == "nk")
 
     def front(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple:
-        """A, B (as the kernel reads it: :meth:`b_kernel`) and C as this plan's kernel takes them: the
-        tensors themselves for the pointer kernel; otherwise a tensor descriptor of each, C's only where
-        the kernel stores C through one (not split-K's). Triton's launcher encodes a descriptor into the
-        launch's parameters on every launch.
-
-        The first launch makes the descriptors (``TensorDescriptor`` checks each against TMA's rules);
-        later ones copy those with the new tensor as base (:func:`rebased`), which the plan's key makes
-        right: same shapes, strides, element type and alignment."""
+        """A, B (as the kernel reads it: :meth:`b_kernel`) and C as the first launch gives them to this
+        plan's kernel: the tensors themselves for the pointer kernel; otherwise a tensor descriptor of
+        each, C's only where the kernel stores C through one (not split-K's), made here with Triton's
+        checks against TMA's rules. Later launches pass the tensors, which :class:`KernelLaunch`
+        describes with these descriptors' boxes."""
         if not self.descriptors:
             return a, b, c
-        tensors = (a, b) if self.cfg.split_k > 1 else (a, b, c)
-        if self.templates is None:
-            cfg = self.cfg
-            boxes = ([cfg.block_m, cfg.block_k], [cfg.block_n, cfg.block_k] if cfg.b_layout == "nk" else
-                     [cfg.block_k, cfg.block_n], [cfg.block_m, cfg.block_n // cfg.epilogue_split])
-            self.templates = tuple(TensorDescriptor(t, t.shape, t.stride(), box) for t, box in zip(tensors, boxes))
-            descs = self.templates
-        else:
-            descs = tuple(rebased(d, t) for d, t in zip(self.templates, tensors))
-        return (*descs, c) if self.cfg.split_k > 1 else descs
+        cfg = self.cfg
+        boxes = ([cfg.block_m, cfg.block_k], [cfg.block_n, cfg.block_k] if cfg.b_layout == "nk" else
+                 [cfg.block_k, cfg.block_n], [cfg.block_m, cfg.block_n // cfg.epilogue_split])
+        if cfg.split_k > 1:
+            return (*tensor_descriptors((a, b), boxes), c)
+        return tensor_descriptors((a, b, c), boxes)
 
     def b_kernel(self, b_arg: torch.Tensor) -> torch.Tensor:
         """B as a descriptor kernel reads it: as given (K x N) or B^T (N x K), each row-major."""
@@ -355,16 +447,24 @@ class FastPlan(KernelLaunch):
         if not self.descriptors:
             self.launch(*self.kernel_operands(a, b_arg), c)
             return
-        front = self.front(common.interpretable(a) if self.widen else a, self.b_kernel(b_arg), c)
+        front = (common.interpretable(a) if self.widen else a, self.b_kernel(b_arg), c)
         if self.split_k:  # this launch's own workspace and counters
             self.launch(*front, *split_k_workspace(self.workspace_shape, self.grid[0], c.device))
         else:
             self.launch(*front)
 
 
+def tensor_descriptors(tensors: tuple[torch.Tensor, ...], boxes: tuple[list[int], ...]) -> tuple[TensorDescriptor, ...]:
+    """A tensor descriptor of each tensor, loading or storing the box given for it (``TensorDescriptor``
+    checks each against TMA's rules): what a plan's first launch passes a descriptor kernel (made in
+    the kernel instead, a descriptor costs every program three round trips to global memory before its
+    first load: :mod:`.fast`'s kernels say more)."""
+    return tuple(TensorDescriptor(t, t.shape, t.stride(), box) for t, box in zip(tensors, boxes))
+
+
 def rebased(desc: TensorDescriptor, base: torch.Tensor) -> TensorDescriptor:
     """A copy of ``desc`` that describes ``base``: for a tensor of ``desc.base``'s shape, strides, element
-    type and alignment, which ``TensorDescriptor`` checked when ``desc`` was made (its checks cost
+    type and alignment (what a plan's key holds), which ``TensorDescriptor`` checked when ``desc`` was made (its checks cost
     about 2 us a descriptor on the course's CPU machine; a copy, half a microsecond)."""
     copy = object.__new__(TensorDescriptor)
     copy.__dict__.update(desc.__dict__)
