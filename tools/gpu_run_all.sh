@@ -16,8 +16,9 @@
 #   assume     notebooks 06 to 12 executed live as GPUs of compute capability 7.5 and 8.0 would run
 #              them (COURSE_ASSUME_CAPABILITY; $CAPABILITIES overrides, "native" = this GPU as it is)
 #              and as this GPU -> $OUT/assume.log, $OUT/notebooks_assume.tgz
-#   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel, and
-#              memcheck/racecheck/synccheck over every tensor-core stage (stage 7 with --fp8) -> $OUT/sanitize.log
+#   sanitize   compute-sanitizer memcheck/racecheck over every numba kernel,
+#              memcheck/racecheck/synccheck over every tensor-core stage (stage 7 with --fp8), and
+#              memcheck over the final Triton stages' planned launches -> $OUT/sanitize.log
 #   check      course_lib.check on every stage and dtype at the GPU's shapes -> $OUT/check.log
 #   graphs     every final stage replayed from a CUDA graph, on two streams at once and under
 #              torch.compile (tests/test_gpu_graphs_and_streams.py) -> $OUT/graphs.log, $OUT/graphs_table.txt
@@ -87,6 +88,7 @@ for section in "$@"; do
         sanitize "numba kernels" tools/gpu_sanitize_numba.py memcheck racecheck
         sanitize "tensor-core stages" tools/gpu_sanitize_tensor_cores.py memcheck racecheck synccheck
         sanitize "stage 7 (FP8)" "tools/gpu_sanitize_tensor_cores.py --fp8" memcheck racecheck synccheck
+        sanitize "Triton stages (planned launches)" tools/gpu_sanitize_triton.py memcheck
         ;;
     check)
         timeout 540 python3 tools/gpu_check.py >"$OUT/check.log" 2>&1 || status=1
