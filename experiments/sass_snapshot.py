@@ -149,6 +149,23 @@ class Pointer:
         return 1 << 20  # 16-byte aligned, as a torch allocation is
 
 
+def descriptor(dtype, shape: tuple[int, int], block: list[int]):
+    """A tensor descriptor as a plan makes one on the host (``triton.tools.tensor_descriptor``), of a
+    row-major ``shape`` matrix on PyTorch's meta device (no memory): the JIT's specialisation reads its
+    element type and box."""
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    t = torch.empty(shape, dtype=dtype, device="meta")
+    return TensorDescriptor(t, t.shape, t.stride(), list(block))
+
+
+def takes_descriptors(kernel: str) -> bool:
+    """Whether the tree's ``kernel`` takes tensor descriptors made on the host (``triton_fast``'s since
+    commit 6bf746c, Triton FP8's since 7961371) rather than pointers it makes them from."""
+    return "a_desc" in find(kernel).arg_names
+
+
 def fast_launch(dtype: str, cfg, shape: tuple[int, int, int], aligned: bool) -> list[tuple]:
     """(kernel name, args, meta, label) of every kernel ``FastPlan`` launches for ``cfg`` at ``shape`` (A, B,
     C contiguous; B as the benchmarks give it, K x N row-major): the GEMM kernel, and the transpose
@@ -179,13 +196,29 @@ def fast_launch(dtype: str, cfg, shape: tuple[int, int, int], aligned: bool) -> 
     elif cfg.split_k > 1:  # fast_launch.launch_split_k
         k_per_split = find("split_k_ranges")(K, cfg.block_k, cfg.split_k)
         splits = triton.cdiv(K, k_per_split)
-        launches.append(("split_k_matmul_kernel",
-                         args[:3] + [Pointer(torch.float32), Pointer(torch.int32)] + args[3:] + [k_per_split],
-                         meta | dict(SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk"), cfg.label))
+        if takes_descriptors("split_k_matmul_kernel"):  # A's and B's descriptors, C's pointer and strides
+            args = [*fast_descriptors(elem, cfg, shape)[:2], c, Pointer(torch.float32), Pointer(torch.int32), M, N, K,
+                    N, 1, k_per_split]
+        else:
+            args = args[:3] + [Pointer(torch.float32), Pointer(torch.int32)] + args[3:] + [k_per_split]
+        launches.append(("split_k_matmul_kernel", args, meta | dict(SPLIT_K=splits, B_K_MAJOR=cfg.b_layout == "nk"),
+                         cfg.label))
     else:
-        launches.append(("persistent_matmul_kernel" if cfg.persistent else "fast_matmul_kernel", args,
-                         meta | dict(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split), cfg.label))
+        kernel = "persistent_matmul_kernel" if cfg.persistent else "fast_matmul_kernel"
+        if takes_descriptors(kernel):
+            args = [*fast_descriptors(elem, cfg, shape), M, N, K]
+        launches.append((kernel, args, meta | dict(B_K_MAJOR=cfg.b_layout == "nk", C_STORE_SPLIT=cfg.epilogue_split),
+                         cfg.label))
     return launches
+
+
+def fast_descriptors(elem, cfg, shape: tuple[int, int, int]) -> list:
+    """A's, B's (B^T's for a K-major configuration) and C's descriptors as ``FastPlan.front`` makes them."""
+    M, N, K = shape
+    b = descriptor(elem, (N, K), [cfg.block_n, cfg.block_k]) if cfg.b_layout == "nk" else \
+        descriptor(elem, (K, N), [cfg.block_k, cfg.block_n])
+    return [descriptor(elem, (M, K), [cfg.block_m, cfg.block_k]), b,
+            descriptor(elem, (M, N), [cfg.block_m, cfg.block_n // cfg.epilogue_split])]
 
 
 def persistent(cfg) -> dict:
@@ -220,17 +253,34 @@ def fp8_launch(scaling: str, shape: tuple[int, int, int]) -> tuple:
                       num_warps=cfg.num_warps, num_stages=cfg.num_stages)
         label = f"{cfg.block_m}x{cfg.block_n} w{cfg.num_warps} s{cfg.num_stages}"
         if cfg.descriptors and K % 16 == 0 and N % 8 == 0:
-            return ("fp8_blockscaled_tma_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, kb, kb],
-                    common | dict(BLOCK_K=128) | persistent(cfg), f"{label} k128 tma")
+            if takes_descriptors("fp8_blockscaled_tma_kernel"):
+                args = [*fp8_descriptors(cfg, 128, shape), sa, sw, M, N, K, kb, kb]
+            else:
+                args = [a, w, c, sa, sw, M, N, K, K, K, N, kb, kb]
+            return ("fp8_blockscaled_tma_kernel", args, common | dict(BLOCK_K=128) | persistent(cfg),
+                    f"{label} k128 tma")
         return ("fp8_blockscaled_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, 1, kb, kb],
                 common | dict(BLOCK_K=128), f"{label} k128")
     per_row = int(scaling == "row")  # the scales' stride: 1 per row, 0 per tensor
     meta = common | dict(BLOCK_K=cfg.block_k, MAX_IMPRECISE_ACC=cfg.max_num_imprecise_acc)
     label += f" k{cfg.block_k}"
     if cfg.descriptors and K % 16 == 0 and N % 8 == 0:  # every row of A, W (e4m3) and C (bf16) 16-byte aligned
-        return ("fp8_matmul_tma_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, per_row, per_row], meta | persistent(cfg),
-                label + " tma")
+        if takes_descriptors("fp8_matmul_tma_kernel"):
+            args = [*fp8_descriptors(cfg, cfg.block_k, shape), sa, sw, M, N, K, per_row, per_row]
+        else:
+            args = [a, w, c, sa, sw, M, N, K, K, K, N, per_row, per_row]
+        return "fp8_matmul_tma_kernel", args, meta | persistent(cfg), label + " tma"
     return "fp8_matmul_kernel", [a, w, c, sa, sw, M, N, K, K, K, N, 1, per_row, per_row], meta, label
+
+
+def fp8_descriptors(cfg, block_k: int, shape: tuple[int, int, int]) -> list:
+    """A's, W's (e4m3) and C's (bf16) descriptors as ``Fp8Plan`` makes them."""
+    import torch
+
+    M, N, K = shape
+    return [descriptor(torch.float8_e4m3fn, (M, K), [cfg.block_m, block_k]),
+            descriptor(torch.float8_e4m3fn, (N, K), [cfg.block_n, block_k]),
+            descriptor(torch.bfloat16, (M, N), [cfg.block_m, cfg.block_n])]
 
 
 def bind(kernel: str, args: list, meta: dict):
@@ -321,8 +371,21 @@ def _shapes_in(x):
 
 
 def _plain(args: list) -> list:
-    """A launch's arguments as JSON: a pointer as its element type."""
-    return [str(a.dtype) if isinstance(a, Pointer) else a for a in args]
+    """A launch's arguments as JSON: a pointer as its element type, a descriptor as a dict."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return [str(a.dtype) if isinstance(a, Pointer) else
+            {"descriptor": str(a.base.dtype), "shape": list(a.shape), "block": list(a.block_shape)}
+            if isinstance(a, TensorDescriptor) else a for a in args]
+
+
+def _unplain(a):
+    """One argument of :func:`_plain` made again."""
+    if isinstance(a, str):
+        return Pointer(_torch_dtype(a))
+    if isinstance(a, dict):
+        return descriptor(_torch_dtype(a["descriptor"]), tuple(a["shape"]), a["block"])
+    return a
 
 
 def compile_triton(case: dict, repo: Path, out: Path) -> dict:
@@ -333,7 +396,7 @@ def compile_triton(case: dict, repo: Path, out: Path) -> dict:
     from course_lib import compiler
 
     kernel, plain, meta = case["launch"]
-    args = [Pointer(_torch_dtype(a)) if isinstance(a, str) else a for a in plain]
+    args = [_unplain(a) for a in plain]
     source, options, _, _ = bind(kernel, args, meta)
     ck = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options.__dict__)
     with tempfile.TemporaryDirectory() as tmp:
