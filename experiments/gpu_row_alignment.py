@@ -14,10 +14,18 @@ as a user calls it (autotuned, its choice printed), stage 6, and three triton_fa
 (the persistent 128 x 128 x 64 and 128 x 256 x 64 candidates, which load through TMA, and a 128 x 128 tile
 loaded through pointers), each with cuBLAS in alternating rounds in GPU time (``course_lib.bench.measure``: the float64
 sanity check first, L2 flushed, host time kept out). Raw log, never edited.
+
+``--b-k-major``: the hypothesis that triton_fast pays for B's rows off a line because it reads B in
+N-major boxes (a BLOCK_K x BLOCK_N box: 256-512 bytes of each of BLOCK_K rows). At 3000^3, 3072^3 and
+3072 x 3000 x 3072 (only B's and C's rows off), the two persistent candidates reading B as given (N-major
+boxes) and reading B^T in K-major boxes (``b_layout="nk"``, 128 bytes of each of BLOCK_N rows, as stage
+6 and cuBLAS read it), with B handed over as the transpose of an N x K matrix so that no copy is timed;
+each against ``torch.matmul`` on the same operands, alternating, GPU time (``course_lib.timing.time_fn``).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 
 import course_lib
@@ -35,7 +43,48 @@ FORCED = {"128x128 s6": FastConfig(128, 128, 64, group_m=8, num_warps=4, num_sta
           "128x128 ptr": FastConfig(128, 128, 64, group_m=8, num_warps=4, num_stages=4, loads="pointers")}
 
 
+K_MAJOR_SHAPES = [(3000, 3000, 3000), (3072, 3072, 3072), (3072, 3000, 3072)]
+
+
+def b_k_major() -> int:
+    """The ``--b-k-major`` section (the docstring's last paragraph)."""
+    import dataclasses
+
+    import torch
+
+    from course_lib.gemm import relative_error
+    from course_lib.timing import time_fn
+
+    out, save = runlog.start(__doc__, 2, rows=[])
+    course_lib.describe()
+    for M, N, K in K_MAJOR_SHAPES:
+        a, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
+        # B as given for "kn"; for "nk" the same values stored N x K, so that reading B^T copies nothing
+        operands = {"kn": b, "nk": b.T.contiguous().T}
+        ref = a.double() @ b.double()
+        line = f"{M}x{N}x{K}".ljust(16)
+        for name, base in list(FORCED.items())[:2]:
+            for layout in ("kn", "nk"):
+                cfg, bl = dataclasses.replace(base, b_layout=layout), operands[layout]
+                err = relative_error(fast_matmul(a, bl, "bf16", cfg), ref)
+                mine, theirs = [], []
+                for _ in range(3):
+                    mine.append(time_fn(lambda: fast_matmul(a, bl, "bf16", cfg)).median_ms)
+                    theirs.append(time_fn(lambda: torch.matmul(a, b)).median_ms)
+                us, cublas_us = 1e3 * sorted(mine)[1], 1e3 * sorted(theirs)[1]
+                row = {"name": f"{name} {layout}", "shape": [M, N, K], "us": us, "cublas_us": cublas_us,
+                       "pct": 100 * cublas_us / us, "rel_error_vs_float64": err}
+                out["rows"].append(row)
+                line += f" | {row['name']} {us:6.1f} us {row['pct']:5.1f} %"
+        save()
+        print(line + f" | cuBLAS {cublas_us:6.1f} us", flush=True)
+    return 0
+
+
 def main() -> int:
+    if "--b-k-major" in sys.argv:
+        sys.argv.remove("--b-k-major")
+        return b_k_major()
     out, save = runlog.start(__doc__, 1, rows=[])
     course_lib.describe()
     tc.extension()
