@@ -12,6 +12,10 @@ earlier commit, e.g. ``git archive``), so the two runs differ only in the librar
 sanity check against cuBLAS first, alternating rounds, L2 flushed, host time kept out). The ratio to
 cuBLAS is what to compare between the runs: each run's cuBLAS is timed in its own process.
 
+``--weights``: ``triton_fast`` bf16 called as ``x @ w.T`` with ``w`` an N x K row-major weight (as
+``torch.nn.Linear`` stores it), against ``torch.matmul(x, w.T)``, alternating, GPU time
+(``course_lib.timing.time_fn``, the middle of three rounds), after a check against float64.
+
 Raw log, never edited.
 """
 
@@ -30,7 +34,43 @@ RUNS = [("triton_fp8", "e4m3", scaling, FP8_SHAPES) for scaling in ("tensor", "r
 RUNS += [("triton_fast", "bf16", None, SQUARES)]
 
 
+WEIGHT_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (3072, 3000, 3072), (128, 14336, 4096), (2048, 2560, 10240)]
+
+
+def weights() -> int:
+    """The ``--weights`` section."""
+    import sys
+
+    import torch
+
+    from course_lib.gemm import relative_error
+    from course_lib.timing import time_fn
+
+    sys.argv.remove("--weights")
+    out, save = runlog.start(__doc__, 3, tree=course_lib.__file__, rows=[])
+    gemm = course_lib.get_stage("triton_fast").gemm("bf16")
+    for M, N, K in WEIGHT_SHAPES:
+        x, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
+        w = b.T.contiguous()
+        err = relative_error(gemm(x, w.T), x.double() @ b.double())
+        mine, theirs = [], []
+        for _ in range(3):
+            mine.append(time_fn(lambda: gemm(x, w.T)).median_ms)
+            theirs.append(time_fn(lambda: torch.matmul(x, w.T)).median_ms)
+        us, cublas_us = 1e3 * sorted(mine)[1], 1e3 * sorted(theirs)[1]
+        out["rows"].append({"shape": [M, N, K], "us": us, "cublas_us": cublas_us, "pct": 100 * cublas_us / us,
+                            "rel_error_vs_float64": err})
+        save()
+        print(f"x @ w.T {str((M, N, K)):22s} {us:9.1f} us  {100 * cublas_us / us:6.1f} % of cuBLAS  (error {err:.1e})",
+              flush=True)
+    return 0
+
+
 def main() -> int:
+    import sys
+
+    if "--weights" in sys.argv:
+        return weights()
     out, save = runlog.start(__doc__, 0, tree=course_lib.__file__, records=[], errors=[])
     for stage, dtype, scaling, shapes in RUNS:
         for shape in shapes:

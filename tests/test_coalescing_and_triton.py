@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import course_lib
 from course_lib import backend, check, dtypes, get_stage
-from course_lib.gemm import prepare, random_inputs
+from course_lib.gemm import planned, prepare, random_inputs
 from course_lib.kernels import coalescing_and_triton as c04
 from course_lib.kernels.coalescing_and_triton import article, autotune, common, evidence, fast, fast_configs, fast_launch
 from course_lib.kernels.coalescing_and_triton.vector_add import VECTOR_BLOCK
@@ -318,6 +318,36 @@ def test_b_stored_transposed_is_not_copied(monkeypatch):
     w = b.T.contiguous()  # stored N x K, as a torch.nn.Linear weight
     torch.testing.assert_close(c04.fast_matmul(a, w.T, "tf32", small).double(), want, rtol=1e-4, atol=1e-4)
     assert copies == [(32, 24)]  # w.T is read as it is stored: no second copy
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_b_stored_n_by_k_is_read_k_major_through_descriptors(monkeypatch, dtype):
+    """x @ w.T, the weight of nn.Linear: triton_fast's default reads w as it is stored (B^T, K-major),
+    through descriptors and without a copy, where reading it N-major would fall back to pointer loads."""
+    a, b = random_inputs(48, 40, 64, dtype, seed=5)
+    w = b.T.contiguous()
+    copies, plans = [], []
+    monkeypatch.setattr(fast_launch, "transpose", lambda x, *args: copies.append(x.shape))
+    real = fast_launch.FastPlan
+
+    def recorded(*args):
+        plans.append(real(*args))
+        return plans[-1]
+
+    monkeypatch.setattr(fast_launch, "FastPlan", recorded)
+    monkeypatch.setattr(autotune, "FastPlan", recorded)
+    monkeypatch.setattr(autotune, "_PLANNED", planned(autotune._checked, autotune._again))  # no plans yet
+    for gemm in (c04.fast_matmul, autotune.fast_matmul_autotuned):
+        c = gemm(a, w.T, dtype)
+        assert plans and plans[-1].descriptors and plans[-1].cfg.b_layout == "nk", gemm
+        torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=2e-2, atol=2e-2)
+        plans.clear()
+    assert copies == []
+    # B stored K x N, and a configuration of pointer loads, are left as they are
+    cfg = c04.FAST_CONFIGS[dtype][0]
+    assert fast_launch.as_stored(cfg, b) == cfg
+    pointers = c04.FastConfig(32, 32, 32, loads="pointers")
+    assert fast_launch.as_stored(pointers, w.T) == pointers
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])

@@ -25,7 +25,7 @@ from course_lib import dtypes
 from course_lib.gemm import Operands, new_output, planned, prepare
 from course_lib.kernels.coalescing_and_triton.common import descriptor_problem, require_32bit_offsets
 from course_lib.kernels.coalescing_and_triton.fast_configs import FAST_CONFIGS, PORTABLE_CONFIGS, FastConfig, candidates
-from course_lib.kernels.coalescing_and_triton.fast_launch import FastPlan, launch_fast
+from course_lib.kernels.coalescing_and_triton.fast_launch import FastPlan, as_stored, launch_fast, stored_n_by_k
 from course_lib.model.layout import cdiv
 from course_lib.timing import time_fn
 
@@ -102,11 +102,14 @@ _TIMES: dict[tuple, dict[str, float | None]] = {}  # per key: {candidate label: 
 
 
 def autotuned_config(ops: Operands, dtype: str, c) -> FastConfig:
-    """The fastest candidate for these operands (timed once per shape, strides and alignment)."""
+    """The fastest candidate for these operands (timed once per shape, strides and alignment), each
+    reading B as it is stored (:func:`.fast_launch.as_stored`: B^T where B is stored N x K)."""
     if not backend.get().is_gpu:
-        return FAST_CONFIGS[dtype][0]
-    candidates = shape_candidates(dtype, ops.M, ops.N, ops.K, backend.sm_count())
-    aligned = all(descriptor_problem(t, "x") is None for t in (ops.a, ops.b, c))
+        return as_stored(FAST_CONFIGS[dtype][0], ops.b)
+    candidates = tuple(dict.fromkeys(as_stored(cfg, ops.b)
+                                     for cfg in shape_candidates(dtype, ops.M, ops.N, ops.K, backend.sm_count())))
+    b_rows = ops.b.T if stored_n_by_k(ops.b) else ops.b  # the matrix whose rows a descriptor of B reads
+    aligned = all(descriptor_problem(t, "x") is None for t in (ops.a, b_rows, c))
     key = (dtype, ops.M, ops.N, ops.K, ops.a.stride(), ops.b.stride(), aligned)
     if key not in _TUNED:
         best, best_ms = candidates[0], float("inf")

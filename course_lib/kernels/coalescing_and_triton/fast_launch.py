@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from pathlib import Path
@@ -333,6 +334,25 @@ class KernelLaunch:
                 getattr(launcher, "arg_annotations", None), getattr(launcher, "kernel_signature", None))
 
 
+# ---- B as it is stored ---------------------------------------------------------------------------
+def stored_n_by_k(b: torch.Tensor) -> bool:
+    """Whether B (K x N) is stored N x K: the transpose of a row-major matrix, as ``x @ w.T`` passes the
+    weight ``w`` of ``torch.nn.Linear``."""
+    return not b.is_contiguous() and b.T.is_contiguous()
+
+
+def as_stored(cfg: FastConfig, b: torch.Tensor) -> FastConfig:
+    """``cfg`` reading B the way it is stored. A descriptor configuration that reads B N-major ("kn")
+    cannot describe a B stored N x K (its rows along N are not contiguous), so it would fall back to the
+    pointer kernel; reading B^T K-major ("nk") instead copies nothing, since B^T is that N x K matrix.
+    On an H100, 3072 x 3000 x 3072 in bf16 with B stored N x K and read K-major ran at 76-79 % of cuBLAS
+    against 59-62 % read N-major from a K x N copy, whose rows are off a 128-byte line there; at 3072^3
+    the two reads were within two points (experiments/JOURNAL.md)."""
+    if cfg.loads == "descriptors" and cfg.b_layout == "kn" and stored_n_by_k(b):
+        return dataclasses.replace(cfg, b_layout="nk")
+    return cfg
+
+
 # ---- B^T: the transpose kernel's launch ----------------------------------------------------------
 def transpose(x: torch.Tensor, block: tuple[int, int] = TRANSPOSE_BLOCK, num_warps: int = TRANSPOSE_WARPS) -> torch.Tensor:
     """``x.T.contiguous()`` with :func:`.fast.transpose_kernel` (a 2-D tensor on the backend's device)."""
@@ -518,16 +538,17 @@ def fast_matmul(a: object, b: object, dtype: str = "fp32", config: FastConfig | 
     """C = A @ B with one given config of the fast kernels (no autotuning).
 
     Without ``config``: the first candidate of :data:`.fast_configs.FAST_CONFIGS` for ``dtype``, or,
-    on a GPU whose shared memory it does not fit, :data:`.fast_configs.PORTABLE_CONFIGS`.
+    on a GPU whose shared memory it does not fit, :data:`.fast_configs.PORTABLE_CONFIGS`, each reading B
+    as it is stored (:func:`as_stored`). A given ``config`` is launched as given.
     """
     stage = "triton_fast"
     ops = prepare(a, b, stage=stage, dtypes=(dtype,))
     c = new_output(ops.M, ops.N, dtypes.get(dtype).torch_dtype, ops.a.device)
     common.require_32bit_offsets(stage, ops.a, ops.b, c)
     try:
-        launch_fast(ops, dtype, config or candidates(dtype)[0], c)
+        launch_fast(ops, dtype, config or as_stored(candidates(dtype)[0], ops.b), c)
     except triton.runtime.errors.OutOfResources:
         if config is not None:
             raise
-        launch_fast(ops, dtype, PORTABLE_CONFIGS[dtype], c)
+        launch_fast(ops, dtype, as_stored(PORTABLE_CONFIGS[dtype], ops.b), c)
     return ops.give_back(c)
