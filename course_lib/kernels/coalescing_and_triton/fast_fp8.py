@@ -309,7 +309,8 @@ class Fp8Plan:
     def __init__(self, kernel, qa: Quantized, qw: Quantized, c: torch.Tensor, rest: tuple, cfg: Fp8Config,
                  flatten: bool, descriptors: bool, **constexprs) -> None:
         self.M, self.N, self.device, self.cfg, self.flatten = c.shape[0], c.shape[1], c.device, cfg, flatten
-        self.boxes = ([cfg.block_m, cfg.block_k], [cfg.block_n, cfg.block_k], [cfg.block_m, cfg.block_n]) if descriptors else None
+        self.boxes = (([cfg.block_m, cfg.block_k], [cfg.block_n, cfg.block_k], [cfg.block_m, cfg.block_n])
+                      if descriptors else None)
         self.convert_a, self.convert_w = (not (q.scales.dtype == torch.float32 and q.scales.is_contiguous())
                                           for q in (qa, qw))
         tiles = triton.cdiv(self.M, cfg.block_m) * triton.cdiv(self.N, cfg.block_n)

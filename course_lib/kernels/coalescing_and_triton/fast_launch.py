@@ -178,7 +178,8 @@ def descriptor_wrap_layout() -> str | None:
 def unwrapped_launcher(launch) -> object | None:
     """The C function that Triton's ``wrap_handle_tensordesc`` wrapped into ``launch`` (its closure's
     ``launcher``), or None where ``launch`` is not such a wrapper of a known version."""
-    if descriptor_wrap_layout() is None or getattr(launch, "__qualname__", "") != "wrap_handle_tensordesc.<locals>.inner":
+    wrapper = "wrap_handle_tensordesc.<locals>.inner"
+    if descriptor_wrap_layout() is None or getattr(launch, "__qualname__", "") != wrapper:
         return None
     return inspect.getclosurevars(launch).nonlocals.get("launcher")
 
@@ -215,7 +216,8 @@ class DescriptorArgs:
                 if len(self.made) >= self.LIMIT:
                     self.made.clear()
                 template, meta = slot
-                made = self.made[i, t.data_ptr()] = tuple(nvidia_driver.make_tensordesc_arg(rebased(template, t), meta))
+                made = tuple(nvidia_driver.make_tensordesc_arg(rebased(template, t), meta))
+                self.made[i, t.data_ptr()] = made
             args.extend(made)
         return args
 
@@ -474,7 +476,7 @@ class FastPlan(KernelLaunch):
             self.launch(*front)
 
 
-def tensor_descriptors(tensors: tuple[torch.Tensor, ...], boxes: tuple[list[int], ...]) -> tuple[TensorDescriptor, ...]:
+def tensor_descriptors(tensors: tuple[torch.Tensor, ...], boxes: tuple[list[int], ...]) -> tuple:
     """A tensor descriptor of each tensor, loading or storing the box given for it (``TensorDescriptor``
     checks each against TMA's rules): what a plan's first launch passes a descriptor kernel (made in
     the kernel instead, a descriptor costs every program three round trips to global memory before its
@@ -484,8 +486,8 @@ def tensor_descriptors(tensors: tuple[torch.Tensor, ...], boxes: tuple[list[int]
 
 def rebased(desc: TensorDescriptor, base: torch.Tensor) -> TensorDescriptor:
     """A copy of ``desc`` that describes ``base``: for a tensor of ``desc.base``'s shape, strides, element
-    type and alignment (what a plan's key holds), which ``TensorDescriptor`` checked when ``desc`` was made (its checks cost
-    about 2 us a descriptor on the course's CPU machine; a copy, half a microsecond)."""
+    type and alignment (what a plan's key holds), which ``TensorDescriptor`` checked when ``desc`` was
+    made (its checks cost about 2 us a descriptor on the course's CPU machine; a copy, half a microsecond)."""
     copy = object.__new__(TensorDescriptor)
     copy.__dict__.update(desc.__dict__)
     copy.base = base
