@@ -42,25 +42,27 @@ def test_vector_add_matches_torch(dtype):
 def test_vector_add_writes_every_element_of_a_poisoned_output():
     from course_lib.instruments import guarded
 
+    dev = backend.get().torch_device  # the backend's tensors (a GPU run refuses CPU tensors first)
     with guarded():
-        assert not torch.isnan(c04.vector_add(torch.zeros(300), torch.zeros(300), block=128)).any()
-    assert c04.vector_add(torch.zeros(0), torch.zeros(0)).shape == (0,)
+        assert not torch.isnan(c04.vector_add(torch.zeros(300, device=dev), torch.zeros(300, device=dev), block=128)).any()
+    assert c04.vector_add(torch.zeros(0, device=dev), torch.zeros(0, device=dev)).shape == (0,)
 
 
 def test_vector_add_refuses_bad_input():
-    x = torch.zeros(10)
+    dev = backend.get().torch_device  # the backend's tensors (a GPU run refuses CPU tensors first)
+    x = torch.zeros(10, device=dev)
     with pytest.raises(ValueError, match=r"x has 10 elements and y has 9; they must be equal"):
-        c04.vector_add(x, torch.zeros(9))
+        c04.vector_add(x, torch.zeros(9, device=dev))
     with pytest.raises(ValueError, match=r"1-D vector.*\(2, 5\).*reshape\(-1\)"):
         c04.vector_add(x.view(2, 5), x.view(2, 5))
     with pytest.raises(TypeError, match=r"x is torch.float32 but y is torch.float16"):
         c04.vector_add(x, x.half())
     with pytest.raises(TypeError, match=r"x is torch.int64; the kernel adds float32, float16, bfloat16"):
-        c04.vector_add(torch.arange(10), torch.arange(10))
+        c04.vector_add(torch.arange(10, device=dev), torch.arange(10, device=dev))
     with pytest.raises(TypeError, match=r"must be a torch.Tensor, not ndarray; convert it with torch.from_numpy"):
         c04.vector_add(np.zeros(10, np.float32), x)
     with pytest.raises(ValueError, match=r"not contiguous \(stride 2\).*contiguous\(\)"):
-        c04.vector_add(torch.zeros(20)[::2], x)
+        c04.vector_add(torch.zeros(20, device=dev)[::2], x)
     with pytest.raises(ValueError, match=r"block must be a power of two"):
         c04.vector_add(x, x, block=100)
     other = "meta" if backend.get().torch_device == "cpu" else "cpu"
