@@ -21,6 +21,7 @@ Raw log, never edited.
 
 from __future__ import annotations
 
+import sys
 import time
 
 import course_lib
@@ -39,25 +40,17 @@ WEIGHT_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (3072, 3000, 3072), (12
 
 def weights() -> int:
     """The ``--weights`` section."""
-    import sys
-
     import torch
 
     from course_lib.gemm import relative_error
-    from course_lib.timing import time_fn
 
-    sys.argv.remove("--weights")
     out, save = runlog.start(__doc__, 3, tree=course_lib.__file__, rows=[])
     gemm = course_lib.get_stage("triton_fast").gemm("bf16")
     for M, N, K in WEIGHT_SHAPES:
         x, b = course_lib.random_inputs(M, N, K, "bf16", seed=0)
         w = b.T.contiguous()
         err = relative_error(gemm(x, w.T), x.double() @ b.double())
-        mine, theirs = [], []
-        for _ in range(3):
-            mine.append(time_fn(lambda: gemm(x, w.T)).median_ms)
-            theirs.append(time_fn(lambda: torch.matmul(x, w.T)).median_ms)
-        us, cublas_us = 1e3 * sorted(mine)[1], 1e3 * sorted(theirs)[1]
+        us, cublas_us = runlog.versus(lambda: gemm(x, w.T), lambda: torch.matmul(x, w.T))
         out["rows"].append({"shape": [M, N, K], "us": us, "cublas_us": cublas_us, "pct": 100 * cublas_us / us,
                             "rel_error_vs_float64": err})
         save()
@@ -67,9 +60,8 @@ def weights() -> int:
 
 
 def main() -> int:
-    import sys
-
     if "--weights" in sys.argv:
+        sys.argv.remove("--weights")
         return weights()
     out, save = runlog.start(__doc__, 0, tree=course_lib.__file__, records=[], errors=[])
     for stage, dtype, scaling, shapes in RUNS:

@@ -53,7 +53,6 @@ def b_k_major() -> int:
     import torch
 
     from course_lib.gemm import relative_error
-    from course_lib.timing import time_fn
 
     out, save = runlog.start(__doc__, 2, rows=[])
     course_lib.describe()
@@ -67,11 +66,7 @@ def b_k_major() -> int:
             for layout in ("kn", "nk"):
                 cfg, bl = dataclasses.replace(base, b_layout=layout), operands[layout]
                 err = relative_error(fast_matmul(a, bl, "bf16", cfg), ref)
-                mine, theirs = [], []
-                for _ in range(3):
-                    mine.append(time_fn(lambda: fast_matmul(a, bl, "bf16", cfg)).median_ms)
-                    theirs.append(time_fn(lambda: torch.matmul(a, b)).median_ms)
-                us, cublas_us = 1e3 * sorted(mine)[1], 1e3 * sorted(theirs)[1]
+                us, cublas_us = runlog.versus(lambda: fast_matmul(a, bl, "bf16", cfg), lambda: torch.matmul(a, b))
                 row = {"name": f"{name} {layout}", "shape": [M, N, K], "us": us, "cublas_us": cublas_us,
                        "pct": 100 * cublas_us / us, "rel_error_vs_float64": err}
                 out["rows"].append(row)

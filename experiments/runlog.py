@@ -45,3 +45,18 @@ def run(main: Callable[[], int]) -> None:
     except Exception:
         traceback.print_exc()
         raise
+
+
+def versus(fn: Callable[[], object], reference: Callable[[], object], rounds: int = 3) -> tuple[float, float]:
+    """GPU time in microseconds of ``fn`` and of ``reference`` (e.g. cuBLAS on the same operands), each
+    the median of ``rounds`` alternating rounds of ``course_lib.timing.time_fn`` (L2 flushed, host
+    time kept out)."""
+    import statistics
+
+    from course_lib.timing import time_fn
+
+    mine, theirs = [], []
+    for _ in range(rounds):
+        mine.append(time_fn(fn).median_ms)
+        theirs.append(time_fn(reference).median_ms)
+    return 1e3 * statistics.median(mine), 1e3 * statistics.median(theirs)

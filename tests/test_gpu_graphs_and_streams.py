@@ -66,6 +66,15 @@ def _triton_default(a, b):
     return c04.fast_matmul_autotuned(a, b, "bf16")
 
 
+def _triton_weight(a, b):
+    """triton_fast as called with an nn.Linear weight: B stored N x K and passed as w.T, which the
+    default reads as stored (fast_launch.as_stored: B^T, K-major). The weight is made from b inside the
+    call, so that a replay's fresh b reaches it."""
+    from course_lib.kernels import coalescing_and_triton as c04  # noqa: PLC0415
+
+    return c04.fast_matmul_autotuned(a, b.T.contiguous().T, "bf16")
+
+
 SCHEDULE_WHOLE, SCHEDULE_STREAM_K, SCHEDULE_SWAPPED = 0, 1, 2  # tc_launch.h's SCHEDULE_*
 
 # (name, caller, shapes): the issue's three shapes where stage 6 went wrong from a graph, and shapes
@@ -92,6 +101,7 @@ BF16_PATHS = [
                                                           num_warps=4, num_stages=3, split_k=4)),
      [(8, 4096, 4096), (1, 2048, 8192)]),
     ("triton_fast as called", lambda: _triton_default, [(768, 2304, 16384), (8, 4096, 4096), (2048, 2048, 2048)]),
+    ("triton_fast x @ w.T", lambda: _triton_weight, [(3072, 3000, 3072), (8, 4096, 4096)]),
 ]
 
 
@@ -262,6 +272,7 @@ COMPILE_PATHS = [
     ("tc_6 128x128 as called", lambda: _tc6_default, (1024, 1024, 1024)),  # the narrow tile by the shape
     ("triton_fast split-K", dict((p[0], p[1]) for p in BF16_PATHS)["triton_fast split-K"], (768, 2304, 16384)),
     ("triton_fast as called", lambda: _triton_default, (2048, 2048, 2048)),
+    ("triton_fast x @ w.T", lambda: _triton_weight, (3072, 3000, 3072)),
 ]
 
 

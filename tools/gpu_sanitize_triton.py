@@ -19,7 +19,8 @@ import sys
 import torch
 
 import course_lib
-from course_lib import dtypes, fp8
+from course_lib import fp8
+from course_lib.correctness import tolerance
 from course_lib.gemm import relative_error
 
 FAST_SHAPES = ((256, 256, 256), (264, 520, 200), (64, 512, 8192))
@@ -49,14 +50,8 @@ def main() -> int:
     return 1 if bad else 0
 
 
-def tolerance(dtype: str, K: int) -> float:
-    """course_lib.check's relative-error tolerance for this dtype and K."""
-    d = dtypes.get(dtype)
-    return d.tolerance * max(1.0, (K / d.tolerance_k) ** 0.5)
-
-
-def report(name: str, shape: tuple, call: int, err: float, tolerance: float) -> int:
-    wrong = not err <= tolerance
+def report(name: str, shape: tuple, call: int, err: float, bound: float) -> int:
+    wrong = not err <= bound
     print(f"{name:20s} {str(shape):20s} call {call}: relative error {err:.2e}{'  WRONG' if wrong else ''}", flush=True)
     return int(wrong)
 
