@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 
 import pytest
 import torch
@@ -250,10 +251,16 @@ def _beside_eager_errors(call, make, error) -> list[float]:
 
 
 # ---- torch.compile(mode="reduce-overhead") ------------------------------------------------------------
+def _op_name(label: str) -> str:
+    """A path's label as a custom op's name: letters, digits and underscores only (a schema refuses
+    the rest, e.g. the "@" of "x @ w.T")."""
+    return "course_test::" + re.sub(r"\W", "_", label)
+
+
 def _as_custom_op(name: str, call):
     """A stage as a PyTorch custom op, so that torch.compile keeps it inside its CUDA graph instead of
     breaking the graph around an opaque extension call."""
-    op_name = f"course_test::{name}"
+    op_name = _op_name(name)
 
     @torch.library.custom_op(op_name, mutates_args=())
     def op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -279,7 +286,7 @@ COMPILE_PATHS = [
 @pytest.mark.parametrize("name, make_call, shape", COMPILE_PATHS, ids=[p[0] for p in COMPILE_PATHS])
 def test_stages_are_right_under_torch_compile_reduce_overhead(name, make_call, shape):
     _needs(name)
-    op = _as_custom_op(name.replace(" ", "_").replace("+", "and").replace("-", "_"), make_call())
+    op = _as_custom_op(name, make_call())
     M, N, K = shape
 
     @torch.compile(mode="reduce-overhead", fullgraph=True)
@@ -419,7 +426,7 @@ def test_fp8_paths_are_right_under_torch_compile_reduce_overhead(name, shape):
     make = _fp8_maker(M, N, K, scaling)
     qa0, qw0 = make(0)
 
-    @torch.library.custom_op(f"course_test::fp8_{name.replace(' ', '_')}_{M}x{N}x{K}", mutates_args=())
+    @torch.library.custom_op(_op_name(f"fp8 {name} {M}x{N}x{K}"), mutates_args=())
     def op(av: torch.Tensor, sa: torch.Tensor, wv: torch.Tensor, sw: torch.Tensor) -> torch.Tensor:
         return call(dataclasses.replace(qa0, values=av, scales=sa), dataclasses.replace(qw0, values=wv, scales=sw))
 
