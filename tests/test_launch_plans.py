@@ -465,6 +465,30 @@ def test_descriptors_are_encoded_once_per_address_and_always_for_the_tensor_give
         torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("cfg", [FastConfig(32, 32, 32, group_m=2), FastConfig(32, 32, 16, b_layout="nk", persistent=True)])
+def test_a_plan_keeps_no_tensor_of_its_first_launch(cfg):
+    """A plan outlives the call that made it, so it must not keep that call's tensors alive: made inside
+    torch.compile's CUDA-graph warm-up, a plan holding its first C left a block in the graph's memory
+    pool that no output owned, and torch.compile refused the call (an H100)."""
+    import gc  # noqa: PLC0415
+    import weakref  # noqa: PLC0415
+
+    M, N, K = 40, 72, 48
+    a, b = random_inputs(M, N, K, "fp32", seed=7)
+    c = torch.full((M, N), math.nan, device=a.device)
+    plan = fast_launch.FastPlan(prepare(a, b, stage="t", dtypes=("fp32",)), "fp32", cfg, c)
+    assert plan.descriptors and plan.templates  # the first launch passed descriptors
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+    first = [weakref.ref(t) for t in (a, b, c)]
+    del a, b, c
+    gc.collect()
+    assert [r() is None for r in first] == [True, True, True]
+    a, b = random_inputs(M, N, K, "fp32", seed=8)  # the plan still launches on new tensors
+    c = torch.full((M, N), math.nan, device=a.device)
+    plan(a, b, c)
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+
+
 @cpu_only
 def test_a_descriptor_wrapper_of_unknown_layout_is_left_to_encode(monkeypatch):
     """Where Triton's descriptor wrapper is not one the course has read, the direct launch calls it, and

@@ -268,7 +268,10 @@ class KernelLaunch:
 
     def __init__(self, kernel, grid: tuple, front: tuple, rest: tuple, meta: dict) -> None:
         self.kernel, self.grid, self.rest, self.meta = kernel, grid, tuple(rest), meta
-        self.templates = {i: arg for i, arg in enumerate(front) if isinstance(arg, TensorDescriptor)}
+        # The templates keep no tensor: a plan made inside torch.compile's CUDA-graph warm-up that held
+        # its first C alive would leave a block in the graph's memory pool that no output owns (an H100
+        # raised "Detected 1 tensor(s) in the cudagraph pool not tracked as outputs").
+        self.templates = {i: rebased(arg, None) for i, arg in enumerate(front) if isinstance(arg, TensorDescriptor)}
         self.compiled = kernel[grid](*front, *self.rest, **meta)
         self.runner = self.c_launch = self.expand = None
         if isinstance(self.compiled, CompiledKernel):  # a GPU
@@ -484,10 +487,11 @@ def tensor_descriptors(tensors: tuple[torch.Tensor, ...], boxes: tuple[list[int]
     return tuple(TensorDescriptor(t, t.shape, t.stride(), box) for t, box in zip(tensors, boxes))
 
 
-def rebased(desc: TensorDescriptor, base: torch.Tensor) -> TensorDescriptor:
+def rebased(desc: TensorDescriptor, base: torch.Tensor | None) -> TensorDescriptor:
     """A copy of ``desc`` that describes ``base``: for a tensor of ``desc.base``'s shape, strides, element
     type and alignment (what a plan's key holds), which ``TensorDescriptor`` checked when ``desc`` was
-    made (its checks cost about 2 us a descriptor on the course's CPU machine; a copy, half a microsecond)."""
+    made (its checks cost about 2 us a descriptor on the course's CPU machine; a copy, half a microsecond).
+    With ``base`` None, a template that describes no tensor until it is rebased again."""
     copy = object.__new__(TensorDescriptor)
     copy.__dict__.update(desc.__dict__)
     copy.base = base
