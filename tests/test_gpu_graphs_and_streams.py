@@ -14,6 +14,7 @@ GPU only (the ``gpu`` mark); the CPU side of the same protocol is tests/test_fix
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 import os
 import re
@@ -257,6 +258,17 @@ def _op_name(label: str) -> str:
     return "course_test::" + re.sub(r"\W", "_", label)
 
 
+@pytest.fixture
+def no_plans():
+    """Every launch plan in the process dropped, so that the path under test makes its plan inside
+    torch.compile's CUDA-graph warm-up, as a caller's first call would (a plan that kept its first C
+    alive failed there only when no earlier test had made it)."""
+    from course_lib.gemm import LaunchPlans  # noqa: PLC0415
+
+    for plans in [o for o in gc.get_objects() if isinstance(o, LaunchPlans)]:
+        plans.clear()
+
+
 def _as_custom_op(name: str, call):
     """A stage as a PyTorch custom op, so that torch.compile keeps it inside its CUDA graph instead of
     breaking the graph around an opaque extension call."""
@@ -284,7 +296,7 @@ COMPILE_PATHS = [
 
 
 @pytest.mark.parametrize("name, make_call, shape", COMPILE_PATHS, ids=[p[0] for p in COMPILE_PATHS])
-def test_stages_are_right_under_torch_compile_reduce_overhead(name, make_call, shape):
+def test_stages_are_right_under_torch_compile_reduce_overhead(name, make_call, shape, no_plans):
     _needs(name)
     op = _as_custom_op(name, make_call())
     M, N, K = shape
@@ -416,7 +428,7 @@ FP8_COMPILE_PATHS = [("tc_7 block", (1000, 1032, 1024)), ("tc_7 tensor", (16, 20
 @pytest.mark.parametrize("name, shape", FP8_COMPILE_PATHS,
                          ids=["tc_7 block", "tc_7 tensor decode split-K", "triton fp8 tensor", "triton fp8 row",
                               "triton fp8 block", "triton fp8 tensor large", "triton fp8 block large"])
-def test_fp8_paths_are_right_under_torch_compile_reduce_overhead(name, shape):
+def test_fp8_paths_are_right_under_torch_compile_reduce_overhead(name, shape, no_plans):
     if not fp8_available():
         pytest.skip("FP8 tensor cores need compute capability 8.9 or newer")
     if name.startswith("tc_"):
