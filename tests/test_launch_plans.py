@@ -3,10 +3,12 @@ kind of operands, and every later call with the same key only allocates C and la
 through new_output, so check's poisoned outputs and guard regions catch a kernel through the plan."""
 
 import functools
+import gc
 import math
 import os
 import subprocess
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -470,9 +472,6 @@ def test_a_plan_keeps_no_tensor_of_its_first_launch(cfg):
     """A plan outlives the call that made it, so it must not keep that call's tensors alive: made inside
     torch.compile's CUDA-graph warm-up, a plan holding its first C left a block in the graph's memory
     pool that no output owned, and torch.compile refused the call (an H100)."""
-    import gc  # noqa: PLC0415
-    import weakref  # noqa: PLC0415
-
     M, N, K = 40, 72, 48
     a, b = random_inputs(M, N, K, "fp32", seed=7)
     c = torch.full((M, N), math.nan, device=a.device)
