@@ -7,6 +7,7 @@ arguments with :func:`prepare`, allocate the output with :func:`new_output`, lau
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -183,10 +184,13 @@ class LaunchPlans:
     (triton_fast's split-K workspace).
     """
 
+    _every: weakref.WeakSet[LaunchPlans] = weakref.WeakSet()  # for drop_every()
+
     def __init__(self, limit: int = 128) -> None:
         self.limit = limit
         self._plans: dict[tuple, object] = {}
         self._backend: backend.Backend | None = None
+        LaunchPlans._every.add(self)
 
     def get(self, key: tuple | None) -> object | None:
         """The plan kept for ``key``, or None (always None for the key None)."""
@@ -209,6 +213,13 @@ class LaunchPlans:
 
     def clear(self) -> None:
         self._plans.clear()
+
+    @classmethod
+    def drop_every(cls) -> None:
+        """Drop the plans of every stage in the process, so that each next call plans afresh (as a
+        caller's first call would, e.g. inside torch.compile's CUDA-graph warm-up)."""
+        for plans in list(cls._every):
+            plans.clear()
 
 
 def planned(resolve: Callable[..., tuple[object, object]], launch: Callable[..., object],

@@ -14,7 +14,6 @@ GPU only (the ``gpu`` mark); the CPU side of the same protocol is tests/test_fix
 from __future__ import annotations
 
 import dataclasses
-import gc
 import math
 import os
 import re
@@ -23,7 +22,7 @@ import pytest
 import torch
 
 from course_lib import backend, correctness, fp8
-from course_lib.gemm import relative_error
+from course_lib.gemm import LaunchPlans, relative_error
 
 pytestmark = pytest.mark.gpu
 
@@ -263,10 +262,7 @@ def no_plans():
     """Every launch plan in the process dropped, so that the path under test makes its plan inside
     torch.compile's CUDA-graph warm-up, as a caller's first call would (a plan that kept its first C
     alive failed there only when no earlier test had made it)."""
-    from course_lib.gemm import LaunchPlans  # noqa: PLC0415
-
-    for plans in [o for o in gc.get_objects() if isinstance(o, LaunchPlans)]:
-        plans.clear()
+    LaunchPlans.drop_every()
 
 
 def _as_custom_op(name: str, call):

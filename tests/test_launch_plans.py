@@ -81,6 +81,20 @@ def test_plans_are_kept_per_key_up_to_a_limit_and_dropped_with_the_backend(monke
     assert plans.get(("k3",)) is None and len(plans) == 0
 
 
+def test_drop_every_empties_every_stage_s_plans_and_outlives_dead_ones():
+    first, second = LaunchPlans(), LaunchPlans()
+    stage_7 = tc.stages._TC7_PLANS
+    stage_7.keep(("a test's key",), "plan t")
+    first.keep(("a",), "plan a")
+    second.keep(("b",), "plan b")
+    gone = LaunchPlans()
+    gone.keep(("c",), "plan c")
+    del gone
+    gc.collect()
+    LaunchPlans.drop_every()  # the torch.compile tests' fixture; a dead plan store must not break it
+    assert len(first) == 0 and len(second) == 0 and len(stage_7) == 0  # a stage's own store too
+
+
 def test_planned_resolves_once_per_key_and_keeps_no_plan_for_a_failure():
     calls = []
 
