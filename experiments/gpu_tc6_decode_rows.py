@@ -22,12 +22,15 @@ import torch
 
 import course_lib
 from course_lib.kernels import tensor_cores as tc
-from course_lib.model_shapes import MODEL_SHAPES
+from course_lib.model_shapes import MODEL_SHAPES, ModelShape
 from course_lib.timing import time_fn
 import runlog  # this folder is on sys.path
 
 ROUNDS, BUDGET_MS = 5, 30.0
-ROWS = [m for m in MODEL_SHAPES if m.M <= 128]
+# The table's rows, then M swept between the token tiles at llama3 qkv's N and K (N = 6144, K = 4096).
+ROWS = [m for m in MODEL_SHAPES if m.M <= 128] + [
+    ModelShape(f"sweep M={M}", "-", "-", "decode", M, 6144, 4096, "M between the token tiles")
+    for M in (48, 64, 65, 80, 96, 97, 112, 128)]
 
 
 def sources_hash() -> str:

@@ -87,7 +87,7 @@ BF16_PATHS = [
     ("tc_6 128x128 whole tiles", lambda: _tc6(SCHEDULE_WHOLE, block_n=128), [(1024, 1024, 1024), (1000, 1000, 1024)]),
     ("tc_6 128x128 stream-K", lambda: _tc6(SCHEDULE_STREAM_K, block_n=128), [(3000, 3000, 3000), (1000, 1000, 8192)]),
     ("tc_6 swapped", lambda: _tc6(SCHEDULE_SWAPPED), [(128, 28672, 512), (64, 14336, 1024)]),
-    ("tc_6 swapped + split-K", lambda: _tc6(SCHEDULE_SWAPPED), [(1, 4096, 4096), (16, 4096, 14336)]),
+    ("tc_6 swapped + split-K", lambda: _tc6(SCHEDULE_SWAPPED), [(1, 4096, 4096), (16, 4096, 14336), (90, 1000, 4096)]),
     ("tc_6 as called", lambda: _tc6_default, [(3000, 3000, 3000), (8, 4096, 4096), (2048, 2048, 2048),
                                               (1024, 1024, 1024)]),
     ("triton_fast plain", lambda: _triton(dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8,

@@ -259,7 +259,8 @@ def test_stage6_plan_takes_the_narrow_tile_and_stream_k_only_where_whole_tiles_l
     assert plan(1536, 1536, 4096) == ("128x256", "stream-K")
     assert plan(3072, 3072, 3072) == ("128x256", "stream-K")  # 144 in 3 rounds (73 %), 48 K-slices
     # A decode step, M <= 128: the operands swapped, whatever N and K, in the smallest token tile.
-    for m, tile in ((1, "16x64"), (16, "16x64"), (17, "32x64"), (64, "64x64"), (100, "128x64"), (128, "128x64")):
+    for m, tile in ((1, "16x64"), (16, "16x64"), (17, "32x64"), (64, "64x64"), (65, "96x64"), (96, "96x64"),
+                    (100, "128x64"), (128, "128x64")):
         assert plan(m, 4096, 4096) == plan(m, 64, 64) == (tile, "swapped")
         assert tc.stage6_schedule(m, 4096, 4096) == "swapped"
     # The schedule alone, as notebooks print it.
@@ -536,16 +537,16 @@ def test_sass_has_the_expected_tensor_core_instructions(compiled, name):
         assert sorted(own) == sorted(f"tc::stage6::kernel<{bn}>" for bn in tc.STAGE6_TILES.values())
     else:
         assert len(own) == 1
-    assert len(decode) == (4 if name == "tc_6_tma_store" else 0)
+    assert len(decode) == (5 if name == "tc_6_tma_store" else 0)  # token tiles 16, 32, 64, 96, 128
 
 
 def test_stage6_decode_kernels_swap_the_operands(compiled):
-    """The decode path: one kernel per token tile T (16, 32, 64, 128), each a 64 x T wgmma (HGMMA)
+    """The decode path: one kernel per token tile T (16, 32, 64, 96, 128), each a 64 x T wgmma (HGMMA)
     fed by TMA loads, no register reallocation, and C written with ordinary 2-byte stores."""
     results, _ = compiled
     mixes = tc.sass_mix_by_kernel(results["tc_6_tma_store"].cubin)
     decode = {name: mix for name, mix in mixes.items() if not tc.staircase_kernel(name)}
-    assert sorted(decode) == [f"tc::stage6::decode_kernel<{t}>" for t in (128, 16, 32, 64)]
+    assert sorted(decode) == [f"tc::stage6::decode_kernel<{t}>" for t in (128, 16, 32, 64, 96)]
     for name, mix in decode.items():
         assert mix["HGMMA"] == 64 // 16 and mix["UTMALDG"] > 0 and mix["USETMAXREG"] == 0, name
         assert mix["UTMASTG"] == 0 and mix["STG"] > 0 and mix["LDL"] + mix["STL"] == 0, name
@@ -554,7 +555,7 @@ def test_stage6_decode_kernels_swap_the_operands(compiled):
     assert "wgmma_swapped<T>(acc, ring.b_desc(" in source  # B's box is A', A's rows are B'
 
 
-@pytest.mark.parametrize("t", [16, 32, 64, 128])
+@pytest.mark.parametrize("t", [16, 32, 64, 96, 128])
 def test_stage6_decode_slice_runs_few_instructions(compiled, t):
     """The decode kernels carry the ring's place from slice to slice with the main kernel's cursor
     (tc_hopper.cuh's RingCursor). Before, they rebuilt the slot, its barrier's address (S2UR
@@ -727,10 +728,10 @@ def test_persistent_grid_settings_are_correct_on_the_gpu(group_m, max_ctas):
 # outside C), one tile, one wave and a few tiles more, a partial last K slice; M that is no multiple of 8.
 STREAM_K_SHAPES = [(16, 4096, 4096), (8, 264, 200), (1000, 1008, 520), (2048, 2304, 768), (64, 14336, 1000),
                    (100, 1000, 1000), (301, 520, 136)]
-# The swapped schedule (M <= 128): every token tile (16, 32, 64, 128), M = 1 and M between the tiles,
+# The swapped schedule (M <= 128): every token tile (16, 32, 64, 96, 128), M = 1 and M between the tiles,
 # K split into ranges or not (N = 8: one column tile, many ranges), a partial last K slice.
 SWAPPED_SHAPES = [(1, 6144, 4096), (3, 8, 8), (9, 4608, 3584), (17, 200, 1032), (33, 1000, 264), (64, 14336, 1000),
-                  (100, 520, 18944), (128, 4096, 14336)]
+                  (65, 136, 1040), (96, 4096, 4096), (100, 520, 18944), (128, 4096, 14336)]
 
 
 # The middle shapes, where the plan takes the 128 x 128 tile (whole, or stream-K at M = 200), an odd M
@@ -778,7 +779,7 @@ def test_stage6_s_launcher_plans_what_the_model_says_on_the_gpu():
     """The plan the extension reports (and the recording keeps per row) is the model's for the
     clusters this GPU holds: by the shape, and forced."""
     clusters = course_lib.backend.sm_count() // 2
-    for M, N, K in itertools.product((1, 64, 200, 512, 1000, 1024, 1536, 4096), (256, 1024, 4096), (64, 1024, 8192)):
+    for M, N, K in itertools.product((1, 64, 96, 200, 512, 1000, 1024, 1536, 4096), (256, 1024, 4096), (64, 1024, 8192)):
         assert tc.stage6_launch_plan(M, N, K) == tc.stage6_plan(M, N, K, clusters), (M, N, K)
     assert tc.stage6_launch_plan(1024, 1024, 1024, block_n=64, schedule="stream-K") == ("128x64", "stream-K")
     assert tc.stage6_launch_plan(300, 1024, 1024, schedule="swapped") == ("128x64", "swapped")

@@ -15,7 +15,7 @@ next tile's first slices - through the same staging boxes.
 tracks every shared-memory access, does not finish the full set within the section's time):
 whole tiles (by the shape 128 x 128 at 264 x 520 x 200; 128 x 256 forced), stream-K (264 x 520 x 2048:
 6 cluster tiles, 32 K slices; 128 x 128 stream-K forced), the swapped path with K split into ranges
-(100 x 520 x 4096) and not (3 x 8 x 8), and swapped with two token tiles (136 x 264 x 1032, forced).
+(100 x 520 x 4096 and 90 x 520 x 4096: token tiles of 128 and 96) and not (3 x 8 x 8), and swapped with two token tiles (136 x 264 x 1032, forced).
 
 ``--fp8`` runs stage 7 (tc_7_fp8) alone, every variant (per tensor promoted and with fast
 accumulation, per row, per block) at 256^3 and 264 x 520 x 208 (partial tiles, a partial K block),
@@ -42,8 +42,8 @@ from course_lib.kernels import tensor_cores as tc
 SHAPES = ((256, 256, 256), (264, 520, 200), (16, 4096, 4096), (768, 2304, 4096))
 # Stage 6 alone takes any M: the decode path with M no multiple of 8 (token tiles of 64 and 128, split
 # and not), and stream-K with a partial tile row.
-STAGE6_SHAPES = ((37, 1000, 1032), (100, 520, 4096), (3, 8, 8), (200, 4096, 4096))
-SMALL_STAGE6 = ((264, 520, 200), (264, 520, 2048), (100, 520, 4096), (3, 8, 8), (37, 1000, 1032))
+STAGE6_SHAPES = ((37, 1000, 1032), (100, 520, 4096), (90, 520, 4096), (3, 8, 8), (200, 4096, 4096))
+SMALL_STAGE6 = ((264, 520, 200), (264, 520, 2048), (100, 520, 4096), (90, 520, 4096), (3, 8, 8), (37, 1000, 1032))
 
 
 def main(names: list[str]) -> int:

@@ -270,8 +270,8 @@ struct Plan {
   int tile_m, tile_n;  // the piece of C a CTA computes: 128 x 256, 128 x 128, or (swapped) T rows x 64 columns
   int schedule;        // SCHEDULE_WHOLE_TILES, SCHEDULE_STREAM_K or SCHEDULE_SWAPPED
 };
-// The swapped schedule's token tile: the smallest of 16, 32, 64, 128 that holds M rows (128 beyond).
-constexpr int token_tile(int M) { return M <= 16 ? 16 : M <= 32 ? 32 : M <= 64 ? 64 : DECODE_MAX_M; }
+// The swapped schedule's token tile: the smallest of 16, 32, 64, 96, 128 that holds M rows (128 beyond).
+constexpr int token_tile(int M) { return M <= 16 ? 16 : M <= 32 ? 32 : M <= 64 ? 64 : M <= 96 ? 96 : DECODE_MAX_M; }
 constexpr Plan plan(int M, int N, int K, int clusters, int block_n = TILE_AUTO, int schedule = SCHEDULE_AUTO) {
   if (schedule == SCHEDULE_SWAPPED || (schedule == SCHEDULE_AUTO && use_swapped(M)))
     return Plan{token_tile(M), DECODE_COLS, SCHEDULE_SWAPPED};
@@ -395,6 +395,7 @@ inline void launch_decode_for(const Gemm& g, cudaStream_t stream, const Workspac
     case 16: return launch_decode<16>(g, stream, ws);
     case 32: return launch_decode<32>(g, stream, ws);
     case 64: return launch_decode<64>(g, stream, ws);
+    case 96: return launch_decode<96>(g, stream, ws);
     default: return launch_decode<DECODE_MAX_M>(g, stream, ws);
   }
 }

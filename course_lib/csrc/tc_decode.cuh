@@ -5,10 +5,10 @@
 // A decode step multiplies a few token rows (M = 1-128) by a weight matrix. The big kernels' tiles
 // have 128 rows of M (and their clusters pair two tiles along M), so at M <= 128 most of every
 // wgmma would multiply rows that are not there. Computing C^T = W A^T instead puts the weights on
-// wgmma's 64-row side and the T tokens on its N side (T = 16, 32, 64 or 128): each CTA computes a
-// DECODE_COLS x T piece of C^T. Reading the weights once at memory speed is the whole job, so the
-// CTA is simple: one producer warp keeps a ring of slices in flight, one consumer warpgroup
-// multiplies. Where the column tiles are fewer than the CTAs the GPU holds at once, K is split
+// wgmma's 64-row side and the T tokens on its N side (T = 16, 32, 64, 96 or 128; stage 7 has no
+// 96): each CTA computes a DECODE_COLS x T piece of C^T. Reading the weights once at memory speed
+// is the whole job, so the CTA is simple: one producer warp keeps a ring of slices in flight, one
+// consumer warpgroup multiplies. Where the column tiles are fewer than the CTAs the GPU holds at once, K is split
 // into ranges, one CTA each, and the last CTA of a tile to finish adds the ranges' fp32 sums.
 //
 // Both input types fill a ring slot with the same bytes: 128 bytes of K (64 bf16 or 128 e4m3) for T
@@ -40,7 +40,7 @@ constexpr bool use_swapped(int M) { return M <= DECODE_MAX_M; }
 constexpr int decode_slot_bytes(int T) { return (T + DECODE_COLS) * SWIZZLE_BYTES; }
 // Slots per token tile: about 100 KB of shared memory (two CTAs per SM, or three for T <= 32),
 // enough bytes of the weights in flight to keep reading at memory speed.
-constexpr int decode_stages(int T) { return T <= 64 ? 6 : 4; }
+constexpr int decode_stages(int T) { return T <= 64 ? 6 : T <= 96 ? 5 : 4; }
 
 // [excerpt decode-split-ranges]
 // How many ranges of K: as many CTAs as fit on the GPU at once (`resident`: SMs x CTAs per SM) in

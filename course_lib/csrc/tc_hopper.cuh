@@ -284,6 +284,9 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
 #define TC_WGMMA_REGS_16_31                                              \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, " \
   "%30, %31"
+#define TC_WGMMA_REGS_32_47                                              \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, " \
+  "%46, %47"
 
 // D[64 x 128] (+)= A[64 x 16] * B[16 x 128]; A K-major, B N-major (imm-trans-b = 1), both read
 // from shared memory through descriptors. 64 fp32 accumulators per thread.
@@ -335,10 +338,10 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
 // 64-column slice of B^T and B' = T rows of A, read from the same swizzled tiles as above. A' lies
 // N-major in shared memory (B's rows are K), so imm-trans-a = 1 and its descriptor is B's;
 // B' lies K-major (A's rows are K), so imm-trans-b = 0 and its descriptor is A's (with T rows).
-// wgmma takes any T that is a multiple of 8 up to 256; the course uses 16, 32, 64 and 128.
+// wgmma takes any T that is a multiple of 8 up to 256; the course uses 16, 32, 64, 96 and 128.
 template <int T>
 __device__ __forceinline__ void wgmma_swapped(float (&d)[T / 2], uint64_t desc_bt, uint64_t desc_a, bool accumulate) {
-  static_assert(T == 16 || T == 32 || T == 64 || T == 128, "the decode path's token tiles");
+  static_assert(T == 16 || T == 32 || T == 64 || T == 96 || T == 128, "the decode path's token tiles");
   const int acc = int(accumulate);
   if constexpr (T == 16) {
     asm volatile(
@@ -356,6 +359,15 @@ __device__ __forceinline__ void wgmma_swapped(float (&d)[T / 2], uint64_t desc_b
         : "l"(desc_bt), "l"(desc_a), "r"(acc));
   } else if constexpr (T == 64) {
     wgmma_m64n64k16<1, 0>(d, desc_bt, desc_a, accumulate);
+  } else if constexpr (T == 96) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16\n"
+        "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 ", " TC_WGMMA_REGS_16_31 ", " TC_WGMMA_REGS_32_47
+        "}, %48, %49, p, 1, 1, 1, 0;\n}\n"
+        : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8), TC_WGMMA_D8(d, 16), TC_WGMMA_D8(d, 24), TC_WGMMA_D8(d, 32),
+          TC_WGMMA_D8(d, 40)
+        : "l"(desc_bt), "l"(desc_a), "r"(acc));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"

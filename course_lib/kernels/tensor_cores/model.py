@@ -173,7 +173,7 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
                 schedule: str = "auto") -> Stage6Plan:
     """How stage 6 covers an M x N x K product with ``clusters`` resident 2-CTA clusters (66 on the
     H200), as its launcher does (``plan`` in tc_6_tma_store.cu, held to this by a test that compiles
-    both): "swapped" for M <= DECODE_MAX_M (C^T = B^T A^T, token tiles of 16-128 rows); else the
+    both): "swapped" for M <= DECODE_MAX_M (C^T = B^T A^T, token tiles of 16, 32, 64, 96 or 128 rows); else the
     128 x 128 tile where whole 128 x 256 tiles keep the clusters less than NARROW_TILE_BELOW busy, and
     the 128 x 64 tile where 128 x 128 tiles do too and K has fewer than STREAM_K_MIN_SLICES slices,
     the 128 x 256 tile otherwise; then "stream-K" where whole tiles of that size keep them less than
@@ -187,7 +187,7 @@ def stage6_plan(M: int, N: int, K: int, clusters: int = 66, *, block_n: int = TI
         raise ValueError(f"block_n must be {TILE_AUTO} (by the shape) or one of "
                          f"{sorted(STAGE6_TILES.values())}, not {block_n!r}")
     if schedule == "swapped" or (schedule == "auto" and M <= DECODE_MAX_M):
-        token_tile = next((t for t in (16, 32, 64) if M <= t), DECODE_MAX_M)
+        token_tile = next((t for t in (16, 32, 64, 96) if M <= t), DECODE_MAX_M)
         return Stage6Plan(f"{token_tile}x{c['DECODE_COLS']}", "swapped")
     long_k = cdiv(K, c["BLOCK_K"]) >= STREAM_K_MIN_SLICES
     if block_n == TILE_AUTO:  # the widest tile that keeps half the clusters busy; 128 x 128 at most if K is long
