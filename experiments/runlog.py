@@ -16,19 +16,24 @@ from pathlib import Path
 from typing import Callable
 
 
-def start(doc: str, part: int, **sections) -> tuple[dict, Callable[[], None]]:
-    """Parse ``--out``; the log (provenance, then ``sections``) and the function that saves it.
+def start(doc: str, part: int, flags: tuple[str, ...] = (), **sections) -> tuple[dict, Callable[[], None]]:
+    """Parse ``--out`` (and the script's own on/off ``flags``, kept in the provenance as ``flags``);
+    the log (provenance, then ``sections``) and the function that saves it.
     ``part``: which paragraph of the script's docstring says what it measures."""
     import torch
     import triton
 
     p = argparse.ArgumentParser()
     p.add_argument("--out", type=Path, required=True)
-    path = p.parse_args().out
+    for flag in flags:
+        p.add_argument(flag, action="store_true")
+    args = p.parse_args()
+    path = args.out
     out = {"provenance": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
                           "cuda": torch.version.cuda, "python": platform.python_version(),
                           "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                          "command": f"python experiments/{Path(sys.argv[0]).name}", "what": doc.split("\n\n")[part]},
+                          "command": f"python experiments/{Path(sys.argv[0]).name}", "what": doc.split("\n\n")[part],
+                          "flags": [f for f in flags if getattr(args, f.lstrip("-").replace("-", "_"))]},
            **sections}
 
     def save() -> None:

@@ -65,8 +65,8 @@ def compiled():
 # decode path's decode_kernel<T, PROMOTE, BLOCKS> (compiler.demangle drops bool template arguments).
 KERNEL = re.compile(r"_ZN2tc(?:6stage76kernel|13stage7_decode13decode_kernel)ILi(\d+)ELb([01])ELb([01])EE")
 WHOLE_TILES = {(256, False, False), (128, True, False), (128, True, True)}  # fast; promoted; block scales
-DECODE = {(t, promote, blocks) for t in (16, 32, 64, 128) for promote, blocks in ((False, False), (True, False),
-                                                                                  (True, True))}
+DECODE = {(t, promote, blocks) for t in (16, 32, 64, 96, 128)
+          for promote, blocks in ((False, False), (True, False), (True, True))}
 
 
 def _sass_by_kernel(cubin) -> dict[tuple[str, tuple], str]:
@@ -83,9 +83,9 @@ def _sass_by_kernel(cubin) -> dict[tuple[str, tuple], str]:
 def test_compiles_for_sm90a_without_spills_or_warnings(compiled):
     r, _ = compiled
     # Whole tiles: fast accumulation (128 x 256), promoted per tensor or row, block scales (128 x 128).
-    # Decode: the same three for each token tile T = 16, 32, 64, 128.
+    # Decode: the same three for each token tile T = 16, 32, 64, 96, 128.
     names = collections.Counter(k.name for k in r.kernels)
-    assert names == {"tc::stage7::kernel": 3, "tc::stage7_decode::decode_kernel": 12}, r.ptxas_log
+    assert names == {"tc::stage7::kernel": 3, "tc::stage7_decode::decode_kernel": 15}, r.ptxas_log
     for k in r.kernels:
         assert k.arch == "sm_90a" and not k.spills, k
     assert r.warnings == (), r.warnings
@@ -157,7 +157,7 @@ def test_each_decode_kernel_swaps_the_operands_and_stores_element_by_element(com
 # ---- the decode schedule's rule, for the shapes the GPU tests below name (where nvcc is installed) ----
 # M x N x K: the schedule each takes by the shape, and whether K is split into ranges on a GPU of 132
 # SMs holding one, two or three of its CTAs each (tc_decode.cuh: use_swapped, decode_ranges).
-TOKEN_TILES = (16, 32, 64, 128)
+TOKEN_TILES = (16, 32, 64, 96, 128)
 RESIDENT = (132, 2 * 132, 3 * 132)
 DECODE_SPLIT = [(1, 4096, 4096), (7, 1000, 1040), (16, 2048, 7168), (100, 264, 1536), (128, 4096, 4096)]
 DECODE_WHOLE_K = [(7, 8, 16), (33, 136, 208), (64, 14336, 512)]

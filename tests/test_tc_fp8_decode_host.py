@@ -58,7 +58,8 @@ int run(int M, int N, int m0, int n0, int k_begin, int k_end, int mode, const tc
         acc[i] = parts[(size_t(ks - k_begin) * 64 + row) * T + token];
       }
     };
-    const auto store = [&](int m, int n, float v) { printf("%d %d %.9g\n", m, n, v); };
+    // every digit of the float (%.9g would round a value of 10 digits, and the comparison is exact)
+    const auto store = [&](int m, int n, float v) { printf("%d %d %.17g\n", m, n, double(v)); };
     const int w_block = n0 / 128;  // as the kernel: its 64 rows of W lie in one block of 128
     if (mode == 0) {  // fast accumulation: the tensor cores add every slice into acc
       for (int i = 0; i < T / 2; ++i) total[i] = 0.f;
@@ -97,6 +98,7 @@ int main() {
     case 16: return run<16>(M, N, m0, n0, k_begin, k_end, mode, scales, parts, layout);
     case 32: return run<32>(M, N, m0, n0, k_begin, k_end, mode, scales, parts, layout);
     case 64: return run<64>(M, N, m0, n0, k_begin, k_end, mode, scales, parts, layout);
+    case 96: return run<96>(M, N, m0, n0, k_begin, k_end, mode, scales, parts, layout);
     case 128: return run<128>(M, N, m0, n0, k_begin, k_end, mode, scales, parts, layout);
   }
   return 4;
@@ -104,11 +106,12 @@ int main() {
 """
 
 # (T, M, m0, N, n0, k_begin, k_end, K): a CTA's tile and range of K. Tokens past M (M = 7 in a tile of
-# 16, 33 in 64, the third token tile of 300), rows of W past N (N = 40, the last 40 of N = 1000), a
+# 16, 33 in 64, 90 in 96, the third token tile of 300), rows of W past N (N = 40, the last 40 of N = 1000), a
 # range that starts inside K (block scale columns 5-8 of 9) and ends in a partial slice, W's second
 # and eighth block of 128 rows, one slice, and whole tiles.
 CASES = [(16, 7, 0, 40, 0, 0, 3, 3 * SLICE_K - 48), (32, 32, 0, 1000, 192, 5, 9, 9 * SLICE_K - 112),
-         (64, 33, 0, 1000, 960, 0, 1, 16), (128, 300, 256, 136, 64, 1, 4, 4 * SLICE_K),
+         (64, 33, 0, 1000, 960, 0, 1, 16), (96, 90, 0, 520, 448, 1, 3, 3 * SLICE_K - 8),
+         (128, 300, 256, 136, 64, 1, 4, 4 * SLICE_K),
          (128, 128, 0, 4096, 4032, 2, 5, 8 * SLICE_K)]
 
 
@@ -209,7 +212,7 @@ def test_the_fragment_functions_are_the_accumulator_layout():
     text = HEADER.read_text()
     assert "return 16 * warp + lane / 4 + (i % 4 >= 2 ? 8 : 0);" in text, "decode_w_row changed: update this test"
     assert "return 8 * (i / 4) + 2 * (lane % 4) + i % 2;" in text, "decode_token changed: update this test"
-    for T in (16, 32, 64, 128):
+    for T in (16, 32, 64, 96, 128):
         for t in range(hardware.WARPGROUP_SIZE):
             warp, lane = divmod(t, hardware.WARP_SIZE)
             tokens = {}

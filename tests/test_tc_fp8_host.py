@@ -83,7 +83,7 @@ int main() {
   }
     if (blocks) { SUM(true) } else { SUM(false) }
     if (!order_ok || freed != k_slices || !running.empty()) return 4;
-    for (int i = 0; i < 64; ++i) printf("%.9g\n", total[i]);
+    for (int i = 0; i < 64; ++i) printf("%.17g\n", double(total[i]));  // every digit: compared exactly
     printf("%d %d\n", rows.lo, rows.hi);
   }
   return 0;

@@ -1,7 +1,7 @@
 // Stage 7 at decode: a few token rows of e4m3 A (M <= 128) times an e4m3 weight W, operands swapped.
 //
 // The schedule is tc_decode.cuh's (stage 6's decode path): C^T = W A^T, so each CTA computes a
-// 64 x T piece of C^T - 64 rows of W on wgmma's M side, T tokens (16, 32, 64 or 128) on its N side -
+// 64 x T piece of C^T - 64 rows of W on wgmma's M side, T tokens (16, 32, 64, 96 or 128) on its N side -
 // from one producer warp and one consumer warpgroup, with K split into ranges where the column tiles
 // are too few to fill the GPU. What FP8 changes:
 // * No transposes. wgmma on 8-bit inputs reads both operands K-major, and both already are (A is
@@ -164,12 +164,13 @@ void launch(const Fp8Gemm& g, cudaStream_t stream, const Workspace& ws) {
   check_launch("tc_7_fp8 (decode)");
 }
 
-// The token tile for M rows: the smallest of 16, 32, 64, 128 that holds them (tiles of 128 above).
+// The token tile for M rows: the smallest of 16, 32, 64, 96, 128 that holds them (tiles of 128 above).
 template <bool PROMOTE, bool BLOCKS>
 void launch_tokens(const Fp8Gemm& g, cudaStream_t stream, const Workspace& ws) {
   if (g.M <= 16) return launch<16, PROMOTE, BLOCKS>(g, stream, ws);
   if (g.M <= 32) return launch<32, PROMOTE, BLOCKS>(g, stream, ws);
   if (g.M <= 64) return launch<64, PROMOTE, BLOCKS>(g, stream, ws);
+  if (g.M <= 96) return launch<96, PROMOTE, BLOCKS>(g, stream, ws);
   return launch<128, PROMOTE, BLOCKS>(g, stream, ws);
 }
 

@@ -5,11 +5,11 @@
 // A decode step multiplies a few token rows (M = 1-128) by a weight matrix. The big kernels' tiles
 // have 128 rows of M (and their clusters pair two tiles along M), so at M <= 128 most of every
 // wgmma would multiply rows that are not there. Computing C^T = W A^T instead puts the weights on
-// wgmma's 64-row side and the T tokens on its N side (T = 16, 32, 64, 96 or 128; stage 7 has no
-// 96): each CTA computes a DECODE_COLS x T piece of C^T. Reading the weights once at memory speed
-// is the whole job, so the CTA is simple: one producer warp keeps a ring of slices in flight, one
-// consumer warpgroup multiplies. Where the column tiles are fewer than the CTAs the GPU holds at once, K is split
-// into ranges, one CTA each, and the last CTA of a tile to finish adds the ranges' fp32 sums.
+// wgmma's 64-row side and the T tokens on its N side (T = 16, 32, 64, 96 or 128): each CTA
+// computes a DECODE_COLS x T piece of C^T. Reading the weights once at memory speed is the whole
+// job, so the CTA is simple: one producer warp keeps a ring of slices in flight, one consumer
+// warpgroup multiplies. Where the column tiles are fewer than the CTAs the GPU holds at once, K is
+// split into ranges, one CTA each, and the last CTA of a tile to finish adds the ranges' fp32 sums.
 //
 // Both input types fill a ring slot with the same bytes: 128 bytes of K (64 bf16 or 128 e4m3) for T
 // rows of A and DECODE_COLS rows of the weights. So the ring's depth, the tile and the split-K rule

@@ -414,11 +414,11 @@ __device__ __forceinline__ void wgmma_fp8(float (&d)[N / 2], uint64_t desc_a, ui
 // Swapped operands (stage 7's decode path): D[64 x T] (+)= W[64 x 32] * A[T x 32]^T in e4m3, i.e.
 // C^T = W A^T with 64 rows of W as wgmma's A and T token rows of A as its B. Both are K-major, as
 // 8-bit wgmma wants them, so both use kmajor_descriptor and nothing is transposed. Accumulator rows
-// are rows of W (columns of C), accumulator columns are tokens (rows of C). T = 16, 32, 64, 128.
+// are rows of W (columns of C), accumulator columns are tokens (rows of C). T = 16, 32, 64, 96, 128.
 template <int T>
 __device__ __forceinline__ void wgmma_fp8_swapped(float (&d)[T / 2], uint64_t desc_w, uint64_t desc_a,
                                                   bool accumulate) {
-  static_assert(T == 16 || T == 32 || T == 64 || T == 128, "the decode path's token tiles");
+  static_assert(T == 16 || T == 32 || T == 64 || T == 96 || T == 128, "the decode path's token tiles");
   const int acc = int(accumulate);
   if constexpr (T == 16) {
     asm volatile(
@@ -441,6 +441,15 @@ __device__ __forceinline__ void wgmma_fp8_swapped(float (&d)[T / 2], uint64_t de
         "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 ", " TC_WGMMA_REGS_16_31 "}, %32, %33, p, 1, 1;\n}\n"
         : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8), TC_WGMMA_D8(d, 16), TC_WGMMA_D8(d, 24)
         : "l"(desc_w), "l"(desc_a), "r"(acc));
+  } else if constexpr (T == 96) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3\n"
+        "{" TC_WGMMA_REGS_0_7 ", " TC_WGMMA_REGS_8_15 ", " TC_WGMMA_REGS_16_31 ", " TC_WGMMA_REGS_32_47
+        "}, %48, %49, p, 1, 1;\n}\n"
+        : TC_WGMMA_D8(d, 0), TC_WGMMA_D8(d, 8), TC_WGMMA_D8(d, 16), TC_WGMMA_D8(d, 24), TC_WGMMA_D8(d, 32),
+          TC_WGMMA_D8(d, 40)
+        : "l"(desc_w), "l"(desc_a), "r"(acc));
   } else {
     wgmma_fp8<128>(d, desc_w, desc_a, accumulate);  // the same instruction, roles swapped
   }
@@ -448,6 +457,7 @@ __device__ __forceinline__ void wgmma_fp8_swapped(float (&d)[T / 2], uint64_t de
 #undef TC_WGMMA_REGS_0_7
 #undef TC_WGMMA_REGS_8_15
 #undef TC_WGMMA_REGS_16_31
+#undef TC_WGMMA_REGS_32_47
 
 #undef TC_WGMMA_D8
 #undef TC_WGMMA_D64
