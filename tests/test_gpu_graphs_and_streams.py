@@ -347,10 +347,10 @@ def _fp8_paths():
 
 # (1, 4096, 4096) takes stage 7's swapped decode schedule as called. The forced swapped paths have
 # shapes of their own (tests/test_tc_fp8.py holds them to the split-K rule on the CPU): K split into
-# ranges (M = 16, 7 with N = 1000 and K = 1040 ending in a partial slice; M = 300 in three token tiles
-# of 128), or not (K of 4 slices or fewer).
+# ranges (M = 16, 7 and 90 - a token tile of 96 - with N = 1000 and K = 1040 ending in a partial slice;
+# M = 300 in three token tiles of 128), or not (K of 4 slices or fewer).
 FP8_SHAPES = [(1000, 1032, 4096), (1, 4096, 4096), (2048, 2048, 2048)]
-DECODE_SPLIT_SHAPES = [(16, 2048, 7168), (7, 1000, 1040), (300, 1000, 1040)]
+DECODE_SPLIT_SHAPES = [(16, 2048, 7168), (7, 1000, 1040), (90, 1000, 1040), (300, 1000, 1040)]
 DECODE_WHOLE_K_SHAPES = [(64, 14336, 512), (33, 136, 208)]
 # The Triton FP8 kernels' configuration depends on the shape's class (fast_fp8_configs.shape_class);
 # FP8_SHAPES reach only "few_tiles" and "decode". This one is "large" on a GPU of up to 144 SMs (9 x 16

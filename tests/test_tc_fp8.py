@@ -159,7 +159,8 @@ def test_each_decode_kernel_swaps_the_operands_and_stores_element_by_element(com
 # SMs holding one, two or three of its CTAs each (tc_decode.cuh: use_swapped, decode_ranges).
 TOKEN_TILES = (16, 32, 64, 96, 128)
 RESIDENT = (132, 2 * 132, 3 * 132)
-DECODE_SPLIT = [(1, 4096, 4096), (7, 1000, 1040), (16, 2048, 7168), (100, 264, 1536), (128, 4096, 4096)]
+DECODE_SPLIT = [(1, 4096, 4096), (7, 1000, 1040), (16, 2048, 7168), (90, 1000, 1040), (100, 264, 1536),
+                (128, 4096, 4096)]
 DECODE_WHOLE_K = [(7, 8, 16), (33, 136, 208), (64, 14336, 512)]
 # Forced: token tiles of 128, the last partial; K split, and not.
 SWAPPED_BEYOND_DECODE = [(300, 1000, 1040), (130, 264, 208)]
@@ -341,7 +342,7 @@ DECODE_SHAPES = DECODE_SPLIT + DECODE_WHOLE_K
 @pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
 def test_decode_is_correct_on_the_gpu(scaling):
     """M = 1 - 128 as called (the operands swapped by the shape): tokens past M in every token tile
-    (7 of 16, 33 of 64, 100 of 128), N not a multiple of 64 (1000, 136, 264, 8), K ending in a partial
+    (7 of 16, 33 of 64, 90 of 96, 100 of 128), N not a multiple of 64 (1000, 136, 264, 8), K ending in a partial
     slice (1040, 208, 16), K split into ranges and not."""
     _hopper()
     report = correctness.check(tc.tc_7_fp8, "e4m3", DECODE_SHAPES, scaling=scaling, label="tc_7_fp8 decode")
