@@ -21,7 +21,7 @@ whole tiles (by the shape 128 x 128 at 264 x 520 x 200; 128 x 256 forced), strea
 accumulation, per row, per block) at 256^3 and 264 x 520 x 208 (partial tiles, a partial K block),
 and on a single cluster at 300 x 1000 x 1296 (several tiles per CTA, each stored during the next;
 11 K slices, so the promoted loop's groups run in both kinds of tile).
-Then every variant on its decode path (the operands swapped): 7 x 1000 x 1040 and 100 x 264 x 1536
+Then every variant on its decode path (the operands swapped): 7 x 1000 x 1040, 90 and 100 x 264 x 1536
 (K split into ranges, tokens past M in tiles of 16 and 128, partial column tiles and K slices),
 33 x 136 x 208 (one range), and the swapped schedule forced at 300 x 1000 x 1040 (three token tiles).
 """
@@ -85,7 +85,7 @@ def check_runs(runs, shapes_of) -> int:
 
 
 FP8_SHAPES = ((256, 256, 256), (264, 520, 208))
-FP8_DECODE_SHAPES = ((7, 1000, 1040), (100, 264, 1536), (33, 136, 208))  # swapped by the shape
+FP8_DECODE_SHAPES = ((7, 1000, 1040), (90, 264, 1536), (100, 264, 1536), (33, 136, 208))  # swapped by the shape
 FP8_SWAPPED_FORCED = ((300, 1000, 1040),)
 SCHEDULE_SWAPPED = 2  # tc_launch.h
 
