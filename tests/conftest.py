@@ -1,6 +1,7 @@
 """Test set-up: the CPU backend unless COURSE_BACKEND says otherwise; GPU tests are marked."""
 
 import os
+import sys
 
 os.environ.setdefault("COURSE_BACKEND", "cpu")
 
@@ -17,3 +18,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every figure a test drew is closed after it (pyplot keeps them all, and warns past 20)."""
+    yield
+    plt = sys.modules.get("matplotlib.pyplot")  # never imported here: some tests hold what is imported
+    if plt is not None:
+        plt.close("all")
