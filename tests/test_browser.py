@@ -593,6 +593,14 @@ _SHOW_CELL = """async (index) => {
 }"""
 
 
+# What the solution widget in cell `index` shows now (null where no widget view is rendered there).
+_SOLUTION_TEXT = """(index) => {
+    const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
+    const el = cell && cell.node.querySelector('.course-solution');
+    return el && el.isConnected ? el.innerText.trim() : null;
+}"""
+
+
 def _check_solutions_hidden_then_press_one(page, notebook: str, solutions, shots: Path) -> str:
     """After Run All no solution's code is anywhere in the notebook or on the page, only buttons;
     the first button, pressed, shows its solution's code."""
@@ -602,20 +610,27 @@ def _check_solutions_hidden_then_press_one(page, notebook: str, solutions, shots
     shown = page.evaluate(_SOLUTIONS_SHOWN, [markers, SOLUTION_BUTTON])
     assert shown == [], f"{notebook}: a solution shows before its button is pressed: {shown}"
     index, lines = solutions[0]
-    page.evaluate(_SHOW_CELL, index)
     cell = page.locator(f"[data-solution-cell='{index}']")
     button = cell.locator(".course-solution button")
-    try:  # the widget's view renders after the cell scrolls into view
-        page.wait_for_function("([el, text]) => el && el.innerText.trim() === text",
-                               arg=[cell.locator(".course-solution").element_handle(), SOLUTION_BUTTON],
-                               polling=200, timeout=30_000)
-    except Exception as e:
-        raise AssertionError(f"{notebook} cell {index}: the button says {button.inner_text()!r}, "
-                             f"not {SOLUTION_BUTTON!r}") from e
+    # The widget's view renders after its cell scrolls into view, and the notebook may render the cell
+    # again (a fresh node) while it settles: scroll and read the widget afresh until it shows its button.
+    # (Waiting on one element handle for 30 s timed out once in CI; a replaced node is the likely cause.)
+    said, deadline = None, time.monotonic() + 60
+    while time.monotonic() < deadline:
+        page.evaluate(_SHOW_CELL, index)
+        said = page.evaluate(_SOLUTION_TEXT, index)
+        if said == SOLUTION_BUTTON:
+            break
+        page.wait_for_timeout(500)
+    else:
+        page.screenshot(path=str(shots / "4_solution_button_missing.png"))
+        raise AssertionError(f"{notebook} cell {index}: after 60 s the solution widget says {said!r}, not {SOLUTION_BUTTON!r} "
+                             f"(null: no widget rendered in the cell); screenshot 4_solution_button_missing.png")
     button.click()
     try:
-        page.wait_for_function("([el, lines]) => lines.every(l => el.innerText.includes(l))",
-                               arg=[cell.locator(".course-solution").element_handle(), lines], polling=200)
+        page.wait_for_function("([fn, index, lines]) => { const text = eval(fn)(index); "
+                               "return text !== null && lines.every(l => text.includes(l)); }",
+                               arg=[_SOLUTION_TEXT, index, lines], polling=200)
     except Exception as e:
         raise AssertionError(f"{notebook} cell {index}: pressed, the button does not show {lines}") from e
     cell.screenshot(path=str(shots / "4_solution_shown.png"))
