@@ -56,7 +56,7 @@ def one_by_one(fn, flush: bool) -> dict:
 
 
 def main() -> int:
-    out, save = runlog.start(__doc__, 1, rows=[])
+    out, save = runlog.start(__doc__, 2, rows=[])
     course_lib.describe()
     rows = [s for s in model_shapes.MODEL_SHAPES if s.M <= 64]
     for dtype in ("fp16", "bf16"):
