@@ -43,10 +43,12 @@ def called_ms(fn, **kw) -> float:
     return timing.time_fn(fn, budget_ms=BUDGET_MS, host=True, **kw).median_ms
 
 
-def one_by_one_ms(fn, flush: bool, sleep_s: float) -> float:
+def one_by_one(fn, flush: bool, sleep_s: float = 0.0) -> dict:
     """As called, runs timed one by one: an L2 flush (or none), the host waits for the GPU and sleeps
-    ``sleep_s`` more, then the call between two events; the median of 30 runs."""
-    times = []
+    ``sleep_s`` more, then the call between two events. The medians of 30 runs of the events' time
+    (``event_us``) and of the host's own time in the call (``host_in_call_us``: from just before the
+    start event is recorded to just after the call returns)."""
+    events, host = [], []
     buffer = torch.zeros(timing._FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     for _ in range(30):
         if flush:
@@ -55,12 +57,15 @@ def one_by_one_ms(fn, flush: bool, sleep_s: float) -> float:
         if sleep_s:
             time.sleep(sleep_s)
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
         s.record()
         fn()
+        t1 = time.perf_counter()
         e.record()
         e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+        events.append(1e3 * s.elapsed_time(e))
+        host.append(1e6 * (t1 - t0))
+    return {"event_us": statistics.median(events), "host_in_call_us": statistics.median(host)}
 
 
 def main() -> int:
@@ -84,9 +89,9 @@ def main() -> int:
                 rounds.append(round(1e3 * called_ms(cublas), 2))
             row["called_rounds"][block] = rounds
         row["called_us"] = {k: statistics.median(v) for k, v in row["called_rounds"].items()}
-        row["called_one_by_one_us"] = 1e3 * one_by_one_ms(cublas, flush=True, sleep_s=0)
-        row["called_no_flush_us"] = 1e3 * one_by_one_ms(cublas, flush=False, sleep_s=0)
-        row["called_idle_us"] = 1e3 * one_by_one_ms(cublas, flush=True, sleep_s=1e-3)
+        row["called_one_by_one_us"] = one_by_one(cublas, flush=True)["event_us"]
+        row["called_no_flush_us"] = one_by_one(cublas, flush=False)["event_us"]
+        row["called_idle_us"] = one_by_one(cublas, flush=True, sleep_s=1e-3)["event_us"]
         row["host_us"] = host_us_per_call(lambda x, y: torch.matmul(x, y), a, b, rounds=3) if M * N * K <= 2**28 else None
         out["rows"].append(row)
         save()

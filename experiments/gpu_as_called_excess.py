@@ -20,9 +20,6 @@ Medians in microseconds. Raw log, never edited.
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import torch
 
 import course_lib
@@ -30,29 +27,11 @@ from course_lib import model_shapes
 from course_lib import registry
 from course_lib import timing
 from course_lib.kernels.coalescing_and_triton import autotune
-from gpu_host_time import host_us_per_call  # this folder is on sys.path
+from gpu_as_called import one_by_one  # this folder is on sys.path
+from gpu_host_time import host_us_per_call
 import runlog  # this folder is on sys.path
 
 BUDGET_MS = 40.0
-
-
-def one_by_one(fn, flush: bool) -> dict:
-    events, host = [], []
-    buffer = torch.zeros(timing._FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    for _ in range(30):
-        if flush:
-            buffer.zero_()
-        torch.cuda.synchronize()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        t0 = time.perf_counter()
-        s.record()
-        fn()
-        t1 = time.perf_counter()
-        e.record()
-        e.synchronize()
-        events.append(1e3 * s.elapsed_time(e))
-        host.append(1e6 * (t1 - t0))
-    return {"event_us": statistics.median(events), "host_in_call_us": statistics.median(host)}
 
 
 def main() -> int:
