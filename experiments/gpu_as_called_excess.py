@@ -4,8 +4,10 @@
 
 On an H100 (the current tree) triton_fast fp16's as-called time exceeded its GPU time by 35-82 us at the
 decode rows with M = 8, 16 and 32 and by 20-23 us at M = 1 and 64, against cuBLAS's 15-36 us; the H200
-recording shows a larger excess than cuBLAS's at every fp16 row with M <= 64. This script splits the
-excess, for torch.matmul, triton_fast (fp16 and bf16) and tc_6 (bf16) at the table's rows with M <= 64:
+recording, whose triton_fast rows were timed before the launch plans made their descriptors on the host,
+shows a larger excess than cuBLAS's at every fp16 row with M <= 64 (split K at M = 1-32, none at M = 64,
+by its tuning log). This script splits the excess, for torch.matmul, triton_fast (fp16 and bf16) and
+tc_6 (bf16) at the table's rows with M <= 64:
 
 * ``gpu_us`` and ``called_us``: ``time_fn`` without and with ``host=True``, as ``bench`` times them;
 * ``one_by_one``: 30 calls, each after an L2 flush on an idle GPU (what ``host=True`` does), with the
